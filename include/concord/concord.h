@@ -1,0 +1,88 @@
+// Concord's public C++ API: process-wide runtime lifecycle and asynchronous collectives.
+//
+// The path of one allreduce: allreduce_async() validates the request and puts it on this
+// rank's tensor queue; the background thread negotiates it with the other ranks
+// (coordinator on rank 0, docs/architecture.md), fuses it with other ready allreduces into
+// the fusion buffer, runs Concord's ring allreduce over MPI point-to-point and completes
+// the Handle. Thread-safe: any thread may enqueue and wait.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "concord/errors.h"
+#include "concord/handle.h"
+#include "concord/types.h"
+
+namespace concord {
+
+/// Options of init(). A negative value means "take the CONCORD_* environment variable
+/// (or its default)"; see `concord-info` for the table.
+struct InitOptions {
+  double cycle_time_ms = -1;          ///< CONCORD_CYCLE_TIME, milliseconds between cycles
+  int64_t fusion_threshold_bytes = -1;  ///< CONCORD_FUSION_THRESHOLD, bytes; 0 disables fusion
+};
+
+/// Starts the runtime: initialises MPI if nobody has (MPI_Init_thread, MPI_THREAD_MULTIPLE
+/// requested, MPI_THREAD_SERIALIZED required), duplicates MPI_COMM_WORLD and starts the
+/// background thread. Without mpirun the process is a single rank (size 1). Calling init()
+/// while already initialised is a no-op. Collective: every rank must call it.
+/// Throws StateError if MPI was initialised with too low a thread level or finalized,
+/// InvalidArgument for a malformed CONCORD_* variable.
+void init(const InitOptions& options = {});
+
+/// Stops the background thread after telling every rank (the first rank to call shutdown
+/// stops all of them); operations still pending fail with StateError. MPI itself is
+/// finalized at process exit, and only if init() initialised it, so init() may be called
+/// again. No-op when not initialised.
+void shutdown();
+
+/// True between init() and shutdown().
+bool is_initialized();
+
+/// This process's rank in [0, size()). Throws StateError before init().
+int rank();
+/// Number of ranks (MPI_COMM_WORLD size). Throws StateError before init().
+int size();
+/// Rank among the processes on this node (MPI shared-memory split). Throws StateError.
+int local_rank();
+/// Number of processes on this node. Throws StateError before init().
+int local_size();
+
+/// Options of an allreduce. The result is postscale * reduce_op(prescale * input_r over
+/// ranks r); for kAverage the postscale is further divided by size().
+struct AllreduceOptions {
+  ReduceOp op = ReduceOp::kSum;
+  double prescale_factor = 1.0;
+  double postscale_factor = 1.0;
+};
+
+/// Options of a broadcast.
+struct BroadcastOptions {
+  int root = 0;  ///< rank whose tensor is sent to every other rank
+};
+
+/// Starts an allreduce of `input` into `output` (same dtype and shape; may be the same
+/// memory for an in-place allreduce). `name` identifies the tensor across ranks: every
+/// rank must submit the same name with the same dtype, shape, op and scale factors, in any
+/// order. Both buffers must stay valid until the handle is done.
+/// Throws StateError before init/after shutdown, InvalidArgument for an empty name, a
+/// name already in flight on this rank, or mismatched input/output. A mismatch between
+/// ranks is reported by Handle::wait() as MismatchError on every rank.
+/// Algorithm: ring reduce-scatter + allgather (Patarasuk & Yuan 2009), docs/algorithms.md.
+Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
+                       const AllreduceOptions& options = {});
+
+/// Starts an allgather: the output (Handle::output_bytes/output_shape) is the rank-ordered
+/// concatenation along dim 0 of every rank's `input`; dim 0 may differ between ranks, the
+/// other dimensions and the dtype must agree (else MismatchError). Scalars are rejected.
+/// `input` must stay valid until the handle is done. Errors as allreduce_async.
+Handle allgather_async(const std::string& name, const TensorView& input);
+
+/// Starts a broadcast of `tensor` from options.root into `tensor` on every other rank
+/// (in place). Shape, dtype and root must agree across ranks (else MismatchError).
+/// Throws InvalidArgument if root is not in [0, size()). Binomial tree over MPI p2p.
+Handle broadcast_async(const std::string& name, const TensorView& tensor,
+                       const BroadcastOptions& options = {});
+
+}  // namespace concord

@@ -1,0 +1,58 @@
+// Public value types of Concord: data types, reduce ops, collective kinds and tensor views.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace concord {
+
+/// Element types a collective can carry. float16 is IEEE 754 binary16, bfloat16 is the
+/// upper half of an IEEE binary32 (as in PyTorch and TensorFlow).
+enum class DataType : uint8_t {
+  kFloat32 = 0,
+  kFloat64 = 1,
+  kFloat16 = 2,
+  kBFloat16 = 3,
+  kInt32 = 4,
+  kInt64 = 5,
+  kInt8 = 6,
+  kUInt8 = 7,
+};
+
+/// Reduction applied element-wise by allreduce. kAverage is kSum followed by a
+/// multiplication by 1/size (for integer types the product is truncated toward zero).
+enum class ReduceOp : uint8_t { kSum = 0, kAverage = 1, kMin = 2, kMax = 3, kProduct = 4 };
+
+/// The collective an operation performs.
+enum class CollectiveType : uint8_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2 };
+
+/// Size of one element in bytes. Throws InvalidArgument for an unknown code.
+size_t dtype_size(DataType dtype);
+/// Lower-case name ("float32", "bfloat16", ...).
+const char* dtype_name(DataType dtype);
+/// Parses a name as printed by dtype_name. Throws InvalidArgument naming the bad string.
+DataType dtype_from_name(const std::string& name);
+/// Lower-case name ("sum", "average", ...).
+const char* reduce_op_name(ReduceOp op);
+/// "allreduce", "allgather" or "broadcast".
+const char* collective_name(CollectiveType type);
+
+/// A non-owning view of a dense, row-major (C-contiguous) tensor in host memory.
+/// `data` may be null only when the tensor has zero elements.
+struct TensorView {
+  void* data = nullptr;
+  DataType dtype = DataType::kFloat32;
+  std::vector<int64_t> shape;  ///< dimensions, outermost first; {} is a scalar
+
+  /// Number of elements (product of shape; 1 for a scalar).
+  int64_t num_elements() const;
+  /// Number of bytes: num_elements() * dtype_size(dtype).
+  size_t num_bytes() const;
+};
+
+/// Formats a shape as "[2, 3]".
+std::string shape_string(const std::vector<int64_t>& shape);
+
+}  // namespace concord

@@ -1,0 +1,45 @@
+#include "algorithms/allgather_ring.h"
+
+#include "common/enforce.h"
+
+namespace concord {
+namespace {
+constexpr int kDataTag = 2;
+}
+
+AllgatherRing::AllgatherRing(Communicator& comm) : comm_(comm), ring_{comm.rank(), comm.size()} {}
+
+void AllgatherRing::start(void* output, const std::vector<size_t>& block_bytes) {
+  CONCORD_ENFORCE(static_cast<int>(block_bytes.size()) == ring_.size, InternalError,
+                  "allgather got ", block_bytes.size(), " block sizes for ", ring_.size, " ranks");
+  output_ = static_cast<uint8_t*>(output);
+  bytes_ = block_bytes;
+  offsets_.assign(ring_.size, 0);
+  for (int r = 1; r < ring_.size; ++r) offsets_[r] = offsets_[r - 1] + bytes_[r - 1];
+  step_ = 0;
+  receives_.clear();
+  sends_.clear();
+  for (int s = 0; s < ring_.steps(); ++s) {
+    const int index = ring_.gather_recv(s);
+    receives_.push_back(comm_.irecv(block(index), bytes_[index], ring_.left(), kDataTag));
+  }
+  if (ring_.steps() > 0) {
+    const int index = ring_.gather_send(0);
+    sends_.push_back(comm_.isend(block(index), bytes_[index], ring_.right(), kDataTag));
+  }
+}
+
+Progress AllgatherRing::progress() {
+  while (step_ < ring_.steps()) {
+    if (!receives_[step_]->test()) return Progress::kInProgress;
+    if (step_ + 1 < ring_.steps()) {
+      const int index = ring_.gather_send(step_ + 1);
+      sends_.push_back(comm_.isend(block(index), bytes_[index], ring_.right(), kDataTag));
+    }
+    ++step_;
+  }
+  std::erase_if(sends_, [](RequestPtr& request) { return request->test(); });
+  return sends_.empty() ? Progress::kDone : Progress::kInProgress;
+}
+
+}  // namespace concord

@@ -1,0 +1,115 @@
+#include "algorithms/allreduce_ring.h"
+
+#include <algorithm>
+
+#include "common/reduce.h"
+
+namespace concord {
+namespace {
+constexpr int kDataTag = 1;
+
+// Tests every request, drops the completed ones; true when none is left.
+bool reap(std::vector<RequestPtr>& requests) {
+  std::erase_if(requests, [](RequestPtr& request) { return request->test(); });
+  return requests.empty();
+}
+}  // namespace
+
+AllreduceRing::AllreduceRing(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes)
+    : comm_(comm),
+      scratch_(scratch),
+      chunk_bytes_(std::max<size_t>(chunk_bytes, 1)),
+      ring_{comm.rank(), comm.size()} {}
+
+void AllreduceRing::start(void* data, size_t count, DataType dtype, ReduceOp op) {
+  data_ = static_cast<uint8_t*>(data);
+  count_ = count;
+  dtype_ = dtype;
+  op_ = op;
+  element_size_ = dtype_size(dtype);
+  step_ = 0;
+  next_chunk_ = 0;
+  gather_receives_posted_ = false;
+  sends_.clear();
+  reduce_scatter_sends_.clear();
+  receives_.clear();
+  receives_.resize(2 * ring_.steps());
+  if (ring_.size == 1 || count == 0) return;  // nothing to exchange: done at once
+
+  const size_t largest_segment = patterns::segment(count, ring_.size, 0).count * element_size_;
+  chunks_ = static_cast<int>(std::max<size_t>(1, (largest_segment + chunk_bytes_ - 1) / chunk_bytes_));
+  slot_bytes_ = largest_segment;
+  scratch_.get(2 * slot_bytes_);
+  post_receives(0);
+  if (ring_.steps() > 1) post_receives(1);
+  for (int c = 0; c < chunks_; ++c) post_send(0, c);
+}
+
+AllreduceRing::Chunk AllreduceRing::chunk(int segment, int index) const {
+  const auto seg = patterns::segment(count_, ring_.size, segment);
+  const auto sub = patterns::segment(seg.count, chunks_, index);
+  return {(seg.offset + sub.offset) * element_size_, sub.count * element_size_};
+}
+
+uint8_t* AllreduceRing::receive_slot(int step, int index) {
+  const int segment = ring_.reduce_scatter_recv(step);
+  const auto seg = patterns::segment(count_, ring_.size, segment);
+  const auto sub = patterns::segment(seg.count, chunks_, index);
+  return scratch_.get(2 * slot_bytes_) + (step % 2) * slot_bytes_ + sub.offset * element_size_;
+}
+
+void AllreduceRing::post_receives(int step) {
+  auto& requests = receives_[step];
+  for (int c = 0; c < chunks_; ++c) {
+    if (in_reduce_scatter(step)) {
+      const Chunk piece = chunk(ring_.reduce_scatter_recv(step), c);
+      requests.push_back(comm_.irecv(receive_slot(step, c), piece.bytes, ring_.left(), kDataTag));
+    } else {
+      const Chunk piece = chunk(ring_.allgather_recv(step - ring_.steps()), c);
+      requests.push_back(comm_.irecv(data_ + piece.offset, piece.bytes, ring_.left(), kDataTag));
+    }
+  }
+}
+
+void AllreduceRing::post_send(int step, int index) {
+  if (in_reduce_scatter(step)) {
+    const Chunk piece = chunk(ring_.reduce_scatter_send(step), index);
+    reduce_scatter_sends_.push_back(
+        comm_.isend(data_ + piece.offset, piece.bytes, ring_.right(), kDataTag));
+  } else {
+    const Chunk piece = chunk(ring_.allgather_send(step - ring_.steps()), index);
+    sends_.push_back(comm_.isend(data_ + piece.offset, piece.bytes, ring_.right(), kDataTag));
+  }
+}
+
+Progress AllreduceRing::progress() {
+  const int total_steps = 2 * ring_.steps();
+  while (step_ < total_steps) {
+    if (!in_reduce_scatter(step_) && !gather_receives_posted_) {
+      // The allgather receives overwrite the segments the reduce-scatter sent from.
+      if (!reap(reduce_scatter_sends_)) return Progress::kInProgress;
+      for (int step = ring_.steps(); step < total_steps; ++step) post_receives(step);
+      gather_receives_posted_ = true;
+    }
+    if (!receives_[step_][next_chunk_]->test()) {
+      reap(sends_);
+      return Progress::kInProgress;
+    }
+    if (in_reduce_scatter(step_)) {
+      const Chunk piece = chunk(ring_.reduce_scatter_recv(step_), next_chunk_);
+      reduce_inplace(data_ + piece.offset, receive_slot(step_, next_chunk_),
+                     piece.bytes / element_size_, dtype_, op_);
+    }
+    if (step_ + 1 < total_steps) post_send(step_ + 1, next_chunk_);
+    if (++next_chunk_ == chunks_) {
+      receives_[step_].clear();
+      next_chunk_ = 0;
+      ++step_;
+      if (step_ + 1 < ring_.steps()) post_receives(step_ + 1);
+    }
+  }
+  const bool sends_done = reap(reduce_scatter_sends_) & reap(sends_);
+  return sends_done ? Progress::kDone : Progress::kInProgress;
+}
+
+}  // namespace concord

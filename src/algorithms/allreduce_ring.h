@@ -1,0 +1,69 @@
+// AllreduceRing: ring reduce-scatter followed by ring allgather (Patarasuk & Yuan, "Bandwidth
+// optimal all-reduce algorithms for clusters of workstations", JPDC 2009), over nonblocking
+// point-to-point, pipelined in chunks.
+//
+// Steps and bytes on the wire for P ranks and n bytes: 2(P-1) steps; each rank sends and
+// receives 2(P-1)/P * n bytes, in 2(P-1) * C messages of at most n/(P*C) bytes, where
+// C = ceil((n/P) / chunk_bytes). Cost: 2(P-1) alpha + 2(P-1)/P n beta + (P-1)/P n gamma.
+//
+// Pipelining: the segment received at step g is the one sent at step g+1, so as soon as
+// chunk c of step g has arrived (and, during the reduce-scatter, been reduced) it is sent on
+// for step g+1; receives of step g+1 are posted while step g runs (two scratch halves).
+// Each segment is reduced by exactly one chain of ranks and then copied, so every rank ends
+// with bit-identical results.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "concord/types.h"
+#include "patterns/ring.h"
+#include "transport/communicator.h"
+
+namespace concord {
+
+class AllreduceRing : public Algorithm {
+ public:
+  /// Default chunk size in bytes of one pipelined message.
+  static constexpr size_t kDefaultChunkBytes = size_t{1} << 19;
+
+  AllreduceRing(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = kDefaultChunkBytes);
+
+  /// Starts an in-place allreduce of `count` elements of `dtype` at `data` with `op`
+  /// (kAverage reduces as kSum; the caller scales). Every rank must call it with the same
+  /// count, dtype and op. `data` must stay valid until progress() returns kDone.
+  void start(void* data, size_t count, DataType dtype, ReduceOp op);
+  Progress progress() override;
+
+ private:
+  struct Chunk {
+    size_t offset;  // bytes from data_
+    size_t bytes;
+  };
+  Chunk chunk(int segment, int index) const;
+  bool in_reduce_scatter(int step) const { return step < ring_.steps(); }
+  uint8_t* receive_slot(int step, int index);
+  void post_receives(int step);
+  void post_send(int step, int index);
+
+  Communicator& comm_;
+  ScratchBuffer& scratch_;
+  size_t chunk_bytes_;
+  patterns::Ring ring_;
+  uint8_t* data_ = nullptr;
+  size_t count_ = 0;
+  size_t element_size_ = 1;
+  DataType dtype_ = DataType::kFloat32;
+  ReduceOp op_ = ReduceOp::kSum;
+  int chunks_ = 1;             // chunks per segment
+  size_t slot_bytes_ = 0;      // scratch bytes of one step's receives
+  int step_ = 0;               // current step in [0, 2(P-1)); 2(P-1) = done
+  int next_chunk_ = 0;         // next chunk of step_ to complete
+  bool gather_receives_posted_ = false;
+  std::vector<std::vector<RequestPtr>> receives_;  // by step, by chunk
+  std::vector<RequestPtr> sends_;
+  std::vector<RequestPtr> reduce_scatter_sends_;
+};
+
+}  // namespace concord

@@ -1,0 +1,33 @@
+// BroadcastBinomial: binomial-tree broadcast (patterns/binomial_tree.h). Each non-root
+// rank receives the whole message from its parent, then sends it to its children, largest
+// subtree first. ceil(log2 P) rounds; the root sends ceil(log2 P) * n bytes, every other
+// rank receives n bytes. Cost: ceil(log2 P) (alpha + n beta).
+#pragma once
+
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "patterns/binomial_tree.h"
+#include "transport/communicator.h"
+
+namespace concord {
+
+class BroadcastBinomial : public Algorithm {
+ public:
+  explicit BroadcastBinomial(Communicator& comm);
+
+  /// Starts broadcasting `bytes` bytes at `data` from `root` (in place on every rank).
+  void start(void* data, size_t bytes, int root);
+  Progress progress() override;
+
+ private:
+  Communicator& comm_;
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
+  std::vector<int> children_;
+  RequestPtr receive_;
+  bool sends_posted_ = false;
+  std::vector<RequestPtr> sends_;
+};
+
+}  // namespace concord

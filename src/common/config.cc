@@ -1,0 +1,65 @@
+#include "common/config.h"
+
+#include <cstdlib>
+
+#include "common/enforce.h"
+
+namespace concord {
+
+const std::vector<ConfigVar>& config_table() {
+  static const std::vector<ConfigVar> table = {
+      {"CONCORD_CYCLE_TIME", "1", "float",
+       "milliseconds between two background cycles (negotiate, fuse, execute)"},
+      {"CONCORD_FUSION_THRESHOLD", "134217728", "bytes",
+       "largest fused allreduce in bytes; ready tensors are packed into the fusion buffer up "
+       "to this size (0 disables fusion)"},
+      {"CONCORD_RING_CHUNK_BYTES", "524288", "bytes",
+       "bytes per pipelined message of the ring allreduce (a ring segment is sent in chunks "
+       "of at most this size)"},
+      {"CONCORD_LOG_LEVEL", "warning", "string",
+       "trace, debug, info, warning, error or off; messages are prefixed with the rank"},
+  };
+  return table;
+}
+
+std::string config_value(const std::string& name) {
+  for (const auto& var : config_table()) {
+    if (name != var.name) continue;
+    const char* value = std::getenv(var.name);
+    return value != nullptr && *value != '\0' ? value : var.default_value;
+  }
+  CONCORD_THROW(InvalidArgument, "unknown configuration variable ", name);
+}
+
+namespace {
+
+double parse_double(const char* name, double min_value) {
+  const std::string text = config_value(name);
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  CONCORD_ENFORCE(end != text.c_str() && *end == '\0' && value >= min_value, InvalidArgument,
+                  name, "='", text, "' is not a number >= ", min_value);
+  return value;
+}
+
+int64_t parse_int(const char* name, int64_t min_value) {
+  const std::string text = config_value(name);
+  char* end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  CONCORD_ENFORCE(end != text.c_str() && *end == '\0' && value >= min_value, InvalidArgument,
+                  name, "='", text, "' is not an integer >= ", min_value);
+  return value;
+}
+
+}  // namespace
+
+Config Config::from_env() {
+  Config config;
+  config.cycle_time_ms = parse_double("CONCORD_CYCLE_TIME", 0.0);
+  config.fusion_threshold_bytes = parse_int("CONCORD_FUSION_THRESHOLD", 0);
+  config.ring_chunk_bytes = parse_int("CONCORD_RING_CHUNK_BYTES", 1);
+  config.log_level = config_value("CONCORD_LOG_LEVEL");
+  return config;
+}
+
+}  // namespace concord

@@ -1,0 +1,38 @@
+// The configuration table: every CONCORD_* environment variable is declared once here
+// (name, default, type, doc), read once at init, and printed by `concord-info`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace concord {
+
+/// One row of the configuration table.
+struct ConfigVar {
+  const char* name;           ///< environment variable, e.g. "CONCORD_CYCLE_TIME"
+  const char* default_value;  ///< as a string, as it would be written in the environment
+  const char* type;           ///< "float", "int", "bytes", "string"
+  const char* doc;            ///< one line: meaning and unit
+};
+
+/// All variables Concord reads, in a stable order.
+const std::vector<ConfigVar>& config_table();
+
+/// The value of `name` from the environment, or its default. Throws InvalidArgument if
+/// `name` is not in the table.
+std::string config_value(const std::string& name);
+
+/// Run-time settings of one process, parsed from the environment once.
+struct Config {
+  double cycle_time_ms = 1.0;                      ///< CONCORD_CYCLE_TIME
+  int64_t fusion_threshold_bytes = 128ll << 20;    ///< CONCORD_FUSION_THRESHOLD
+  int64_t ring_chunk_bytes = 512 << 10;          ///< CONCORD_RING_CHUNK_BYTES
+  std::string log_level = "warning";               ///< CONCORD_LOG_LEVEL
+
+  /// Parses every variable; throws InvalidArgument naming the variable and its value when
+  /// one is malformed or out of range.
+  static Config from_env();
+};
+
+}  // namespace concord

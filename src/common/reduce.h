@@ -1,0 +1,20 @@
+// Element-wise reduction and scaling kernels for every Concord dtype. Loops are written so
+// the compiler vectorises them (float16/bfloat16 go through float32 and round to nearest
+// even once per element, so results are identical on every rank).
+#pragma once
+
+#include <cstddef>
+
+#include "concord/types.h"
+
+namespace concord {
+
+/// dst[i] = op(dst[i], src[i]) for i < count. kAverage reduces as kSum (the division is a
+/// postscale). Integer sums wrap modulo 2^bits. Throws InvalidArgument for unknown codes.
+void reduce_inplace(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op);
+
+/// dst[i] = src[i] * factor for i < count, computed in float64 for float64 and integer
+/// dtypes (integers truncate toward zero), float32 otherwise. dst may equal src.
+void scale_buffer(void* dst, const void* src, size_t count, DataType dtype, double factor);
+
+}  // namespace concord

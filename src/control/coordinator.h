@@ -1,0 +1,53 @@
+// The coordinator's message table (rank 0, slow path of ../shared/specs/control-plane.md):
+// counts, per tensor name, which ranks have requested it; a tensor is ready when every
+// rank has. Ready tensors become responses in the order they became ready, which is the
+// one global order every rank executes. Before answering, the coordinator checks that all
+// ranks agree on the collective, dtype, shape (all but dim 0 for allgather), reduce op,
+// scale factors and root; any disagreement becomes an ERROR response naming the tensor,
+// the ranks and the differing values, raised on every rank.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "control/message.h"
+
+namespace concord {
+
+class Coordinator {
+ public:
+  explicit Coordinator(int size);
+
+  /// Records a request (request.rank in [0, size)). A rank requesting a name twice before
+  /// it was answered yields an ERROR response once every rank has requested it.
+  void add(const Request& request);
+
+  /// Takes the responses of every tensor all ranks have requested, in ready order, and
+  /// forgets those tensors.
+  std::vector<Response> take_ready();
+
+  /// Number of tensors requested by some but not all ranks.
+  size_t pending() const { return table_.size() - ready_.size(); }
+
+ private:
+  struct Entry {
+    std::vector<std::optional<Request>> by_rank;
+    int count = 0;
+    std::string duplicate;  // non-empty if a rank requested the name twice
+    std::chrono::steady_clock::time_point first_seen;
+  };
+
+  int size_;
+  std::unordered_map<std::string, Entry> table_;
+  std::vector<std::string> ready_;
+};
+
+/// Builds the response for one tensor from the requests of all ranks (index = rank):
+/// either the collective's response or an ERROR response describing the first mismatch.
+/// Exposed for unit tests.
+Response build_response(const std::vector<Request>& requests);
+
+}  // namespace concord

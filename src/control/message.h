@@ -1,0 +1,72 @@
+// Control-plane messages: what a rank asks for (Request), what the coordinator decides
+// (Response), and their byte encoding for the gather/broadcast of each cycle
+// (../shared/specs/control-plane.md, slow path). The encoding is little-endian
+// fixed-width fields with length-prefixed strings and vectors; decode() throws InternalError
+// on truncated or malformed input.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "concord/types.h"
+
+namespace concord {
+
+/// One rank's request to run a collective on a named tensor.
+struct Request {
+  int32_t rank = 0;
+  std::string name;
+  CollectiveType type = CollectiveType::kAllreduce;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;  ///< allreduce only
+  int32_t root = 0;              ///< broadcast only
+  double prescale_factor = 1.0;  ///< allreduce only
+  double postscale_factor = 1.0;
+  std::vector<int64_t> shape;
+
+  bool operator==(const Request&) const = default;
+};
+
+/// The requests a rank sends to the coordinator in one cycle.
+struct RequestList {
+  std::vector<Request> requests;
+  bool shutdown = false;  ///< this rank called shutdown()
+
+  bool operator==(const RequestList&) const = default;
+};
+
+enum class ResponseType : uint8_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2, kError = 3 };
+
+/// What every rank executes, in the same order on every rank. A response may name several
+/// tensors (a fused allreduce).
+struct Response {
+  ResponseType type = ResponseType::kAllreduce;
+  std::vector<std::string> names;
+  std::string error;  ///< kError only: the message every rank raises for names[0]
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int32_t root = 0;
+  double prescale_factor = 1.0;
+  double postscale_factor = 1.0;
+  /// kAllreduce/kBroadcast: element count of each tensor (one entry per name).
+  /// kAllgather: dim 0 of each rank's input (size() entries for the single name).
+  std::vector<int64_t> sizes;
+
+  bool operator==(const Response&) const = default;
+};
+
+/// The coordinator's answer to one cycle, broadcast to every rank.
+struct ResponseList {
+  std::vector<Response> responses;
+  bool shutdown = false;  ///< some rank asked to shut down: every rank stops
+
+  bool operator==(const ResponseList&) const = default;
+};
+
+std::vector<uint8_t> encode(const RequestList& list);
+std::vector<uint8_t> encode(const ResponseList& list);
+RequestList decode_request_list(const std::vector<uint8_t>& bytes);
+ResponseList decode_response_list(const std::vector<uint8_t>& bytes);
+
+}  // namespace concord

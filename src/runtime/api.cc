@@ -1,0 +1,95 @@
+// The public free functions of include/concord/concord.h: one process-wide Runtime,
+// created by init() and destroyed by shutdown().
+#include <cstdlib>
+#include <mutex>
+
+#include "common/enforce.h"
+#include "concord/concord.h"
+#include "runtime/runtime.h"
+
+namespace concord {
+namespace {
+
+struct Process {
+  std::mutex mutex;
+  std::shared_ptr<Runtime> runtime;
+  bool exit_hook_registered = false;
+};
+
+Process& process() {
+  static Process* instance = new Process();  // never destroyed: usable from atexit hooks
+  return *instance;
+}
+
+// A shared reference, so a concurrent shutdown() cannot destroy the runtime under a call.
+std::shared_ptr<Runtime> running() {
+  auto& p = process();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  CONCORD_ENFORCE(p.runtime != nullptr, StateError,
+                  "Concord is not initialized: call concord.init() (C++: concord::init()) first, "
+                  "and no collective after shutdown()");
+  return p.runtime;
+}
+
+}  // namespace
+
+void init(const InitOptions& options) {
+  auto& p = process();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  if (p.runtime) return;
+  p.runtime = std::make_shared<Runtime>(options);
+  if (!p.exit_hook_registered) {
+    // Registered after MPI's own exit hook, so it runs before MPI_Finalize.
+    std::atexit([] { shutdown(); });
+    p.exit_hook_registered = true;
+  }
+}
+
+void shutdown() {
+  auto& p = process();
+  std::shared_ptr<Runtime> runtime;
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    runtime = std::move(p.runtime);
+  }
+  if (runtime) runtime->shutdown();  // joins the background thread outside the lock
+}
+
+bool is_initialized() {
+  auto& p = process();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  return p.runtime != nullptr;
+}
+
+int rank() { return running()->rank(); }
+int size() { return running()->size(); }
+int local_rank() { return running()->local_rank(); }
+int local_size() { return running()->local_size(); }
+
+Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
+                       const AllreduceOptions& options) {
+  Request request;
+  request.name = name;
+  request.type = CollectiveType::kAllreduce;
+  request.op = options.op;
+  request.prescale_factor = options.prescale_factor;
+  request.postscale_factor = options.postscale_factor;
+  return running()->enqueue(std::move(request), input, output);
+}
+
+Handle allgather_async(const std::string& name, const TensorView& input) {
+  Request request;
+  request.name = name;
+  request.type = CollectiveType::kAllgather;
+  return running()->enqueue(std::move(request), input, input);
+}
+
+Handle broadcast_async(const std::string& name, const TensorView& tensor, const BroadcastOptions& options) {
+  Request request;
+  request.name = name;
+  request.type = CollectiveType::kBroadcast;
+  request.root = options.root;
+  return running()->enqueue(std::move(request), tensor, tensor);
+}
+
+}  // namespace concord

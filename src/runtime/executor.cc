@@ -1,0 +1,122 @@
+#include "runtime/executor.h"
+
+#include <cstring>
+#include <numeric>
+
+#include "algorithms/allgather_ring.h"
+#include "algorithms/allreduce_ring.h"
+#include "algorithms/broadcast_binomial.h"
+#include "common/enforce.h"
+#include "common/reduce.h"
+
+namespace concord {
+
+Executor::Executor(Communicator& data, const Config& config)
+    : comm_(data), ring_chunk_bytes_(static_cast<size_t>(config.ring_chunk_bytes)) {}
+
+void Executor::execute(const Response& response, TensorQueue& queue) {
+  std::vector<TensorEntry> entries;
+  for (const auto& name : response.names) entries.push_back(queue.take(name));
+  try {
+    switch (response.type) {
+      case ResponseType::kError:
+        throw MismatchError(response.error);
+      case ResponseType::kAllreduce:
+        allreduce(response, entries);
+        break;
+      case ResponseType::kAllgather:
+        allgather(response, entries.at(0));
+        break;
+      case ResponseType::kBroadcast:
+        broadcast(response, entries.at(0));
+        break;
+    }
+  } catch (...) {
+    for (auto& entry : entries) entry.handle->fail(std::current_exception());
+    return;
+  }
+  for (auto& entry : entries) entry.handle->complete();
+}
+
+void Executor::allreduce(const Response& response, std::vector<TensorEntry>& entries) {
+  const DataType dtype = response.dtype;
+  const size_t element = dtype_size(dtype);
+  const double prescale = response.prescale_factor;
+  double postscale = response.postscale_factor;
+  if (response.op == ReduceOp::kAverage) postscale /= comm_.size();
+  const ReduceOp op = response.op == ReduceOp::kAverage ? ReduceOp::kSum : response.op;
+
+  const size_t total = std::accumulate(response.sizes.begin(), response.sizes.end(), size_t{0});
+  uint8_t* buffer = nullptr;
+  if (entries.size() == 1) {  // reduce in the output tensor itself
+    TensorEntry& entry = entries[0];
+    buffer = static_cast<uint8_t*>(entry.output.data);
+    if (prescale != 1.0) {
+      scale_buffer(buffer, entry.input.data, total, dtype, prescale);
+    } else if (entry.input.data != entry.output.data && total > 0) {
+      std::memcpy(buffer, entry.input.data, total * element);
+    }
+  } else {  // pack into the fusion buffer
+    buffer = fusion_buffer_.get(total * element);
+    size_t offset = 0;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const size_t n = static_cast<size_t>(response.sizes[i]);
+      if (prescale != 1.0) {
+        scale_buffer(buffer + offset, entries[i].input.data, n, dtype, prescale);
+      } else if (n > 0) {
+        std::memcpy(buffer + offset, entries[i].input.data, n * element);
+      }
+      offset += n * element;
+    }
+  }
+
+  AllreduceRing ring(comm_, scratch_, ring_chunk_bytes_);
+  ring.start(buffer, total, dtype, op);
+  run_to_completion(ring);
+
+  if (entries.size() == 1) {
+    if (postscale != 1.0) scale_buffer(buffer, buffer, total, dtype, postscale);
+    return;
+  }
+  size_t offset = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const size_t n = static_cast<size_t>(response.sizes[i]);
+    if (postscale != 1.0) {
+      scale_buffer(entries[i].output.data, buffer + offset, n, dtype, postscale);
+    } else if (n > 0) {
+      std::memcpy(entries[i].output.data, buffer + offset, n * element);
+    }
+    offset += n * element;
+  }
+}
+
+void Executor::allgather(const Response& response, TensorEntry& entry) {
+  const auto& shape = entry.input.shape;
+  int64_t row_elements = 1;
+  for (size_t d = 1; d < shape.size(); ++d) row_elements *= shape[d];
+  const size_t row_bytes = static_cast<size_t>(row_elements) * dtype_size(entry.input.dtype);
+  std::vector<size_t> block_bytes;
+  int64_t rows = 0;
+  for (int64_t dim0 : response.sizes) {
+    block_bytes.push_back(static_cast<size_t>(dim0) * row_bytes);
+    rows += dim0;
+  }
+  auto& state = *entry.handle;
+  state.output_shape = shape;
+  state.output_shape[0] = rows;
+  state.output_bytes.assign(static_cast<size_t>(rows) * row_bytes, 0);
+  const size_t own_offset = std::accumulate(block_bytes.begin(), block_bytes.begin() + comm_.rank(), size_t{0});
+  if (block_bytes[comm_.rank()] > 0)
+    std::memcpy(state.output_bytes.data() + own_offset, entry.input.data, block_bytes[comm_.rank()]);
+  AllgatherRing ring(comm_);
+  ring.start(state.output_bytes.data(), block_bytes);
+  run_to_completion(ring);
+}
+
+void Executor::broadcast(const Response& response, TensorEntry& entry) {
+  BroadcastBinomial tree(comm_);
+  tree.start(entry.output.data, entry.output.num_bytes(), response.root);
+  run_to_completion(tree);
+}
+
+}  // namespace concord

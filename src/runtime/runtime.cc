@@ -1,0 +1,127 @@
+#include "runtime/runtime.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "common/enforce.h"
+#include "common/logging.h"
+#include "runtime/fusion.h"
+
+namespace concord {
+namespace {
+
+// The settings every rank must share, as rank 0 has them.
+struct SharedSettings {
+  double cycle_time_ms;
+  int64_t fusion_threshold_bytes;
+  int64_t ring_chunk_bytes;
+};
+
+void adopt_rank0_settings(Communicator& comm, Config& config) {
+  SharedSettings mine{config.cycle_time_ms, config.fusion_threshold_bytes, config.ring_chunk_bytes};
+  std::vector<uint8_t> bytes(sizeof mine);
+  std::memcpy(bytes.data(), &mine, sizeof mine);
+  comm.broadcast_bytes(bytes, 0);
+  SharedSettings root;
+  std::memcpy(&root, bytes.data(), sizeof root);
+  if (std::memcmp(&root, &mine, sizeof root) != 0)
+    CONCORD_LOG_WARN("using rank 0's cycle time, fusion threshold and ring chunk size; this "
+                     "rank's CONCORD_* settings differ");
+  config.cycle_time_ms = root.cycle_time_ms;
+  config.fusion_threshold_bytes = root.fusion_threshold_bytes;
+  config.ring_chunk_bytes = root.ring_chunk_bytes;
+}
+
+void validate(const Request& request, const TensorView& input, const TensorView& output, int size) {
+  const std::string& name = request.name;
+  CONCORD_ENFORCE(!name.empty(), InvalidArgument, collective_name(request.type),
+                  ": the tensor name must not be empty");
+  dtype_size(input.dtype);  // throws for an unknown dtype code
+  for (int64_t d : input.shape)
+    CONCORD_ENFORCE(d >= 0, InvalidArgument, "Tensor '", name, "' has a negative dimension in shape ",
+                    shape_string(input.shape));
+  CONCORD_ENFORCE(input.data != nullptr || input.num_elements() == 0, InvalidArgument,
+                  "Tensor '", name, "' has a null data pointer");
+  switch (request.type) {
+    case CollectiveType::kAllreduce:
+      CONCORD_ENFORCE(output.dtype == input.dtype && output.shape == input.shape, InvalidArgument,
+                      "allreduce of tensor '", name, "': output is ", dtype_name(output.dtype), " ",
+                      shape_string(output.shape), " but input is ", dtype_name(input.dtype), " ",
+                      shape_string(input.shape));
+      CONCORD_ENFORCE(output.data != nullptr || output.num_elements() == 0, InvalidArgument,
+                      "Tensor '", name, "' has a null output pointer");
+      CONCORD_ENFORCE(std::isfinite(request.prescale_factor) && std::isfinite(request.postscale_factor),
+                      InvalidArgument, "allreduce of tensor '", name, "': scale factors must be finite");
+      break;
+    case CollectiveType::kAllgather:
+      CONCORD_ENFORCE(!input.shape.empty(), InvalidArgument, "allgather of tensor '", name,
+                      "': a scalar has no dim 0 to concatenate along; reshape it to [1]");
+      break;
+    case CollectiveType::kBroadcast:
+      CONCORD_ENFORCE(request.root >= 0 && request.root < size, InvalidArgument, "broadcast of tensor '",
+                      name, "': root rank ", request.root, " is outside [0, ", size, ")");
+      break;
+  }
+}
+
+}  // namespace
+
+Runtime::Runtime(const InitOptions& options) : config_(Config::from_env()) {
+  if (options.cycle_time_ms >= 0) config_.cycle_time_ms = options.cycle_time_ms;
+  if (options.fusion_threshold_bytes >= 0) config_.fusion_threshold_bytes = options.fusion_threshold_bytes;
+  ensure_mpi_initialized();
+  control_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+  data_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+  MPI_Comm local = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(control_->comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
+            "MPI_Comm_split_type");
+  MPI_Comm_rank(local, &local_rank_);
+  MPI_Comm_size(local, &local_size_);
+  MPI_Comm_free(&local);
+  configure_logging(control_->rank(), config_.log_level);
+  adopt_rank0_settings(*control_, config_);
+  negotiator_ = std::make_unique<Negotiator>(*control_);
+  executor_ = std::make_unique<Executor>(*data_, config_);
+  thread_ = std::thread([this] { background_loop(); });
+}
+
+Runtime::~Runtime() { shutdown(); }
+
+void Runtime::shutdown() {
+  shutdown_requested_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+Handle Runtime::enqueue(Request request, const TensorView& input, const TensorView& output) {
+  request.rank = rank();
+  request.dtype = input.dtype;
+  request.shape = input.shape;
+  validate(request, input, output, size());
+  auto state = std::make_shared<HandleState>();
+  queue_.push(TensorEntry{std::move(request), input, output, state});
+  return Handle(state);
+}
+
+void Runtime::background_loop() {
+  const auto cycle = std::chrono::duration<double, std::milli>(config_.cycle_time_ms);
+  std::string stop_reason = "Concord was shut down (shutdown() was called on some rank)";
+  try {
+    while (true) {
+      const auto cycle_start = std::chrono::steady_clock::now();
+      RequestList mine{queue_.pop_requests(), shutdown_requested_.load()};
+      const ResponseList answer = negotiator_->negotiate(mine);
+      for (const auto& response : plan_fusion(answer.responses, config_.fusion_threshold_bytes))
+        executor_->execute(response, queue_);
+      if (answer.shutdown) break;
+      std::this_thread::sleep_until(cycle_start +
+                                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(cycle));
+    }
+  } catch (const std::exception& error) {
+    stop_reason = std::string("Concord's background thread stopped: ") + error.what();
+    CONCORD_LOG_ERROR("{}", stop_reason);
+  }
+  queue_.close(stop_reason);
+}
+
+}  // namespace concord

@@ -1,0 +1,60 @@
+// The runtime of one process: MPI communicators, the tensor queue, and the background
+// thread that runs the cycle (negotiate -> plan fusion -> execute -> complete handles)
+// every CONCORD_CYCLE_TIME milliseconds. Created by concord::init(), destroyed by
+// concord::shutdown().
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include "common/config.h"
+#include "concord/concord.h"
+#include "control/negotiator.h"
+#include "runtime/executor.h"
+#include "runtime/tensor_queue.h"
+#include "transport/mpi_communicator.h"
+
+namespace concord {
+
+class Runtime {
+ public:
+  /// Initialises MPI if needed, duplicates MPI_COMM_WORLD twice (control and data), adopts
+  /// rank 0's fusion threshold, cycle time and chunk size so every rank plans alike, and
+  /// starts the background thread. Collective over MPI_COMM_WORLD.
+  explicit Runtime(const InitOptions& options);
+  /// Calls shutdown().
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  /// Asks every rank to stop at the next cycle, joins the background thread and fails the
+  /// operations still pending with StateError. Idempotent.
+  void shutdown();
+
+  int rank() const { return control_->rank(); }
+  int size() const { return control_->size(); }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  const Config& config() const { return config_; }
+
+  /// Validates `request` against the buffers and queues it; see concord.h for the rules
+  /// and errors.
+  Handle enqueue(Request request, const TensorView& input, const TensorView& output);
+
+ private:
+  void background_loop();
+
+  Config config_;
+  std::unique_ptr<MpiCommunicator> control_;
+  std::unique_ptr<MpiCommunicator> data_;
+  int local_rank_ = 0;
+  int local_size_ = 1;
+  TensorQueue queue_;
+  std::unique_ptr<Negotiator> negotiator_;
+  std::unique_ptr<Executor> executor_;
+  std::atomic<bool> shutdown_requested_{false};
+  std::thread thread_;
+};
+
+}  // namespace concord

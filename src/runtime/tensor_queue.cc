@@ -1,0 +1,51 @@
+#include "runtime/tensor_queue.h"
+
+#include <utility>
+
+#include "common/enforce.h"
+
+namespace concord {
+
+void TensorQueue::push(TensorEntry entry) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  CONCORD_ENFORCE(closed_message_.empty(), StateError, closed_message_);
+  const std::string& name = entry.request.name;
+  CONCORD_ENFORCE(!table_.contains(name), InvalidArgument, "Tensor '", name,
+                  "' is already in flight on rank ", entry.request.rank,
+                  ": wait for its handle before submitting the same name again");
+  new_requests_.push_back(entry.request);
+  table_.emplace(name, std::move(entry));
+}
+
+std::vector<Request> TensorQueue::pop_requests() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::exchange(new_requests_, {});
+}
+
+TensorEntry TensorQueue::take(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto node = table_.extract(name);
+  CONCORD_ENFORCE(!node.empty(), InternalError, "response for tensor '", name,
+                  "' which is not in flight on this rank");
+  return std::move(node.mapped());
+}
+
+void TensorQueue::close(const std::string& message) {
+  std::unordered_map<std::string, TensorEntry> pending;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_message_ = message;
+    pending.swap(table_);
+    new_requests_.clear();
+  }
+  for (auto& [name, entry] : pending)
+    entry.handle->fail(std::make_exception_ptr(
+        StateError(detail::concat(message, " (tensor '", name, "' was pending)"))));
+}
+
+size_t TensorQueue::in_flight() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return table_.size();
+}
+
+}  // namespace concord

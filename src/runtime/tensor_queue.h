@@ -1,0 +1,49 @@
+// This rank's tensor queue and in-flight table: framework threads push entries, the
+// background thread pops the new requests each cycle and takes entries back by name when
+// a response for them is executed. A name may be in flight only once per rank.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "concord/types.h"
+#include "control/message.h"
+#include "runtime/handle_state.h"
+
+namespace concord {
+
+/// One submitted collective: the request sent to the coordinator, the caller's buffers
+/// and the handle to complete.
+struct TensorEntry {
+  Request request;
+  TensorView input;
+  TensorView output;
+  std::shared_ptr<HandleState> handle;
+};
+
+class TensorQueue {
+ public:
+  /// Adds an entry. Throws InvalidArgument if its name is already in flight on this rank,
+  /// StateError (with the close message) after close().
+  void push(TensorEntry entry);
+  /// The requests pushed since the last call, in push order.
+  std::vector<Request> pop_requests();
+  /// Removes and returns the in-flight entry `name`. Throws InternalError if absent.
+  TensorEntry take(const std::string& name);
+  /// Refuses further pushes and fails every in-flight entry with StateError(message +
+  /// " (tensor '<name>')").
+  void close(const std::string& message);
+  /// Number of entries in flight.
+  size_t in_flight() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, TensorEntry> table_;
+  std::vector<Request> new_requests_;
+  std::string closed_message_;  // empty while open
+};
+
+}  // namespace concord

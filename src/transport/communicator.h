@@ -1,0 +1,64 @@
+// The transport interface every algorithm and the control plane talk to: nonblocking
+// point-to-point between ranks of one group, plus the few small blocking collectives the
+// control plane needs. Implementations: MpiCommunicator (src/transport/mpi_communicator.h)
+// and InProcessCommunicator (threads as ranks, for unit tests).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace concord {
+
+/// An outstanding isend or irecv. test() returns true once the buffer may be reused (send)
+/// or holds the data (receive); it never blocks.
+class TransportRequest {
+ public:
+  virtual ~TransportRequest() = default;
+  virtual bool test() = 0;
+};
+using RequestPtr = std::unique_ptr<TransportRequest>;
+
+/// Bytes and messages this rank has sent and received through one communicator.
+struct TrafficCounters {
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+  uint64_t messages_sent = 0;
+  uint64_t messages_received = 0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  /// Starts sending `bytes` bytes to `peer` with `tag`. Messages between one pair with one
+  /// tag are received in the order they were sent (MPI's non-overtaking rule).
+  virtual RequestPtr isend(const void* data, size_t bytes, int peer, int tag) = 0;
+  /// Starts receiving exactly `bytes` bytes from `peer` with `tag`.
+  virtual RequestPtr irecv(void* data, size_t bytes, int peer, int tag) = 0;
+
+  /// Blocking gather of variable-length byte strings to `root`: on root the result has
+  /// size() entries in rank order, elsewhere it is empty.
+  virtual std::vector<std::vector<uint8_t>> gather_bytes(const std::vector<uint8_t>& mine,
+                                                         int root) = 0;
+  /// Blocking broadcast of a variable-length byte string from `root` (resized elsewhere).
+  virtual void broadcast_bytes(std::vector<uint8_t>& data, int root) = 0;
+  /// Blocking barrier over the group.
+  virtual void barrier() = 0;
+
+  const TrafficCounters& counters() const { return counters_; }
+  void reset_counters() { counters_ = {}; }
+
+ protected:
+  TrafficCounters counters_;
+};
+
+/// Blocks until every request in `requests` has completed, yielding the CPU between polls
+/// so oversubscribed ranks make progress. Clears the vector.
+void wait_all(std::vector<RequestPtr>& requests);
+
+}  // namespace concord

@@ -1,0 +1,69 @@
+// A multi-rank transport inside one process: each rank is a thread holding an
+// InProcessCommunicator of a shared InProcessWorld. Sends are eager (the payload is copied
+// at isend), receives match in MPI order (source, tag, post order). Used by the unit tests
+// to run every algorithm at 1..16 ranks without mpirun.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "transport/communicator.h"
+
+namespace concord {
+
+class InProcessWorld;
+
+class InProcessCommunicator : public Communicator {
+ public:
+  InProcessCommunicator(std::shared_ptr<InProcessWorld> world, int rank);
+
+  int rank() const override { return rank_; }
+  int size() const override;
+  RequestPtr isend(const void* data, size_t bytes, int peer, int tag) override;
+  RequestPtr irecv(void* data, size_t bytes, int peer, int tag) override;
+  std::vector<std::vector<uint8_t>> gather_bytes(const std::vector<uint8_t>& mine,
+                                                 int root) override;
+  void broadcast_bytes(std::vector<uint8_t>& data, int root) override;
+  void barrier() override;
+
+ private:
+  std::shared_ptr<InProcessWorld> world_;
+  int rank_;
+};
+
+/// The shared state of `size` in-process ranks: one mailbox per rank.
+class InProcessWorld {
+ public:
+  explicit InProcessWorld(int size);
+  int size() const { return static_cast<int>(mailboxes_.size()); }
+
+  /// Runs body(communicator) on `size` threads, one per rank, and joins them. The first
+  /// exception thrown by any rank is rethrown after all threads have finished.
+  static void run(int size, const std::function<void(Communicator&)>& body);
+
+ private:
+  friend class InProcessCommunicator;
+  struct Message {
+    int source;
+    int tag;
+    std::vector<uint8_t> payload;
+  };
+  struct PostedReceive {
+    int source;
+    int tag;
+    void* data;
+    size_t bytes;
+    std::shared_ptr<bool> done;
+  };
+  struct Mailbox {
+    std::deque<Message> unexpected;
+    std::deque<PostedReceive> posted;
+  };
+  std::mutex mutex_;
+  std::vector<Mailbox> mailboxes_;
+};
+
+}  // namespace concord

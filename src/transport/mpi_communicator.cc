@@ -1,0 +1,160 @@
+#include "transport/mpi_communicator.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+
+#include "common/enforce.h"
+
+namespace concord {
+namespace {
+
+// MPI counts are ints: messages above this are split into several MPI requests.
+constexpr size_t kMaxMessageBytes = size_t{1} << 30;
+
+class MpiRequest : public TransportRequest {
+ public:
+  std::vector<MPI_Request> requests;
+  bool test() override {
+    int flag = 0;
+    check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &flag,
+                          MPI_STATUSES_IGNORE),
+              "MPI_Testall");
+    return flag != 0;
+  }
+  ~MpiRequest() override {
+    for (auto& request : requests)
+      if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+  }
+};
+
+void finalize_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+}  // namespace
+
+void check_mpi(int code, const char* what) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  CONCORD_THROW(CommError, what, " failed: ", std::string(text, length));
+}
+
+void ensure_mpi_initialized() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  CONCORD_ENFORCE(!finalized, StateError,
+                  "MPI has already been finalized in this process; Concord cannot start");
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  int provided = MPI_THREAD_SINGLE;
+  if (!initialized) {
+    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided),
+              "MPI_Init_thread");
+    std::atexit(finalize_at_exit);
+  } else {
+    MPI_Query_thread(&provided);
+  }
+  CONCORD_ENFORCE(provided >= MPI_THREAD_SERIALIZED, StateError,
+                  "MPI provides thread level ", provided,
+                  " but Concord's background thread needs MPI_THREAD_SERIALIZED (",
+                  MPI_THREAD_SERIALIZED, ") or higher; initialise MPI with MPI_Init_thread");
+}
+
+MpiCommunicator::MpiCommunicator(MPI_Comm parent) {
+  check_mpi(MPI_Comm_dup(parent, &comm_), "MPI_Comm_dup");
+  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &size_);
+}
+
+MpiCommunicator::~MpiCommunicator() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+RequestPtr MpiCommunicator::isend(const void* data, size_t bytes, int peer, int tag) {
+  auto request = std::make_unique<MpiRequest>();
+  const char* p = static_cast<const char*>(data);
+  size_t offset = 0;
+  do {
+    const size_t n = std::min(kMaxMessageBytes, bytes - offset);
+    request->requests.emplace_back(MPI_REQUEST_NULL);
+    check_mpi(MPI_Isend(p + offset, static_cast<int>(n), MPI_BYTE, peer, tag, comm_,
+                        &request->requests.back()),
+              "MPI_Isend");
+    offset += n;
+  } while (offset < bytes);
+  counters_.bytes_sent += bytes;
+  counters_.messages_sent += 1;
+  return request;
+}
+
+RequestPtr MpiCommunicator::irecv(void* data, size_t bytes, int peer, int tag) {
+  auto request = std::make_unique<MpiRequest>();
+  char* p = static_cast<char*>(data);
+  size_t offset = 0;
+  do {
+    const size_t n = std::min(kMaxMessageBytes, bytes - offset);
+    request->requests.emplace_back(MPI_REQUEST_NULL);
+    check_mpi(MPI_Irecv(p + offset, static_cast<int>(n), MPI_BYTE, peer, tag, comm_,
+                        &request->requests.back()),
+              "MPI_Irecv");
+    offset += n;
+  } while (offset < bytes);
+  counters_.bytes_received += bytes;
+  counters_.messages_received += 1;
+  return request;
+}
+
+std::vector<std::vector<uint8_t>> MpiCommunicator::gather_bytes(const std::vector<uint8_t>& mine,
+                                                                int root) {
+  CONCORD_ENFORCE(mine.size() <= INT_MAX, InvalidArgument, "control message of ", mine.size(),
+                  " bytes is too large");
+  int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(rank_ == root ? size_ : 0);
+  check_mpi(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root, comm_),
+            "MPI_Gather");
+  std::vector<int> displacements(lengths.size());
+  std::vector<uint8_t> all;
+  if (rank_ == root) {
+    size_t total = 0;
+    for (int r = 0; r < size_; ++r) {
+      displacements[r] = static_cast<int>(total);
+      total += lengths[r];
+    }
+    all.resize(total);
+  }
+  check_mpi(MPI_Gatherv(mine.data(), length, MPI_BYTE, all.data(), lengths.data(),
+                        displacements.data(), MPI_BYTE, root, comm_),
+            "MPI_Gatherv");
+  counters_.bytes_sent += rank_ == root ? 0 : mine.size() + sizeof(int);
+  counters_.bytes_received += all.size() + lengths.size() * sizeof(int);
+  std::vector<std::vector<uint8_t>> result;
+  for (size_t r = 0; r < lengths.size(); ++r)
+    result.emplace_back(all.begin() + displacements[r], all.begin() + displacements[r] + lengths[r]);
+  return result;
+}
+
+void MpiCommunicator::broadcast_bytes(std::vector<uint8_t>& data, int root) {
+  CONCORD_ENFORCE(data.size() <= INT_MAX, InvalidArgument, "control message of ", data.size(),
+                  " bytes is too large");
+  int length = static_cast<int>(data.size());
+  check_mpi(MPI_Bcast(&length, 1, MPI_INT, root, comm_), "MPI_Bcast");
+  data.resize(length);
+  check_mpi(MPI_Bcast(data.data(), length, MPI_BYTE, root, comm_), "MPI_Bcast");
+  if (rank_ == root) {
+    counters_.bytes_sent += (data.size() + sizeof(int)) * (size_ - 1);
+  } else {
+    counters_.bytes_received += data.size() + sizeof(int);
+  }
+}
+
+void MpiCommunicator::barrier() { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
+
+}  // namespace concord

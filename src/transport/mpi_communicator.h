@@ -1,0 +1,46 @@
+// Communicator over an MPI communicator (Open MPI or MPICH), plus the process-wide MPI
+// environment (who initialised MPI, thread level, node-local split).
+#pragma once
+
+#include <mpi.h>
+
+#include "transport/communicator.h"
+
+namespace concord {
+
+/// Makes sure MPI is initialised with at least MPI_THREAD_SERIALIZED (Concord's
+/// background thread calls MPI). If this call initialised MPI, MPI_Finalize is registered
+/// to run at process exit. Throws StateError if MPI was finalized or initialised by
+/// someone else with a thread level below MPI_THREAD_SERIALIZED.
+void ensure_mpi_initialized();
+
+/// Owns a duplicate of `parent` (so Concord's traffic never matches the application's)
+/// with MPI_ERRORS_RETURN; failures throw CommError naming the call and the peer.
+class MpiCommunicator : public Communicator {
+ public:
+  explicit MpiCommunicator(MPI_Comm parent);
+  ~MpiCommunicator() override;
+  MpiCommunicator(const MpiCommunicator&) = delete;
+  MpiCommunicator& operator=(const MpiCommunicator&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  RequestPtr isend(const void* data, size_t bytes, int peer, int tag) override;
+  RequestPtr irecv(void* data, size_t bytes, int peer, int tag) override;
+  std::vector<std::vector<uint8_t>> gather_bytes(const std::vector<uint8_t>& mine,
+                                                 int root) override;
+  void broadcast_bytes(std::vector<uint8_t>& data, int root) override;
+  void barrier() override;
+
+  MPI_Comm comm() const { return comm_; }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+/// Throws CommError("<what> failed: <MPI error string>") when `code` is not MPI_SUCCESS.
+void check_mpi(int code, const char* what);
+
+}  // namespace concord
