@@ -1,0 +1,99 @@
+// concord._core: the thin pybind11 binding. It converts Python values to TensorViews and
+// releases the GIL around every call that may block or communicate; all logic lives in the
+// C++ runtime or in the plain Python modules of the concord package.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+
+#include "common/config.h"
+#include "concord/concord.h"
+
+namespace py = pybind11;
+using namespace concord;
+
+namespace {
+
+TensorView view(uintptr_t data, const std::string& dtype, const std::vector<int64_t>& shape) {
+  return TensorView{reinterpret_cast<void*>(data), dtype_from_name(dtype), shape};
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "Concord C++ runtime (see concord/__init__.py for the documented Python API)";
+
+  auto base = py::register_exception<Error>(m, "ConcordError", PyExc_RuntimeError);
+  py::register_exception<InvalidArgument>(m, "InvalidArgumentError", base.ptr());
+  py::register_exception<MismatchError>(m, "MismatchError", base.ptr());
+  py::register_exception<StateError>(m, "StateError", base.ptr());
+  py::register_exception<CommError>(m, "CommError", base.ptr());
+  py::register_exception<InternalError>(m, "InternalError", base.ptr());
+
+  m.def(
+      "init",
+      [](double cycle_time_ms, int64_t fusion_threshold_bytes) {
+        init(InitOptions{cycle_time_ms, fusion_threshold_bytes});
+      },
+      py::arg("cycle_time_ms") = -1.0, py::arg("fusion_threshold_bytes") = -1,
+      py::call_guard<py::gil_scoped_release>());
+  m.def("shutdown", &shutdown, py::call_guard<py::gil_scoped_release>());
+  m.def("is_initialized", &is_initialized);
+  m.def("rank", &rank);
+  m.def("size", &size);
+  m.def("local_rank", &local_rank);
+  m.def("local_size", &local_size);
+
+  py::class_<Handle>(m, "Handle")
+      .def("poll", &Handle::poll)
+      .def("wait", &Handle::wait, py::call_guard<py::gil_scoped_release>())
+      .def("output_shape", &Handle::output_shape)
+      .def("output_nbytes", [](const Handle& h) { return h.output_bytes().size(); })
+      .def(
+          "copy_output_to",
+          [](const Handle& h, uintptr_t destination) {
+            const auto& bytes = h.output_bytes();
+            if (!bytes.empty()) std::memcpy(reinterpret_cast<void*>(destination), bytes.data(), bytes.size());
+          },
+          py::call_guard<py::gil_scoped_release>());
+
+  m.def(
+      "allreduce_async",
+      [](const std::string& name, uintptr_t input, uintptr_t output, const std::string& dtype,
+         const std::vector<int64_t>& shape, int op, double prescale, double postscale) {
+        if (op < 0 || op > static_cast<int>(ReduceOp::kProduct))
+          throw InvalidArgument("allreduce of tensor '" + name + "': unknown reduce op " + std::to_string(op));
+        return allreduce_async(name, view(input, dtype, shape), view(output, dtype, shape),
+                               AllreduceOptions{static_cast<ReduceOp>(op), prescale, postscale});
+      },
+      py::arg("name"), py::arg("input"), py::arg("output"), py::arg("dtype"), py::arg("shape"),
+      py::arg("op"), py::arg("prescale_factor"), py::arg("postscale_factor"),
+      py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "allgather_async",
+      [](const std::string& name, uintptr_t input, const std::string& dtype,
+         const std::vector<int64_t>& shape) { return allgather_async(name, view(input, dtype, shape)); },
+      py::arg("name"), py::arg("input"), py::arg("dtype"), py::arg("shape"),
+      py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "broadcast_async",
+      [](const std::string& name, uintptr_t tensor, const std::string& dtype,
+         const std::vector<int64_t>& shape, int root) {
+        return broadcast_async(name, view(tensor, dtype, shape), BroadcastOptions{root});
+      },
+      py::arg("name"), py::arg("tensor"), py::arg("dtype"), py::arg("shape"), py::arg("root"),
+      py::call_guard<py::gil_scoped_release>());
+
+  m.def("config_table", [] {
+    std::vector<std::tuple<std::string, std::string, std::string, std::string, std::string>> rows;
+    for (const auto& var : config_table())
+      rows.emplace_back(var.name, var.default_value, var.type, var.doc, config_value(var.name));
+    return rows;
+  });
+
+  m.attr("SUM") = static_cast<int>(ReduceOp::kSum);
+  m.attr("AVERAGE") = static_cast<int>(ReduceOp::kAverage);
+  m.attr("MIN") = static_cast<int>(ReduceOp::kMin);
+  m.attr("MAX") = static_cast<int>(ReduceOp::kMax);
+  m.attr("PRODUCT") = static_cast<int>(ReduceOp::kProduct);
+}

@@ -1,0 +1,87 @@
+"""Concord: collective communication for data-parallel training.
+
+This package holds the framework-independent Python API; ``concord.torch`` mirrors
+``horovod.torch`` and ``concord.numpy`` works on NumPy arrays. Every collective is
+negotiated by name across ranks (Horovod's coordinator protocol, Sergeev & Del Balso 2018;
+Romero et al. 2022), fused and reduced by Concord's own ring allreduce over MPI
+point-to-point.
+
+Errors raised by the runtime (all subclasses of :class:`ConcordError`, a RuntimeError):
+
+* :class:`MismatchError` -- the same tensor name was submitted with different shape,
+  dtype, reduce op, scale factors or root on different ranks (raised on every rank).
+* :class:`InvalidArgumentError` -- bad argument on this rank (empty name, name already in
+  flight, unsupported dtype, root out of range, ...).
+* :class:`StateError` -- call before :func:`init` / after :func:`shutdown`, or an operation
+  pending when the runtime shut down.
+* :class:`CommError` -- the transport (MPI) failed.
+"""
+
+import atexit
+
+from concord import _core
+from concord._core import (CommError, ConcordError, InternalError, InvalidArgumentError,
+                           MismatchError, StateError)
+
+__all__ = [
+    "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
+    "ConcordError", "MismatchError", "InvalidArgumentError", "StateError", "CommError",
+    "InternalError",
+]
+
+
+def init(cycle_time_ms=None, fusion_threshold_bytes=None):
+    """Start Concord on every rank (collective; a no-op when already initialized).
+
+    Initializes MPI unless someone else (e.g. mpi4py) already did, in which case MPI must
+    provide at least MPI_THREAD_SERIALIZED. Without ``mpirun`` the process is one rank.
+
+    Args:
+        cycle_time_ms (float, optional): milliseconds between background cycles; default
+            from ``CONCORD_CYCLE_TIME`` (1 ms).
+        fusion_threshold_bytes (int, optional): largest fused allreduce in bytes; default
+            from ``CONCORD_FUSION_THRESHOLD`` (128 MiB); 0 disables fusion.
+
+    Raises:
+        StateError: MPI was finalized or provides too low a thread level.
+        InvalidArgumentError: a malformed ``CONCORD_*`` environment variable.
+    """
+    _core.init(-1.0 if cycle_time_ms is None else float(cycle_time_ms),
+               -1 if fusion_threshold_bytes is None else int(fusion_threshold_bytes))
+
+
+def shutdown():
+    """Stop Concord on every rank (the first rank to call it stops all of them).
+
+    Operations still pending fail with :class:`StateError`. ``init()`` may be called again.
+    """
+    _core.shutdown()
+
+
+def is_initialized():
+    """Return True between :func:`init` and :func:`shutdown`."""
+    return _core.is_initialized()
+
+
+def rank():
+    """Return this process's rank in ``[0, size())``. Raises StateError before init()."""
+    return _core.rank()
+
+
+def size():
+    """Return the number of ranks. Raises StateError before init()."""
+    return _core.size()
+
+
+def local_rank():
+    """Return the rank among processes on this node. Raises StateError before init()."""
+    return _core.local_rank()
+
+
+def local_size():
+    """Return the number of processes on this node. Raises StateError before init()."""
+    return _core.local_size()
+
+
+# Stop the background thread before the interpreter frees the tensors it may still use.
+atexit.register(_core.shutdown)

@@ -1,0 +1,227 @@
+"""Collectives on torch tensors with Horovod's names and semantics.
+
+Every call takes a ``name`` that identifies the tensor across ranks; unnamed calls get
+``<collective>.noname.<n>`` from a per-process counter, which matches across ranks only if
+every rank makes its unnamed calls in the same order. Asynchronous calls return an integer
+handle for :func:`poll` and :func:`synchronize`. Input tensors must be CPU tensors of a
+supported dtype; non-contiguous tensors are handled through a contiguous copy.
+"""
+
+import itertools
+import threading
+
+import torch
+
+from concord import _core
+from concord._core import InvalidArgumentError
+
+Sum = _core.SUM
+Average = _core.AVERAGE
+Min = _core.MIN
+Max = _core.MAX
+Product = _core.PRODUCT
+
+_DTYPE_NAMES = {
+    torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
+    torch.bfloat16: "bfloat16", torch.int32: "int32", torch.int64: "int64", torch.int8: "int8",
+    torch.uint8: "uint8",
+}
+
+_lock = threading.Lock()
+_handles = {}  # handle id -> (core handle, finish callable, tensors kept alive)
+_handle_ids = itertools.count()
+_noname = itertools.count()
+
+
+def _check(tensor, name, collective):
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"{collective} of '{name}': expected a torch.Tensor, got {type(tensor).__name__}")
+    if tensor.device.type != "cpu":
+        raise InvalidArgumentError(
+            f"{collective} of tensor '{name}': it is on {tensor.device}; Concord supports CPU tensors only")
+    if tensor.dtype not in _DTYPE_NAMES:
+        raise InvalidArgumentError(
+            f"{collective} of tensor '{name}': unsupported dtype {tensor.dtype}; supported: "
+            + ", ".join(str(d) for d in _DTYPE_NAMES))
+
+
+def _name(name, collective):
+    return name if name is not None else f"{collective}.noname.{next(_noname)}"
+
+
+def _register(core_handle, finish, keep):
+    with _lock:
+        handle = next(_handle_ids)
+        _handles[handle] = (core_handle, finish, keep)
+    return handle
+
+
+def _resolve_op(average, op):
+    if average is not None and op is not None:
+        raise ValueError("allreduce: pass either 'average' (deprecated) or 'op', not both")
+    if op is None:
+        return Average if average is None or average else Sum
+    if op not in (Sum, Average, Min, Max, Product):
+        raise ValueError(f"allreduce: unknown op {op!r}; use Sum, Average, Min, Max or Product")
+    return op
+
+
+def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor):
+    _check(tensor, name, "allreduce")
+    source = tensor.contiguous()
+    target = output if output.is_contiguous() else torch.empty_like(output, memory_format=torch.contiguous_format)
+    core = _core.allreduce_async(name, source.data_ptr(), target.data_ptr(), _DTYPE_NAMES[tensor.dtype],
+                                 list(tensor.shape), op, float(prescale_factor), float(postscale_factor))
+
+    def finish():
+        if target is not output:
+            output.copy_(target)
+        return output
+
+    return _register(core, finish, (source, target, output))
+
+
+def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                    postscale_factor=1.0):
+    """Start an allreduce of ``tensor`` into a new tensor; return a handle.
+
+    Args:
+        tensor (torch.Tensor): CPU tensor, any shape, a supported dtype; the same shape,
+            dtype and op on every rank.
+        average (bool, optional): deprecated; ``True`` means ``op=Average``.
+        name (str, optional): the tensor's name, identical on every rank.
+        op: ``Average`` (default), ``Sum``, ``Min``, ``Max`` or ``Product``. Average of
+            integer tensors truncates toward zero.
+        prescale_factor (float): multiplies the input before the reduction.
+        postscale_factor (float): multiplies the result after the reduction.
+
+    Returns:
+        int: a handle for :func:`poll` / :func:`synchronize`, which returns the result.
+
+    Raises:
+        InvalidArgumentError: unsupported dtype/device, empty name, name already in flight.
+        StateError: not initialized. A mismatch across ranks raises MismatchError from
+        :func:`synchronize` on every rank.
+    """
+    name = _name(name, "allreduce")
+    output = torch.empty_like(tensor, memory_format=torch.contiguous_format) if isinstance(tensor, torch.Tensor) else tensor
+    return _allreduce_into(tensor, output, name, _resolve_op(average, op), prescale_factor, postscale_factor)
+
+
+def allreduce(tensor, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
+              postscale_factor=1.0):
+    """Blocking allreduce; returns a new tensor. ``compression`` is ``Compression.none``
+    (default) or ``Compression.fp16``. See :func:`allreduce_async` for the arguments and
+    errors."""
+    from concord.torch.compression import Compression
+    compression = compression or Compression.none
+    compressed, ctx = compression.compress(tensor)
+    result = synchronize(allreduce_async(compressed, average, name, op, prescale_factor, postscale_factor))
+    return compression.decompress(result, ctx)
+
+
+def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
+                     postscale_factor=1.0):
+    """Start an in-place allreduce of ``tensor``; :func:`synchronize` returns ``tensor``
+    holding the result. Arguments and errors as :func:`allreduce_async`."""
+    name = _name(name, "allreduce")
+    return _allreduce_into(tensor, tensor, name, _resolve_op(average, op), prescale_factor, postscale_factor)
+
+
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0):
+    """Blocking in-place allreduce; returns ``tensor``. See :func:`allreduce_async`."""
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor))
+
+
+def allgather_async(tensor, name=None):
+    """Start an allgather: the result concatenates every rank's ``tensor`` along dim 0 in
+    rank order. Dim 0 may differ between ranks; the other dimensions and the dtype must
+    match (else MismatchError on every rank). Scalars (0-d) raise InvalidArgumentError.
+
+    Returns:
+        int: a handle; :func:`synchronize` returns a new tensor of shape
+        ``[sum of dim 0 over ranks, *tensor.shape[1:]]``.
+    """
+    name = _name(name, "allgather")
+    _check(tensor, name, "allgather")
+    source = tensor.contiguous()
+    core = _core.allgather_async(name, source.data_ptr(), _DTYPE_NAMES[tensor.dtype], list(tensor.shape))
+
+    def finish():
+        output = torch.empty(core.output_shape(), dtype=tensor.dtype)
+        core.copy_output_to(output.data_ptr())
+        return output
+
+    return _register(core, finish, (source,))
+
+
+def allgather(tensor, name=None):
+    """Blocking allgather; returns the concatenated tensor. See :func:`allgather_async`."""
+    return synchronize(allgather_async(tensor, name))
+
+
+def broadcast_async_(tensor, root_rank, name=None):
+    """Start an in-place broadcast: ``tensor`` on every rank receives root_rank's values.
+    Shape, dtype and root must match on every rank (else MismatchError on every rank).
+
+    Raises:
+        InvalidArgumentError: root_rank outside [0, size()), unsupported dtype/device.
+    """
+    name = _name(name, "broadcast")
+    _check(tensor, name, "broadcast")
+    target = tensor if tensor.is_contiguous() else tensor.contiguous()
+    core = _core.broadcast_async(name, target.data_ptr(), _DTYPE_NAMES[tensor.dtype], list(tensor.shape),
+                                 int(root_rank))
+
+    def finish():
+        if target is not tensor:
+            tensor.copy_(target)
+        return tensor
+
+    return _register(core, finish, (target, tensor))
+
+
+def broadcast_(tensor, root_rank, name=None):
+    """Blocking in-place broadcast; returns ``tensor``. See :func:`broadcast_async_`."""
+    return synchronize(broadcast_async_(tensor, root_rank, name))
+
+
+def broadcast_async(tensor, root_rank, name=None):
+    """Start a broadcast into a new tensor (``tensor`` is left unchanged). See
+    :func:`broadcast_async_`."""
+    return broadcast_async_(tensor.clone(memory_format=torch.contiguous_format), root_rank, name)
+
+
+def broadcast(tensor, root_rank, name=None):
+    """Blocking broadcast; returns a new tensor with root_rank's values."""
+    return synchronize(broadcast_async(tensor, root_rank, name))
+
+
+def poll(handle):
+    """Return True if the operation behind ``handle`` has finished (never blocks).
+
+    Raises:
+        ValueError: unknown handle (never issued, or already synchronized).
+    """
+    with _lock:
+        entry = _handles.get(handle)
+    if entry is None:
+        raise ValueError(f"poll: unknown handle {handle!r}")
+    return entry[0].poll()
+
+
+def synchronize(handle):
+    """Wait for the operation behind ``handle`` (the GIL is released while waiting) and
+    return its result tensor. The handle is consumed.
+
+    Raises:
+        MismatchError, StateError, CommError: the operation failed; ValueError: unknown
+        handle.
+    """
+    with _lock:
+        entry = _handles.pop(handle, None)
+    if entry is None:
+        raise ValueError(f"synchronize: unknown handle {handle!r}")
+    core, finish, _keep = entry
+    core.wait()
+    return finish()

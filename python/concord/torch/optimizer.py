@@ -1,0 +1,158 @@
+"""DistributedOptimizer: data-parallel gradient averaging in the style of
+``horovod.torch.DistributedOptimizer`` (Sergeev & Del Balso, 2018).
+
+Each parameter's gradient accumulator gets a hook that starts the gradient's allreduce as
+soon as backward has produced it, so communication overlaps the rest of backward;
+``step()`` waits for every allreduce, writes the averaged gradients and then runs the
+wrapped optimizer's update.
+"""
+
+import warnings
+from contextlib import contextmanager
+
+import torch
+
+from concord.torch.compression import Compression
+from concord.torch.mpi_ops import Average, Sum, allreduce_async_, synchronize
+
+
+class _DistributedOptimizer(torch.optim.Optimizer):
+    def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
+                 gradient_predivide_factor):
+        super(self.__class__, self).__init__(params)
+        self._compression = compression
+        self.backward_passes_per_step = backward_passes_per_step
+        self.op = op
+        self.gradient_predivide_factor = gradient_predivide_factor
+        all_params = [p for group in self.param_groups for p in group["params"]]
+        if named_parameters is not None:
+            named = list(named_parameters)
+            names = [name for name, _ in named]
+            if len(set(names)) != len(names):
+                duplicates = sorted({n for n in names if names.count(n) > 1})
+                raise ValueError(f"DistributedOptimizer: parameter names must be unique; duplicates: {duplicates}")
+            self._parameter_names = {p: f"allreduce.{name}" for name, p in named}
+            unnamed = [p for p in all_params if p not in self._parameter_names]
+            if unnamed:
+                raise ValueError(f"DistributedOptimizer: {len(unnamed)} optimizer parameters are missing "
+                                 "from named_parameters")
+        else:
+            self._parameter_names = {p: f"allreduce.noname.{i}" for i, p in enumerate(all_params)}
+        self._handles = {}
+        self._grad_accumulators = []
+        self._allreduce_delay = {}
+        self._requires_update = set()
+        self._synchronized = False
+        self._should_synchronize = True
+        for p in all_params:
+            if p.requires_grad:
+                self._requires_update.add(p)
+                self._allreduce_delay[p] = backward_passes_per_step
+                self._register_hook(p)
+
+    def _register_hook(self, p):
+        # The AccumulateGrad node of p: its hook runs once p.grad holds this backward's sum.
+        accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
+        accumulator.register_hook(self._make_hook(p))
+        self._grad_accumulators.append(accumulator)
+
+    def _make_hook(self, p):
+        def hook(*_):
+            if self._handles.get(p, (None, None))[0] is not None and self._allreduce_delay[p] <= 0:
+                raise AssertionError(
+                    "Gradients were computed more than backward_passes_per_step times before step(); "
+                    "raise backward_passes_per_step to accumulate gradients locally")
+            self._allreduce_delay[p] -= 1
+            handle, ctx = None, None
+            if self._allreduce_delay[p] == 0:
+                handle, ctx = self._allreduce_grad_async(p)
+            self._handles[p] = (handle, ctx)
+        return hook
+
+    def _allreduce_grad_async(self, p):
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+        compressed, ctx = self._compression.compress(p.grad)
+        if self.op == Average:
+            prescale, postscale = 1.0 / self.gradient_predivide_factor, self.gradient_predivide_factor
+        else:
+            prescale, postscale = 1.0, 1.0
+        handle = allreduce_async_(compressed, name=self._parameter_names[p], op=self.op,
+                                  prescale_factor=prescale, postscale_factor=postscale)
+        return handle, (compressed, ctx)
+
+    def synchronize(self):
+        """Wait for every gradient's allreduce (starting those that backward did not reach,
+        e.g. unused parameters, with a zero gradient) and write the averaged gradients."""
+        for p in self._requires_update:
+            if self._handles.get(p, (None, None))[0] is None:
+                self._handles[p] = self._allreduce_grad_async(p)
+        for p, (handle, (compressed, ctx)) in self._handles.items():
+            synchronize(handle)
+            self._allreduce_delay[p] = self.backward_passes_per_step
+            result = self._compression.decompress(compressed, ctx)
+            if result is not p.grad:
+                p.grad.copy_(result)
+        self._handles.clear()
+        self._synchronized = True
+
+    @contextmanager
+    def skip_synchronize(self):
+        """Inside this context ``step()`` does not call :meth:`synchronize` (call it
+        yourself first, e.g. to clip the averaged gradients)."""
+        self._should_synchronize = False
+        try:
+            yield
+        finally:
+            self._should_synchronize = True
+
+    def step(self, closure=None):
+        """Wait for the gradients' allreduces, then run the wrapped optimizer's step."""
+        if self._should_synchronize:
+            if self._synchronized:
+                warnings.warn("optimizer.step() called after optimizer.synchronize() without "
+                              "skip_synchronize(); the gradients are not reduced twice")
+            else:
+                self.synchronize()
+        self._synchronized = False
+        return super(self.__class__, self).step(closure)
+
+    def zero_grad(self, *args, **kwargs):
+        """As the wrapped optimizer's, but refuses to run while allreduces are in flight."""
+        if self._handles:
+            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but before "
+                                 "optimizer.step() or optimizer.synchronize()")
+        return super(self.__class__, self).zero_grad(*args, **kwargs)
+
+
+def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
+                         backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0):
+    """Wrap ``optimizer`` so that ``step()`` applies gradients averaged over all ranks.
+
+    Args:
+        optimizer (torch.optim.Optimizer): the local optimizer (its param groups and
+            hyperparameters are reused; its state is not).
+        named_parameters: ``model.named_parameters()``; gives each gradient's allreduce a
+            name that is the same on every rank. Without it, names come from the parameter
+            order in the optimizer, which must then be the same on every rank.
+        compression: ``Compression.none`` or ``Compression.fp16`` (halves bytes on the wire).
+        backward_passes_per_step (int): number of backward passes accumulated locally before
+            the allreduce starts (gradient accumulation).
+        op: ``Average`` (default) or ``Sum``.
+        gradient_predivide_factor (float): with Average, the gradient is multiplied by
+            1/f before the sum and by f/size after it.
+
+    Returns:
+        An optimizer of a subclass of ``type(optimizer)``.
+
+    Raises:
+        ValueError: duplicate names, parameters missing from named_parameters, bad op or
+        backward_passes_per_step < 1.
+    """
+    if op not in (Average, Sum):
+        raise ValueError("DistributedOptimizer: op must be Average or Sum")
+    if backward_passes_per_step < 1:
+        raise ValueError("DistributedOptimizer: backward_passes_per_step must be >= 1")
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
+    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
+               gradient_predivide_factor)

@@ -1,0 +1,116 @@
+// Helpers shared by the unit tests that handle typed buffers: store/load an element of any
+// Concord dtype as a double, the lists of dtypes and ops, and an independent (test-side)
+// IEEE round-to-nearest-even used as the reference for the 16-bit float conversions.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/half.h"
+#include "concord/types.h"
+
+namespace concord::testing_util {
+
+inline const std::vector<DataType>& all_dtypes() {
+  static const std::vector<DataType> dtypes = {
+      DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16,
+      DataType::kInt32,   DataType::kInt64,   DataType::kInt8,    DataType::kUInt8};
+  return dtypes;
+}
+
+inline const std::vector<ReduceOp>& all_ops() {
+  static const std::vector<ReduceOp> ops = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin,
+                                            ReduceOp::kMax, ReduceOp::kProduct};
+  return ops;
+}
+
+inline bool is_integer(DataType dtype) {
+  return dtype == DataType::kInt32 || dtype == DataType::kInt64 || dtype == DataType::kInt8 ||
+         dtype == DataType::kUInt8;
+}
+
+/// Rounds `x` to the nearest value of a binary floating-point format with `precision`
+/// significand bits (implicit bit included) and exponent range [emin, emax], ties to even,
+/// overflowing to infinity. Written without the code under test (frexp + nearbyint).
+inline double round_to_format(double x, int precision, int emin, int emax) {
+  if (std::isnan(x) || std::isinf(x) || x == 0) return x;
+  int k = 0;
+  std::frexp(x, &k);  // |x| = m * 2^k, m in [0.5, 1): unbiased exponent k - 1
+  const int e = std::max(k - 1, emin);
+  const double ulp = std::ldexp(1.0, e - (precision - 1));
+  const double q = std::nearbyint(x / ulp) * ulp;  // default rounding: to nearest even
+  if (std::fabs(q) >= std::ldexp(1.0, emax + 1)) return std::copysign(INFINITY, x);
+  return q;
+}
+inline double round_to_float16(double x) { return round_to_format(x, 11, -14, 15); }
+inline double round_to_bfloat16(double x) { return round_to_format(x, 8, -126, 127); }
+
+/// Unit roundoff of a floating dtype (0 for integers).
+inline double unit_roundoff(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat32: return std::ldexp(1.0, -24);
+    case DataType::kFloat64: return std::ldexp(1.0, -53);
+    case DataType::kFloat16: return std::ldexp(1.0, -11);
+    case DataType::kBFloat16: return std::ldexp(1.0, -8);
+    default: return 0;
+  }
+}
+
+/// Writes `value` as element `index` of a buffer of `dtype`. Floats are rounded to the
+/// dtype (nearest even); integers are converted through int64 and truncated modulo 2^bits.
+inline void store(void* buffer, size_t index, DataType dtype, double value) {
+  auto* p = static_cast<uint8_t*>(buffer) + index * dtype_size(dtype);
+  auto put = [p](auto v) { std::memcpy(p, &v, sizeof v); };
+  switch (dtype) {
+    case DataType::kFloat32: return put(static_cast<float>(value));
+    case DataType::kFloat64: return put(value);
+    case DataType::kFloat16: return put(float_to_float16(static_cast<float>(value)));
+    case DataType::kBFloat16: return put(float_to_bfloat16(static_cast<float>(value)));
+    case DataType::kInt32: return put(static_cast<int32_t>(static_cast<int64_t>(value)));
+    case DataType::kInt64: return put(static_cast<int64_t>(value));
+    case DataType::kInt8: return put(static_cast<int8_t>(static_cast<int64_t>(value)));
+    case DataType::kUInt8: return put(static_cast<uint8_t>(static_cast<int64_t>(value)));
+  }
+}
+
+/// Reads element `index` of a buffer of `dtype` as a double (exact for every dtype but
+/// int64 beyond 2^53).
+inline double load(const void* buffer, size_t index, DataType dtype) {
+  const auto* p = static_cast<const uint8_t*>(buffer) + index * dtype_size(dtype);
+  auto get = [p]<typename T>(T) {
+    T v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  };
+  switch (dtype) {
+    case DataType::kFloat32: return get(float{});
+    case DataType::kFloat64: return get(double{});
+    case DataType::kFloat16: return float16_to_float(get(uint16_t{}));
+    case DataType::kBFloat16: return bfloat16_to_float(get(uint16_t{}));
+    case DataType::kInt32: return get(int32_t{});
+    case DataType::kInt64: return static_cast<double>(get(int64_t{}));
+    case DataType::kInt8: return get(int8_t{});
+    case DataType::kUInt8: return get(uint8_t{});
+  }
+  return NAN;
+}
+
+/// Reads element `index` of an integer buffer as its bits zero-extended to 64 (for exact
+/// comparisons modulo 2^bits).
+inline uint64_t load_bits(const void* buffer, size_t index, DataType dtype) {
+  const size_t size = dtype_size(dtype);
+  uint64_t v = 0;
+  std::memcpy(&v, static_cast<const uint8_t*>(buffer) + index * size, size);  // little-endian
+  return v;
+}
+
+/// Mask of the low dtype_size(dtype) * 8 bits.
+inline uint64_t bits_mask(DataType dtype) {
+  const size_t bits = dtype_size(dtype) * 8;
+  return bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+}
+
+}  // namespace concord::testing_util
