@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Data-parallel training of an MLP on scikit-learn's bundled handwritten digits.
+
+Each rank trains on its own shard of the training set; gradients are averaged by
+``concord.torch.DistributedOptimizer`` (negotiated, fused and ring-allreduced by Concord)
+and the initial parameters come from rank 0 through ``broadcast_parameters``. Rank 0 prints
+per-epoch loss, test accuracy and samples/s. At the end every rank checks that its
+parameters are bit-identical to rank 0's and the script exits non-zero if not (or if the
+test accuracy is below ``--min-accuracy``).
+
+    mpirun -np 4 python3 examples/train_digits.py        # 4 local ranks
+    python3 examples/train_digits.py                     # one process, no mpirun
+"""
+
+import argparse
+import sys
+import time
+
+import torch
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+
+import concord.torch as hvd
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--batch-size", type=int, default=32, help="samples per rank per step")
+    parser.add_argument("--lr", type=float, default=0.05, help="learning rate of one rank; scaled by size")
+    parser.add_argument("--hidden", type=int, default=128, help="width of the hidden layers")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--min-accuracy", type=float, default=0.0,
+                        help="exit non-zero if the final test accuracy is below this fraction")
+    return parser.parse_args()
+
+
+def load_data(seed):
+    """The 1797 8x8 digits (scaled to [0, 1]), split 80/20 into train and test sets."""
+    digits = load_digits()
+    x = torch.tensor(digits.data, dtype=torch.float32) / 16.0
+    y = torch.tensor(digits.target, dtype=torch.int64)
+    x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=0.2, random_state=seed,
+                                                        stratify=y)
+    return x_train, x_test, y_train, y_test
+
+
+def make_model(hidden):
+    return torch.nn.Sequential(
+        torch.nn.Linear(64, hidden), torch.nn.ReLU(),
+        torch.nn.Linear(hidden, hidden), torch.nn.ReLU(),
+        torch.nn.Linear(hidden, 10))
+
+
+def accuracy(model, x, y):
+    with torch.no_grad():
+        return (model(x).argmax(dim=1) == y).float().mean().item()
+
+
+def parameters_match_root(model):
+    """True on every rank iff every parameter is bit-identical to rank 0's."""
+    mismatched = torch.zeros(1, dtype=torch.int32)
+    for name, p in model.state_dict().items():
+        root = hvd.broadcast(p, 0, name=f"check.{name}")
+        if not torch.equal(root, p):
+            print(f"rank {hvd.rank()}: parameter {name} differs from rank 0", file=sys.stderr)
+            mismatched += 1
+    return hvd.allreduce(mismatched, name="check.mismatched", op=hvd.Sum).item() == 0
+
+
+def main():
+    args = parse_args()
+    hvd.init()
+    rank, size = hvd.rank(), hvd.size()
+    torch.manual_seed(args.seed + rank)  # deliberately different: broadcast must fix it
+    x_train, x_test, y_train, y_test = load_data(args.seed)
+    x_shard, y_shard = x_train[rank::size], y_train[rank::size]
+    # Same number of steps on every rank, or the last allreduces would wait forever.
+    steps = -(-(len(x_train) // size) // args.batch_size)
+
+    model = make_model(args.hidden)
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * size, momentum=0.9)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    if rank == 0:
+        print(f"training on {size} rank(s): {len(x_train)} train / {len(x_test)} test samples, "
+              f"{steps} steps of {args.batch_size} samples per rank per epoch")
+    for epoch in range(args.epochs):
+        generator = torch.Generator().manual_seed(args.seed * 1000 + epoch * size + rank)
+        order = torch.randperm(len(x_shard), generator=generator)
+        start, total_loss, samples = time.perf_counter(), 0.0, 0
+        model.train()
+        for step in range(steps):
+            index = order[step * args.batch_size:(step + 1) * args.batch_size]
+            optimizer.zero_grad()
+            loss = loss_fn(model(x_shard[index]), y_shard[index])
+            loss.backward()
+            optimizer.step()
+            total_loss += loss.item() * len(index)
+            samples += len(index)
+        elapsed = time.perf_counter() - start
+        stats = hvd.allreduce(torch.tensor([total_loss, samples], dtype=torch.float64),
+                              name="epoch.stats", op=hvd.Sum)
+        model.eval()
+        test_accuracy = accuracy(model, x_test, y_test)
+        if rank == 0:
+            print(f"epoch {epoch + 1:3d}  loss {stats[0].item() / stats[1].item():.4f}  "
+                  f"test accuracy {test_accuracy:.4f}  {stats[1].item() / elapsed:8.0f} samples/s",
+                  flush=True)
+
+    identical = parameters_match_root(model)
+    final_accuracy = accuracy(model, x_test, y_test)
+    if rank == 0:
+        print(f"final test accuracy {final_accuracy:.4f}; parameters bit-identical on all "
+              f"{size} ranks: {identical}")
+    hvd.shutdown()
+    if not identical:
+        sys.exit(1)
+    if final_accuracy < args.min_accuracy:
+        if rank == 0:
+            print(f"test accuracy {final_accuracy:.4f} is below --min-accuracy {args.min_accuracy}",
+                  file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

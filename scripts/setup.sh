@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Concord needs (only those missing), then configures and
+# builds it into build/ (override with CONCORD_BUILD_DIR). Safe to run repeatedly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  g++ cmake ninja-build pkg-config
+  openmpi-bin libopenmpi-dev
+  libgtest-dev libspdlog-dev libcli11-dev
+  pybind11-dev python3-dev python3-pytest
+  python3-torch python3-numpy python3-sklearn python3-matplotlib
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+build_dir="${CONCORD_BUILD_DIR:-build}"
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${CONCORD_BUILD_TYPE:-Release}" \
+  -DPython_EXECUTABLE=/usr/bin/python3 >/dev/null
+cmake --build "$build_dir"

@@ -1,0 +1,33 @@
+// Process-level queries against what MPI itself reports.
+#include "mpi_test_util.h"
+
+namespace concord::mpitest {
+namespace {
+
+TEST(Basics, RankAndSizeMatchMpiWorld) {
+  EXPECT_TRUE(is_initialized());
+  EXPECT_EQ(concord::rank(), world_rank()) << "[rank " << world_rank() << "] concord::rank()";
+  EXPECT_EQ(concord::size(), world_size()) << "[rank " << world_rank() << "] concord::size()";
+  EXPECT_GE(concord::rank(), 0);
+  EXPECT_LT(concord::rank(), concord::size());
+}
+
+TEST(Basics, LocalRankAndSizeMatchSharedMemorySplit) {
+  MPI_Comm local = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
+  int local_rank = -1, local_size = -1;
+  MPI_Comm_rank(local, &local_rank);
+  MPI_Comm_size(local, &local_size);
+  MPI_Comm_free(&local);
+  EXPECT_EQ(concord::local_rank(), local_rank) << "[rank " << world_rank() << "] local_rank()";
+  EXPECT_EQ(concord::local_size(), local_size) << "[rank " << world_rank() << "] local_size()";
+}
+
+TEST(Basics, InitTwiceIsANoOp) {
+  init();  // collective, but a no-op while running: must not deadlock or restart
+  EXPECT_TRUE(is_initialized());
+  expect_allreduce_works("basics.after_second_init");
+}
+
+}  // namespace
+}  // namespace concord::mpitest

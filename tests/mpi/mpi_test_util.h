@@ -1,0 +1,324 @@
+// Shared helpers of the multi-rank suite (tests/mpi): element access for every dtype,
+// deterministic inputs as a function of (rank, index), the float64-or-better reference,
+// element-wise comparison that names rank, collective, size, dtype and index, and a
+// wait that turns a hang into a failure of the whole job.
+//
+// Every rank runs the same tests in the same order and submits the same collectives, so
+// nothing here may skip a collective on one rank only: checks use EXPECT_*, never ASSERT_*
+// before the last collective of a test.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/half.h"
+#include "concord/concord.h"
+
+namespace concord::mpitest {
+
+/// long double holds every int64 and every double exactly (x86-64: 64-bit mantissa), so
+/// int64 references stay exact; "float64 reference" in the test descriptions means this.
+using Real = long double;
+
+inline const std::vector<DataType>& all_dtypes() {
+  static const std::vector<DataType> dtypes = {
+      DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16,
+      DataType::kInt32,   DataType::kInt64,   DataType::kInt8,    DataType::kUInt8};
+  return dtypes;
+}
+
+inline const std::vector<ReduceOp>& all_ops() {
+  static const std::vector<ReduceOp> ops = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin,
+                                            ReduceOp::kMax, ReduceOp::kProduct};
+  return ops;
+}
+
+inline bool is_floating(DataType dtype) {
+  return dtype == DataType::kFloat32 || dtype == DataType::kFloat64 ||
+         dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
+}
+
+/// Unit roundoff (half an ulp, relative) of a floating dtype; 0 for integers.
+inline Real unit_roundoff(DataType dtype) {
+  switch (dtype) {
+    case DataType::kFloat32: return std::ldexp(Real{1}, -24);
+    case DataType::kFloat64: return std::ldexp(Real{1}, -53);
+    case DataType::kFloat16: return std::ldexp(Real{1}, -11);
+    case DataType::kBFloat16: return std::ldexp(Real{1}, -8);
+    default: return 0;
+  }
+}
+
+/// The world rank from MPI itself: valid before init() and after shutdown().
+inline int world_rank() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return 0;
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+inline int world_size() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return 1;
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+/// Element i of a buffer of `dtype`, widened exactly.
+inline Real load(DataType dtype, const void* data, int64_t i) {
+  switch (dtype) {
+    case DataType::kFloat32: return static_cast<const float*>(data)[i];
+    case DataType::kFloat64: return static_cast<const double*>(data)[i];
+    case DataType::kFloat16: return float16_to_float(static_cast<const uint16_t*>(data)[i]);
+    case DataType::kBFloat16: return bfloat16_to_float(static_cast<const uint16_t*>(data)[i]);
+    case DataType::kInt32: return static_cast<const int32_t*>(data)[i];
+    case DataType::kInt64: return static_cast<Real>(static_cast<const int64_t*>(data)[i]);
+    case DataType::kInt8: return static_cast<const int8_t*>(data)[i];
+    case DataType::kUInt8: return static_cast<const uint8_t*>(data)[i];
+  }
+  return 0;
+}
+
+/// Stores `value` as element i (rounded to the dtype; integers must be in range).
+inline void store(DataType dtype, void* data, int64_t i, Real value) {
+  switch (dtype) {
+    case DataType::kFloat32: static_cast<float*>(data)[i] = static_cast<float>(value); return;
+    case DataType::kFloat64: static_cast<double*>(data)[i] = static_cast<double>(value); return;
+    case DataType::kFloat16:
+      static_cast<uint16_t*>(data)[i] = float_to_float16(static_cast<float>(value));
+      return;
+    case DataType::kBFloat16:
+      static_cast<uint16_t*>(data)[i] = float_to_bfloat16(static_cast<float>(value));
+      return;
+    case DataType::kInt32: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(value); return;
+    case DataType::kInt64: static_cast<int64_t*>(data)[i] = static_cast<int64_t>(value); return;
+    case DataType::kInt8: static_cast<int8_t*>(data)[i] = static_cast<int8_t>(value); return;
+    case DataType::kUInt8: static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(value); return;
+  }
+}
+
+/// Raw bits of element i as hex, for messages about 16-bit floats and bit-exactness.
+inline std::string element_bits(DataType dtype, const void* data, int64_t i) {
+  const size_t n = dtype_size(dtype);
+  const auto* bytes = static_cast<const uint8_t*>(data) + static_cast<size_t>(i) * n;
+  std::ostringstream out;
+  out << "0x" << std::hex;
+  for (size_t b = n; b-- > 0;) out << (bytes[b] < 16 ? "0" : "") << static_cast<int>(bytes[b]);
+  return out.str();
+}
+
+/// An owning dense tensor; view() hands it to Concord.
+struct Tensor {
+  DataType dtype = DataType::kFloat32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+
+  Tensor() = default;
+  Tensor(DataType d, std::vector<int64_t> s) : dtype(d), shape(std::move(s)) {
+    bytes.assign(static_cast<size_t>(count()) * dtype_size(dtype), 0);
+  }
+  int64_t count() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+  }
+  void* data() { return bytes.empty() ? nullptr : bytes.data(); }
+  const void* data() const { return bytes.empty() ? nullptr : bytes.data(); }
+  TensorView view() { return TensorView{data(), dtype, shape}; }
+  Real at(int64_t i) const { return load(dtype, bytes.data(), i); }
+  void set(int64_t i, Real v) { store(dtype, bytes.data(), i, v); }
+};
+
+/// Element count of the "large" size of a dtype: more than 1 MiB and odd.
+inline int64_t large_count(DataType dtype) {
+  return static_cast<int64_t>((size_t{1} << 20) / dtype_size(dtype)) + 3;
+}
+
+/// The sizes every collective is tested with: 0, 1, 7, 1023 and > 1 MiB (odd count).
+inline std::vector<int64_t> test_counts(DataType dtype) { return {0, 1, 7, 1023, large_count(dtype)}; }
+
+/// A cheap, well-mixed hash of (rank, index, seed) (splitmix64 finaliser).
+inline uint64_t mix(int rank, int64_t index, uint64_t seed) {
+  uint64_t x = static_cast<uint64_t>(index) * 0x9E3779B97F4A7C15ull +
+               static_cast<uint64_t>(rank + 1) * 0xBF58476D1CE4E5B9ull + seed * 0x94D049BB133111EBull;
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return x;
+}
+
+/// Input for sum/average/min/max (and for allgather/broadcast payloads). Exactly
+/// representable in `dtype`; the exponent depends only on the index, so sums over up to
+/// 4 ranks are exact in every floating dtype and integer sums (also with prescale 0.5 and
+/// postscale 3) stay in range. `wide` adds +-2^58 to int64 values (sums stay below 2^61)
+/// to catch an int64 path that goes through double; only without scale factors.
+inline Real additive_value(DataType dtype, int rank, int64_t index, uint64_t seed, bool wide = false) {
+  const uint64_t h = mix(rank, index, seed);
+  const int exponent = static_cast<int>(index % 7) - 3;
+  switch (dtype) {
+    case DataType::kFloat32:
+    case DataType::kFloat64:
+      return std::ldexp(static_cast<Real>(static_cast<int64_t>(h % 2001) - 1000), exponent);
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+      return std::ldexp(static_cast<Real>(static_cast<int64_t>(h % 41) - 20), exponent);
+    case DataType::kInt8: return static_cast<Real>(static_cast<int64_t>(h % 41) - 20);
+    case DataType::kUInt8: return static_cast<Real>(h % 41);
+    case DataType::kInt32: return static_cast<Real>(static_cast<int64_t>(h % 2000001) - 1000000);
+    case DataType::kInt64: {
+      int64_t v = static_cast<int64_t>(h % 2000001) - 1000000;
+      if (wide) v += (static_cast<int64_t>((h >> 40) % 3) - 1) * (int64_t{1} << 58);
+      return static_cast<Real>(v);
+    }
+  }
+  return 0;
+}
+
+/// Input for product: small factors so a product over 4 ranks (times postscale 3) is
+/// exact in every dtype and fits int8/uint8.
+inline Real multiplicative_value(DataType dtype, int rank, int64_t index, uint64_t seed) {
+  static const Real kFloat[] = {1, -1, 2, 0.5, -2, 1.5, 0, -0.5, 1, 1};
+  static const Real kSigned[] = {1, -1, 2, -2, 3, 1, 0, -3, 1, 1};
+  static const Real kUnsigned[] = {1, 2, 3, 1, 0, 2, 1, 3, 1, 1};
+  static const Real kWide[] = {1, -1, 2, -2, 3, -3, 5, 7, 0, 1};
+  const uint64_t h = mix(rank, index, seed) % 10;
+  switch (dtype) {
+    case DataType::kInt8: return kSigned[h];
+    case DataType::kUInt8: return kUnsigned[h];
+    case DataType::kInt32:
+    case DataType::kInt64: return kWide[h];
+    default: return kFloat[h];
+  }
+}
+
+/// Context of one checked tensor: who (rank), what (collective + algorithm + variant),
+/// which tensor, dtype and size. Printed in front of every failure.
+inline std::string describe(const std::string& collective, const std::string& name, DataType dtype,
+                            int64_t count) {
+  std::ostringstream out;
+  out << "[rank " << world_rank() << "/" << world_size() << "] " << collective << " of tensor '"
+      << name << "', dtype " << dtype_name(dtype) << ", size " << count << " elements ("
+      << count * static_cast<int64_t>(dtype_size(dtype)) << " bytes)";
+  return out.str();
+}
+
+/// Checks got[i] == expected[i] (within tolerance[i] when `tolerance` is non-empty) for
+/// every element; reports the first few differing elements by index and then the count.
+inline void expect_elements(const std::string& context, DataType dtype, const void* got,
+                            const std::vector<Real>& expected,
+                            const std::vector<Real>& tolerance = {}) {
+  constexpr int kMaxReported = 5;
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < static_cast<int64_t>(expected.size()); ++i) {
+    const Real value = load(dtype, got, i);
+    const Real tol = tolerance.empty() ? 0 : tolerance[static_cast<size_t>(i)];
+    const bool ok = tol == 0 ? value == expected[static_cast<size_t>(i)]
+                             : std::fabs(value - expected[static_cast<size_t>(i)]) <= tol;
+    if (ok) continue;
+    if (++wrong <= kMaxReported) {
+      ADD_FAILURE() << context << ": element " << i << " is " << static_cast<double>(value) << " ("
+                    << element_bits(dtype, got, i) << "), expected "
+                    << static_cast<double>(expected[static_cast<size_t>(i)]) << " (tolerance "
+                    << static_cast<double>(tol) << ")";
+    }
+  }
+  if (wrong > kMaxReported)
+    ADD_FAILURE() << context << ": " << wrong << " of " << expected.size()
+                  << " elements differ in total";
+}
+
+/// A hang must fail, not block CI: a handle that is not done after this long aborts the
+/// whole job with a message naming the rank and the operation.
+constexpr std::chrono::seconds kWaitLimit{120};
+
+/// Waits for `handle` (polling, so a timeout can be detected); returns its error or null.
+inline std::exception_ptr wait_for(const Handle& handle, const std::string& what) {
+  const auto deadline = std::chrono::steady_clock::now() + kWaitLimit;
+  while (!handle.poll()) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr, "[rank %d] TIMEOUT: %s did not complete within %lld s; aborting\n",
+                   world_rank(), what.c_str(), static_cast<long long>(kWaitLimit.count()));
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  try {
+    handle.wait();
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
+inline std::string what_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "(not a std::exception)";
+  }
+}
+
+/// Waits and expects success; a failure names `what`. Returns true on success.
+inline bool wait_ok(const Handle& handle, const std::string& what) {
+  const std::exception_ptr error = wait_for(handle, what);
+  if (!error) return true;
+  ADD_FAILURE() << what << ": unexpected error from Handle::wait(): " << what_of(error);
+  return false;
+}
+
+/// Waits and expects the handle to fail with ErrorType; returns its message ("" if not).
+template <typename ErrorType>
+std::string wait_error(const Handle& handle, const std::string& what) {
+  const std::exception_ptr error = wait_for(handle, what);
+  if (!error) {
+    ADD_FAILURE() << what << ": Handle::wait() succeeded but an error was expected";
+    return "";
+  }
+  try {
+    std::rethrow_exception(error);
+  } catch (const ErrorType& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << ": Handle::wait() threw the wrong error type: " << e.what();
+  }
+  return "";
+}
+
+/// One small allreduce whose result is checked: the proof that collectives still work
+/// after an error. Every rank must call it with the same `name`.
+inline void expect_allreduce_works(const std::string& name) {
+  const int rank = concord::rank(), size = concord::size();
+  std::vector<int64_t> values(5);
+  for (int64_t i = 0; i < 5; ++i) values[i] = 100 * rank + i;
+  std::vector<int64_t> out(5, -1);
+  const Handle handle = allreduce_async(name, TensorView{values.data(), DataType::kInt64, {5}},
+                                        TensorView{out.data(), DataType::kInt64, {5}});
+  const std::string what = describe("allreduce(sum, ring) after an error", name, DataType::kInt64, 5);
+  if (!wait_ok(handle, what)) return;
+  for (int64_t i = 0; i < 5; ++i)
+    EXPECT_EQ(out[i], 100 * (int64_t{size} * (size - 1) / 2) + size * i) << what << ": element " << i;
+}
+
+}  // namespace concord::mpitest

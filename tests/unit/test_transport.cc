@@ -1,0 +1,211 @@
+// The in-process multi-rank transport (src/transport/inprocess_communicator.h) the other
+// multi-rank tests stand on: MPI matching order, control collectives, errors, counters.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "concord/errors.h"
+#include "transport/inprocess_communicator.h"
+
+namespace concord {
+namespace {
+
+std::vector<uint8_t> payload(int sequence) {
+  std::vector<uint8_t> bytes(1 + sequence % 13);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(sequence * 7 + i);
+  return bytes;
+}
+
+// Messages between one pair with one tag arrive in send order, whether the receive was
+// posted before the send (posted queue) or after it (unexpected queue).
+TEST(InProcessTransport, MessagesBetweenAPairWithOneTagArriveInOrder) {
+  constexpr int kMessages = 60;
+  std::vector<std::vector<uint8_t>> received(kMessages);
+  InProcessWorld::run(2, [&](Communicator& comm) {
+    std::vector<RequestPtr> requests;
+    if (comm.rank() == 1) {
+      for (int i = 0; i < kMessages / 2; ++i) {
+        received[i].resize(payload(i).size());
+        requests.push_back(comm.irecv(received[i].data(), received[i].size(), 0, 5));
+      }
+    }
+    comm.barrier();
+    if (comm.rank() == 0) {
+      std::vector<std::vector<uint8_t>> sent;
+      for (int i = 0; i < kMessages; ++i) sent.push_back(payload(i));
+      for (int i = 0; i < kMessages; ++i) requests.push_back(comm.isend(sent[i].data(), sent[i].size(), 1, 5));
+      wait_all(requests);
+    }
+    comm.barrier();
+    if (comm.rank() == 1) {
+      for (int i = kMessages / 2; i < kMessages; ++i) {
+        received[i].resize(payload(i).size());
+        requests.push_back(comm.irecv(received[i].data(), received[i].size(), 0, 5));
+      }
+      wait_all(requests);
+    }
+  });
+  for (int i = 0; i < kMessages; ++i) EXPECT_EQ(received[i], payload(i)) << "message " << i;
+}
+
+TEST(InProcessTransport, ReceivesMatchBySourceAndTag) {
+  int from_tag_a = 0, from_tag_b = 0;
+  std::vector<int> by_source(4, -1);
+  InProcessWorld::run(4, [&](Communicator& comm) {
+    std::vector<RequestPtr> requests;
+    const int rank = comm.rank();
+    int value = 100 + rank, a = 1, b = 2;
+    if (rank != 0) requests.push_back(comm.isend(&value, sizeof value, 0, 9));
+    if (rank == 1) {  // tag 7 then tag 8; rank 0 receives tag 8 first
+      requests.push_back(comm.isend(&a, sizeof a, 0, 7));
+      requests.push_back(comm.isend(&b, sizeof b, 0, 8));
+    }
+    if (rank == 0) {
+      for (int source : {3, 1, 2}) requests.push_back(comm.irecv(&by_source[source], sizeof(int), source, 9));
+      requests.push_back(comm.irecv(&from_tag_b, sizeof(int), 1, 8));
+      requests.push_back(comm.irecv(&from_tag_a, sizeof(int), 1, 7));
+    }
+    wait_all(requests);
+    EXPECT_TRUE(requests.empty()) << "wait_all clears the vector";
+  });
+  EXPECT_EQ(from_tag_a, 1);
+  EXPECT_EQ(from_tag_b, 2);
+  for (int source = 1; source < 4; ++source) EXPECT_EQ(by_source[source], 100 + source) << "source " << source;
+}
+
+TEST(InProcessTransport, ZeroByteMessagesComplete) {
+  InProcessWorld::run(3, [&](Communicator& comm) {
+    std::vector<RequestPtr> requests;
+    const int right = (comm.rank() + 1) % 3, left = (comm.rank() + 2) % 3;
+    requests.push_back(comm.irecv(nullptr, 0, left, 1));
+    requests.push_back(comm.isend(nullptr, 0, right, 1));
+    wait_all(requests);
+  });
+  SUCCEED();
+}
+
+TEST(InProcessTransport, SizeMismatchIsCommError) {
+  EXPECT_THROW(InProcessWorld::run(2,
+                                   [](Communicator& comm) {
+                                     uint64_t big = 0;
+                                     uint32_t small = 1;
+                                     std::vector<RequestPtr> requests;
+                                     if (comm.rank() == 1) requests.push_back(comm.irecv(&big, sizeof big, 0, 3));
+                                     comm.barrier();  // the receive is posted: the send matches it
+                                     if (comm.rank() == 0) requests.push_back(comm.isend(&small, sizeof small, 1, 3));
+                                   }),
+               CommError);
+}
+
+TEST(InProcessTransport, PeerOutsideTheWorldIsInvalidArgument) {
+  EXPECT_THROW(InProcessWorld::run(2,
+                                   [](Communicator& comm) {
+                                     int x = 0;
+                                     if (comm.rank() == 0) comm.isend(&x, sizeof x, 2, 0);
+                                     if (comm.rank() == 1) comm.irecv(&x, sizeof x, -1, 0);
+                                   }),
+               InvalidArgument);
+}
+
+TEST(InProcessTransport, RunRethrowsARanksExceptionAfterJoiningAll) {
+  std::atomic<int> finished{0};
+  EXPECT_THROW(InProcessWorld::run(5,
+                                   [&](Communicator& comm) {
+                                     if (comm.rank() == 3) throw MismatchError("rank 3 failed");
+                                     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                                     ++finished;
+                                   }),
+               MismatchError);
+  EXPECT_EQ(finished.load(), 4) << "run() returned before every other rank finished";
+}
+
+TEST(InProcessTransport, GatherBytesToEveryRoot) {
+  constexpr int P = 6;
+  for (int root = 0; root < P; ++root) {
+    std::vector<std::vector<std::vector<uint8_t>>> result(P);
+    InProcessWorld::run(P, [&](Communicator& comm) {
+      std::vector<uint8_t> mine(static_cast<size_t>(comm.rank() * 3), static_cast<uint8_t>(comm.rank() + 1));
+      result[comm.rank()] = comm.gather_bytes(mine, root);
+    });
+    for (int r = 0; r < P; ++r) {
+      if (r != root) {
+        EXPECT_TRUE(result[r].empty()) << "root " << root << " rank " << r;
+        continue;
+      }
+      ASSERT_EQ(result[r].size(), size_t{P}) << "root " << root;
+      for (int s = 0; s < P; ++s)
+        EXPECT_EQ(result[r][s], std::vector<uint8_t>(static_cast<size_t>(s * 3), static_cast<uint8_t>(s + 1)))
+            << "root " << root << " entry " << s << " (rank 0's is empty)";
+    }
+  }
+}
+
+TEST(InProcessTransport, BroadcastBytesFromEveryRoot) {
+  constexpr int P = 5;
+  for (int root = 0; root < P; ++root) {
+    for (size_t length : {size_t{0}, size_t{1}, size_t{1000}}) {
+      std::vector<std::vector<uint8_t>> result(P);
+      InProcessWorld::run(P, [&](Communicator& comm) {
+        std::vector<uint8_t> data(comm.rank() == root ? length : 17, static_cast<uint8_t>(comm.rank()));
+        if (comm.rank() == root)
+          for (size_t i = 0; i < length; ++i) data[i] = static_cast<uint8_t>(i * 31 + root);
+        comm.broadcast_bytes(data, root);
+        result[comm.rank()] = data;
+      });
+      for (int r = 0; r < P; ++r) EXPECT_EQ(result[r], result[root]) << "root " << root << " length " << length << " rank " << r;
+      EXPECT_EQ(result[root].size(), length);
+    }
+  }
+}
+
+TEST(InProcessTransport, BarrierHoldsEveryRankUntilAllArrive) {
+  constexpr int P = 6;
+  constexpr int kRounds = 5;
+  std::atomic<int> arrived{0};
+  std::vector<int> violations(P, 0);
+  InProcessWorld::run(P, [&](Communicator& comm) {
+    for (int round = 1; round <= kRounds; ++round) {
+      if (comm.rank() == round % P) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      ++arrived;
+      comm.barrier();
+      if (arrived.load() < round * P) ++violations[comm.rank()];
+      comm.barrier();  // nobody starts the next round before everyone checked this one
+    }
+  });
+  for (int r = 0; r < P; ++r) EXPECT_EQ(violations[r], 0) << "rank " << r << " left a barrier early";
+}
+
+TEST(InProcessTransport, CountersCountBytesAndMessages) {
+  std::vector<TrafficCounters> counters(2);
+  InProcessWorld::run(2, [&](Communicator& comm) {
+    std::vector<uint8_t> buffer(100);
+    std::vector<RequestPtr> requests;
+    if (comm.rank() == 0) {
+      requests.push_back(comm.isend(buffer.data(), 100, 1, 0));
+      requests.push_back(comm.isend(buffer.data(), 28, 1, 0));
+      requests.push_back(comm.isend(buffer.data(), 0, 1, 0));
+    } else {
+      requests.push_back(comm.irecv(buffer.data(), 100, 0, 0));
+      requests.push_back(comm.irecv(buffer.data(), 28, 0, 0));
+      requests.push_back(comm.irecv(buffer.data(), 0, 0, 0));
+    }
+    wait_all(requests);
+    counters[comm.rank()] = comm.counters();
+    comm.reset_counters();
+    EXPECT_EQ(comm.counters().bytes_sent + comm.counters().bytes_received + comm.counters().messages_sent +
+                  comm.counters().messages_received,
+              0u);
+  });
+  EXPECT_EQ(counters[0].bytes_sent, 128u);
+  EXPECT_EQ(counters[0].messages_sent, 3u);
+  EXPECT_EQ(counters[0].bytes_received, 0u);
+  EXPECT_EQ(counters[1].bytes_received, 128u);
+  EXPECT_EQ(counters[1].messages_received, 3u);
+  EXPECT_EQ(counters[1].bytes_sent, 0u);
+}
+
+}  // namespace
+}  // namespace concord
