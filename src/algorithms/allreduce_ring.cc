@@ -34,7 +34,10 @@ void AllreduceRing::start(void* data, size_t count, DataType dtype, ReduceOp op)
   reduce_scatter_sends_.clear();
   receives_.clear();
   receives_.resize(2 * ring_.steps());
-  if (ring_.size == 1 || count == 0) return;  // nothing to exchange: done at once
+  if (ring_.size == 1 || count == 0) {  // nothing to exchange: done at once
+    step_ = 2 * ring_.steps();            // (progress() must not look at the empty receives_)
+    return;
+  }
 
   const size_t largest_segment = patterns::segment(count, ring_.size, 0).count * element_size_;
   chunks_ = static_cast<int>(std::max<size_t>(1, (largest_segment + chunk_bytes_ - 1) / chunk_bytes_));

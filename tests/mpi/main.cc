@@ -93,7 +93,12 @@ PreInitObservation& pre_init_observation() {
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
   concord::mpitest::pre_init_observation() = observe_before_init();
-  concord::init();
+  try {
+    concord::init();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "concord::init() failed: %s\n", e.what());
+    return 1;
+  }
   const int rank = concord::rank();
   if (rank != 0) {
     testing::TestEventListeners& listeners = testing::UnitTest::GetInstance()->listeners();

@@ -96,8 +96,10 @@ inline Real load(DataType dtype, const void* data, int64_t i) {
   return 0;
 }
 
-/// Stores `value` as element i (rounded to the dtype; integers must be in range).
-inline void store(DataType dtype, void* data, int64_t i, Real value) {
+/// Stores `value` as element i (rounded to the dtype; integers must be in range). T is
+/// double or Real: double keeps the hot loops off the x87 unit.
+template <typename T>
+inline void store(DataType dtype, void* data, int64_t i, T value) {
   switch (dtype) {
     case DataType::kFloat32: static_cast<float*>(data)[i] = static_cast<float>(value); return;
     case DataType::kFloat64: static_cast<double*>(data)[i] = static_cast<double>(value); return;
@@ -124,6 +126,13 @@ inline std::string element_bits(DataType dtype, const void* data, int64_t i) {
   return out.str();
 }
 
+/// Number of elements of a shape (1 for a scalar).
+inline int64_t element_count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
 /// An owning dense tensor; view() hands it to Concord.
 struct Tensor {
   DataType dtype = DataType::kFloat32;
@@ -134,16 +143,13 @@ struct Tensor {
   Tensor(DataType d, std::vector<int64_t> s) : dtype(d), shape(std::move(s)) {
     bytes.assign(static_cast<size_t>(count()) * dtype_size(dtype), 0);
   }
-  int64_t count() const {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return n;
-  }
+  int64_t count() const { return element_count(shape); }
   void* data() { return bytes.empty() ? nullptr : bytes.data(); }
   const void* data() const { return bytes.empty() ? nullptr : bytes.data(); }
   TensorView view() { return TensorView{data(), dtype, shape}; }
   Real at(int64_t i) const { return load(dtype, bytes.data(), i); }
-  void set(int64_t i, Real v) { store(dtype, bytes.data(), i, v); }
+  template <typename T>
+  void set(int64_t i, T v) { store(dtype, bytes.data(), i, v); }
 };
 
 /// Element count of the "large" size of a dtype: more than 1 MiB and odd.
@@ -171,23 +177,26 @@ inline uint64_t mix(int rank, int64_t index, uint64_t seed) {
 /// 4 ranks are exact in every floating dtype and integer sums (also with prescale 0.5 and
 /// postscale 3) stay in range. `wide` adds +-2^58 to int64 values (sums stay below 2^61)
 /// to catch an int64 path that goes through double; only without scale factors.
-inline Real additive_value(DataType dtype, int rank, int64_t index, uint64_t seed, bool wide = false) {
+/// T = double is exact for every dtype but int64 (use Real there; see fill()).
+template <typename T = Real>
+inline T additive_value(DataType dtype, int rank, int64_t index, uint64_t seed, bool wide = false) {
+  static constexpr T kPowerOfTwo[7] = {0.125, 0.25, 0.5, 1, 2, 4, 8};  // 2^(index % 7 - 3)
   const uint64_t h = mix(rank, index, seed);
-  const int exponent = static_cast<int>(index % 7) - 3;
+  const T binade = kPowerOfTwo[index % 7];
   switch (dtype) {
     case DataType::kFloat32:
     case DataType::kFloat64:
-      return std::ldexp(static_cast<Real>(static_cast<int64_t>(h % 2001) - 1000), exponent);
+      return static_cast<T>(static_cast<int64_t>(h % 2001) - 1000) * binade;
     case DataType::kFloat16:
     case DataType::kBFloat16:
-      return std::ldexp(static_cast<Real>(static_cast<int64_t>(h % 41) - 20), exponent);
-    case DataType::kInt8: return static_cast<Real>(static_cast<int64_t>(h % 41) - 20);
-    case DataType::kUInt8: return static_cast<Real>(h % 41);
-    case DataType::kInt32: return static_cast<Real>(static_cast<int64_t>(h % 2000001) - 1000000);
+      return static_cast<T>(static_cast<int64_t>(h % 41) - 20) * binade;
+    case DataType::kInt8: return static_cast<T>(static_cast<int64_t>(h % 41) - 20);
+    case DataType::kUInt8: return static_cast<T>(h % 41);
+    case DataType::kInt32: return static_cast<T>(static_cast<int64_t>(h % 2000001) - 1000000);
     case DataType::kInt64: {
       int64_t v = static_cast<int64_t>(h % 2000001) - 1000000;
       if (wide) v += (static_cast<int64_t>((h >> 40) % 3) - 1) * (int64_t{1} << 58);
-      return static_cast<Real>(v);
+      return static_cast<T>(v);
     }
   }
   return 0;
@@ -195,11 +204,12 @@ inline Real additive_value(DataType dtype, int rank, int64_t index, uint64_t see
 
 /// Input for product: small factors so a product over 4 ranks (times postscale 3) is
 /// exact in every dtype and fits int8/uint8.
-inline Real multiplicative_value(DataType dtype, int rank, int64_t index, uint64_t seed) {
-  static const Real kFloat[] = {1, -1, 2, 0.5, -2, 1.5, 0, -0.5, 1, 1};
-  static const Real kSigned[] = {1, -1, 2, -2, 3, 1, 0, -3, 1, 1};
-  static const Real kUnsigned[] = {1, 2, 3, 1, 0, 2, 1, 3, 1, 1};
-  static const Real kWide[] = {1, -1, 2, -2, 3, -3, 5, 7, 0, 1};
+template <typename T = Real>
+inline T multiplicative_value(DataType dtype, int rank, int64_t index, uint64_t seed) {
+  static constexpr T kFloat[] = {1, -1, 2, 0.5, -2, 1.5, 0, -0.5, 1, 1};
+  static constexpr T kSigned[] = {1, -1, 2, -2, 3, 1, 0, -3, 1, 1};
+  static constexpr T kUnsigned[] = {1, 2, 3, 1, 0, 2, 1, 3, 1, 1};
+  static constexpr T kWide[] = {1, -1, 2, -2, 3, -3, 5, 7, 0, 1};
   const uint64_t h = mix(rank, index, seed) % 10;
   switch (dtype) {
     case DataType::kInt8: return kSigned[h];
@@ -207,6 +217,19 @@ inline Real multiplicative_value(DataType dtype, int rank, int64_t index, uint64
     case DataType::kInt32:
     case DataType::kInt64: return kWide[h];
     default: return kFloat[h];
+  }
+}
+
+/// Sets every element i of `tensor` to value(type_tag, i), computed in double, or in Real
+/// for int64 (whose values near 2^58 double cannot hold). `value` is a generic lambda
+/// taking a T{} tag and the index.
+template <typename Value>
+void fill(Tensor& tensor, Value&& value) {
+  const int64_t n = tensor.count();
+  if (tensor.dtype == DataType::kInt64) {
+    for (int64_t i = 0; i < n; ++i) tensor.set(i, value(Real{}, i));
+  } else {
+    for (int64_t i = 0; i < n; ++i) tensor.set(i, value(double{}, i));
   }
 }
 

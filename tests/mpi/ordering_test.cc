@@ -74,17 +74,17 @@ void run_batch(const std::vector<Spec>& specs, int iteration, bool two_threads) 
       case CollectiveType::kAllreduce:
         live[k].input = Tensor(s.dtype, {s.count});
         live[k].output = Tensor(s.dtype, {s.count});
-        for (int64_t i = 0; i < s.count; ++i)
-          live[k].input.set(i, allreduce_input(s.dtype, s.op, s.scale.any(), rank, i, seed));
+        fill_allreduce_input(live[k].input, s.op, s.scale.any(), rank, seed);
         break;
       case CollectiveType::kAllgather:
         live[k].input = Tensor(s.dtype, {allgather_rows(s, rank)});
-        for (int64_t i = 0; i < live[k].input.count(); ++i) live[k].input.set(i, additive_value(s.dtype, rank, i, seed));
+        fill(live[k].input, [&](auto tag, int64_t i) { return additive_value<decltype(tag)>(s.dtype, rank, i, seed); });
         break;
       case CollectiveType::kBroadcast:
         live[k].input = Tensor(s.dtype, {s.count});
-        for (int64_t i = 0; i < s.count; ++i)
-          live[k].input.set(i, additive_value(s.dtype, s.root, i, seed) + (rank == s.root ? 0 : 1));
+        fill(live[k].input, [&](auto tag, int64_t i) {
+          return additive_value<decltype(tag)>(s.dtype, s.root, i, seed) + (rank == s.root ? 0 : 1);
+        });
         break;
     }
   }
