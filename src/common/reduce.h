@@ -14,7 +14,9 @@ namespace concord {
 void reduce_inplace(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op);
 
 /// dst[i] = src[i] * factor for i < count, computed in float64 for float64 and integer
-/// dtypes (integers truncate toward zero), float32 otherwise. dst may equal src.
+/// dtypes (integers truncate toward zero; int64 values are exact only below 2^53 in
+/// magnitude, and a product outside the dtype's range is not defined), float32 otherwise.
+/// dst may equal src.
 void scale_buffer(void* dst, const void* src, size_t count, DataType dtype, double factor);
 
 }  // namespace concord

@@ -24,9 +24,14 @@ def broadcast_parameters(params, root_rank):
         items = sorted(params.items())
     else:
         try:
-            items = sorted(list(params), key=lambda item: item[0])
-        except (TypeError, IndexError) as error:
+            items = list(params)
+        except TypeError as error:
             raise ValueError("broadcast_parameters expects a state_dict or (name, tensor) pairs") from error
+        # Check every item: a bare tensor would otherwise be unpacked as (name, tensor).
+        if not all(isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str)
+                   for item in items):
+            raise ValueError("broadcast_parameters expects a state_dict or (name, tensor) pairs")
+        items = sorted(items, key=lambda item: item[0])
     handles = []
     for name, tensor in items:
         if tensor is None:

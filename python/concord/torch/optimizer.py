@@ -37,7 +37,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 raise ValueError(f"DistributedOptimizer: {len(unnamed)} optimizer parameters are missing "
                                  "from named_parameters")
         else:
-            self._parameter_names = {p: f"allreduce.noname.{i}" for i, p in enumerate(all_params)}
+            self._parameter_names = {p: f"DistributedOptimizer.grad.{i}" for i, p in enumerate(all_params)}
         self._handles = {}
         self._grad_accumulators = []
         self._allreduce_delay = {}
