@@ -24,7 +24,8 @@ struct BinomialTree {
     return v == 0 ? -1 : real_rank(v & (v - 1));
   }
 
-  /// Children in the order a broadcast should serve them: largest subtree first.
+  /// Children in the order a broadcast should serve them: highest bit (the child that
+  /// heads the most tree levels) first.
   std::vector<int> children() const {
     const int v = virtual_rank();
     int limit = 1;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,14 @@
 #include "concord/types.h"
 
 namespace concord::testing_util {
+
+/// Concatenates its arguments with operator<< (test names, messages).
+template <typename... Args>
+std::string cat(const Args&... args) {
+  std::ostringstream out;
+  (out << ... << args);
+  return out.str();
+}
 
 inline const std::vector<DataType>& all_dtypes() {
   static const std::vector<DataType> dtypes = {
@@ -107,10 +116,44 @@ inline uint64_t load_bits(const void* buffer, size_t index, DataType dtype) {
   return v;
 }
 
+/// Reads element `index` of an integer buffer exactly: sign-extended for the signed types,
+/// zero-extended for uint8.
+inline int64_t load_int(const void* buffer, size_t index, DataType dtype) {
+  const auto* p = static_cast<const uint8_t*>(buffer) + index * dtype_size(dtype);
+  switch (dtype) {
+    case DataType::kInt8: return static_cast<int8_t>(*p);
+    case DataType::kUInt8: return *p;
+    case DataType::kInt32: {
+      int32_t v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
+    default: {
+      int64_t v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
+  }
+}
+
+/// Writes the low dtype_size(dtype) bytes of `value` (two's complement truncation) as
+/// element `index` of an integer buffer.
+inline void store_int(void* buffer, size_t index, DataType dtype, int64_t value) {
+  const size_t size = dtype_size(dtype);
+  std::memcpy(static_cast<uint8_t*>(buffer) + index * size, &value, size);  // little-endian
+}
+
 /// Mask of the low dtype_size(dtype) * 8 bits.
 inline uint64_t bits_mask(DataType dtype) {
   const size_t bits = dtype_size(dtype) * 8;
   return bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+}
+
+/// Index of the first element (of `element` bytes) where two equally sized buffers differ, or -1.
+inline long first_difference(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, size_t element) {
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) return static_cast<long>(i / element);
+  return -1;
 }
 
 }  // namespace concord::testing_util

@@ -157,7 +157,7 @@ TEST(BuildResponse, NoRequestsIsInternalError) {
 TEST(BuildResponse, AllreduceCarriesParametersAndElementCount) {
   std::vector<Request> requests;
   for (int r = 0; r < 3; ++r) {
-    Request request = allreduce(r, "w", {4, 0 + 5}, DataType::kBFloat16, ReduceOp::kAverage);
+    Request request = allreduce(r, "w", {4, 5}, DataType::kBFloat16, ReduceOp::kAverage);
     request.prescale_factor = 0.5;
     request.postscale_factor = 4.0;
     request.root = 7 + r;  // root is a broadcast parameter: ignored for an allreduce

@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 
+#include "dtype_util.h"
 #include "runtime/fusion.h"
 
 namespace concord {
@@ -129,7 +130,7 @@ TEST(Fusion, RandomListsKeepEveryInvariant) {
     std::map<std::string, size_t> position;
     const int count = std::uniform_int_distribution<int>(0, 40)(rng);
     for (int i = 0; i < count; ++i) {
-      const std::string name = "t" + std::to_string(i);
+      const std::string name = testing_util::cat("t", i);
       position[name] = input.size();
       const int kind = std::uniform_int_distribution<int>(0, 9)(rng);
       if (kind == 0) {
@@ -140,14 +141,16 @@ TEST(Fusion, RandomListsKeepEveryInvariant) {
       }
     }
     const auto plan = plan_fusion(input, threshold);
-    SCOPED_TRACE("trial " + std::to_string(trial) + " threshold " + std::to_string(threshold));
+    SCOPED_TRACE(testing_util::cat("trial ", trial, " threshold ", threshold));
     std::vector<int> seen(input.size(), 0);
     size_t previous_first = 0;
     for (size_t p = 0; p < plan.size(); ++p) {
       const Response& fused = plan[p];
       ASSERT_FALSE(fused.names.empty());
       const size_t first = position.at(fused.names[0]);
-      if (p > 0) EXPECT_LT(previous_first, first) << "plan entries ordered by their first tensor";
+      if (p > 0) {
+        EXPECT_LT(previous_first, first) << "plan entries ordered by their first tensor";
+      }
       previous_first = first;
       if (fused.names.size() == 1) {
         EXPECT_EQ(fused, input[first]) << "an unfused response is passed through unchanged";
@@ -171,7 +174,9 @@ TEST(Fusion, RandomListsKeepEveryInvariant) {
       }
     }
     for (size_t i = 0; i < input.size(); ++i) EXPECT_EQ(seen[i], 1) << input[i].names[0] << " planned once";
-    if (threshold == 0) EXPECT_EQ(plan, input);
+    if (threshold == 0) {
+      EXPECT_EQ(plan, input);
+    }
   }
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -13,8 +14,10 @@
 namespace concord {
 namespace {
 
+// Equal sizes, so that a message matched out of order shows up as wrong content (a size
+// mismatch would throw on one rank and leave the other waiting).
 std::vector<uint8_t> payload(int sequence) {
-  std::vector<uint8_t> bytes(1 + sequence % 13);
+  std::vector<uint8_t> bytes(12);
   for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(sequence * 7 + i);
   return bytes;
 }
@@ -24,6 +27,7 @@ std::vector<uint8_t> payload(int sequence) {
 TEST(InProcessTransport, MessagesBetweenAPairWithOneTagArriveInOrder) {
   constexpr int kMessages = 60;
   std::vector<std::vector<uint8_t>> received(kMessages);
+  std::barrier sync(2);  // a thread barrier, not the transport's: only p2p is under test
   InProcessWorld::run(2, [&](Communicator& comm) {
     std::vector<RequestPtr> requests;
     if (comm.rank() == 1) {
@@ -32,14 +36,14 @@ TEST(InProcessTransport, MessagesBetweenAPairWithOneTagArriveInOrder) {
         requests.push_back(comm.irecv(received[i].data(), received[i].size(), 0, 5));
       }
     }
-    comm.barrier();
+    sync.arrive_and_wait();  // half of the receives are posted before the sends
     if (comm.rank() == 0) {
       std::vector<std::vector<uint8_t>> sent;
       for (int i = 0; i < kMessages; ++i) sent.push_back(payload(i));
       for (int i = 0; i < kMessages; ++i) requests.push_back(comm.isend(sent[i].data(), sent[i].size(), 1, 5));
       wait_all(requests);
     }
-    comm.barrier();
+    sync.arrive_and_wait();  // the other half after every message has arrived
     if (comm.rank() == 1) {
       for (int i = kMessages / 2; i < kMessages; ++i) {
         received[i].resize(payload(i).size());
