@@ -26,5 +26,5 @@ fi
 
 build_dir="${CONCORD_BUILD_DIR:-build}"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${CONCORD_BUILD_TYPE:-Release}" \
-  -DPython_EXECUTABLE=/usr/bin/python3 >/dev/null
+  -DCONCORD_BUILD_TESTS=ON -DPython_EXECUTABLE=/usr/bin/python3 >/dev/null
 cmake --build "$build_dir"

@@ -1,6 +1,6 @@
 // BroadcastBinomial: binomial-tree broadcast (patterns/binomial_tree.h). Each non-root
-// rank receives the whole message from its parent, then sends it to its children, largest
-// ceil(log2 P) rounds; the root sends ceil(log2 P) * n bytes, every other
+// rank receives the whole message from its parent, then sends it to its children (highest
+// bit first). ceil(log2 P) rounds; the root sends ceil(log2 P) * n bytes, every other
 // rank receives n bytes. Cost: ceil(log2 P) (alpha + n beta).
 #pragma once
 
