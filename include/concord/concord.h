@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "concord/errors.h"
 #include "concord/handle.h"
@@ -84,5 +85,31 @@ Handle allgather_async(const std::string& name, const TensorView& input);
 /// Throws InvalidArgument if root is not in [0, size()). Binomial tree over MPI p2p.
 Handle broadcast_async(const std::string& name, const TensorView& tensor,
                        const BroadcastOptions& options = {});
+
+/// Starts an allreduce of several tensors as one group (Horovod's grouped_allreduce): no
+/// member is negotiated as ready until every member has been submitted on every rank, and
+/// the members are fused together (never with other tensors) and executed in the same
+/// cycle. names, inputs and outputs have one entry per member; every rank must group the
+/// same names (else MismatchError). Members are queued atomically: on InvalidArgument
+/// (bad member, duplicate name) none is. Returns one handle per member, in order.
+std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& names,
+                                            const std::vector<TensorView>& inputs,
+                                            const std::vector<TensorView>& outputs,
+                                            const AllreduceOptions& options = {});
+
+/// Counters of this rank's coordination since init() (../shared/specs/control-plane.md).
+struct CoordinationStats {
+  uint64_t cycles = 0;              ///< background cycles run
+  uint64_t coordinator_rounds = 0;  ///< cycles that took the slow path (gather to rank 0)
+  uint64_t cache_hits = 0;          ///< responses built from the response cache
+  uint64_t cache_misses = 0;        ///< requests this rank sent to the coordinator
+  uint64_t invalidations = 0;       ///< cache entries erased because a tensor's parameters changed
+  uint64_t evictions = 0;           ///< cache entries evicted for capacity
+  uint64_t stall_checks = 0;        ///< stall-inspection rounds
+};
+
+/// This rank's coordination counters, as of the end of the last cycle. Throws StateError
+/// before init().
+CoordinationStats coordination_stats();
 
 }  // namespace concord

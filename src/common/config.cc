@@ -16,6 +16,17 @@ const std::vector<ConfigVar>& config_table() {
       {"CONCORD_RING_CHUNK_BYTES", "524288", "bytes",
        "bytes per pipelined message of the ring allreduce (a ring segment is sent in chunks "
        "of at most this size)"},
+      {"CONCORD_CACHE_CAPACITY", "1024", "int",
+       "entries (= bits) of the response cache; negotiated tensors are then coordinated by one "
+       "bitwise allreduce instead of the coordinator (0 disables the cache)"},
+      {"CONCORD_STALL_WARNING_TIME", "60", "float",
+       "seconds after which rank 0 logs tensors submitted by some ranks but not others, naming "
+       "the missing ranks"},
+      {"CONCORD_STALL_SHUTDOWN_TIME", "0", "float",
+       "seconds after which a stall shuts Concord down and fails every pending operation with "
+       "an error naming the stalled tensors (0 = never)"},
+      {"CONCORD_TIMELINE", "", "string",
+       "path of a Chrome-trace/Perfetto JSON timeline written by rank 0 (empty = none)"},
       {"CONCORD_LOG_LEVEL", "warning", "string",
        "trace, debug, info, warning, error or off; messages are prefixed with the rank"},
   };
@@ -58,6 +69,10 @@ Config Config::from_env() {
   config.cycle_time_ms = parse_double("CONCORD_CYCLE_TIME", 0.0);
   config.fusion_threshold_bytes = parse_int("CONCORD_FUSION_THRESHOLD", 0);
   config.ring_chunk_bytes = parse_int("CONCORD_RING_CHUNK_BYTES", 1);
+  config.cache_capacity = parse_int("CONCORD_CACHE_CAPACITY", 0);
+  config.stall_warning_seconds = parse_double("CONCORD_STALL_WARNING_TIME", 0.001);
+  config.stall_shutdown_seconds = parse_double("CONCORD_STALL_SHUTDOWN_TIME", 0.0);
+  config.timeline_path = config_value("CONCORD_TIMELINE");
   config.log_level = config_value("CONCORD_LOG_LEVEL");
   return config;
 }

@@ -28,6 +28,10 @@ struct Config {
   double cycle_time_ms = 1.0;                      ///< CONCORD_CYCLE_TIME
   int64_t fusion_threshold_bytes = 128ll << 20;    ///< CONCORD_FUSION_THRESHOLD
   int64_t ring_chunk_bytes = 512 << 10;          ///< CONCORD_RING_CHUNK_BYTES
+  int64_t cache_capacity = 1024;                  ///< CONCORD_CACHE_CAPACITY
+  double stall_warning_seconds = 60;              ///< CONCORD_STALL_WARNING_TIME
+  double stall_shutdown_seconds = 0;              ///< CONCORD_STALL_SHUTDOWN_TIME
+  std::string timeline_path;                      ///< CONCORD_TIMELINE
   std::string log_level = "warning";               ///< CONCORD_LOG_LEVEL
 
   /// Parses every variable; throws InvalidArgument naming the variable and its value when

@@ -80,6 +80,10 @@ Response build_response(const std::vector<Request>& requests) {
   }
   if (error.empty() && first.type == CollectiveType::kBroadcast)
     error = find_mismatch(requests, "root rank", [](const Request& r) { return std::to_string(r.root); });
+  if (error.empty())
+    error = find_mismatch(requests, "group", [](const Request& r) {
+      return r.group_size > 1 ? "group '" + r.group + "' of " + std::to_string(r.group_size) : std::string("no group");
+    });
   if (!error.empty()) return error_response(first.name, error);
 
   Response response;
@@ -90,6 +94,7 @@ Response build_response(const std::vector<Request>& requests) {
   response.root = first.root;
   response.prescale_factor = first.prescale_factor;
   response.postscale_factor = first.postscale_factor;
+  if (first.group_size > 1) response.group = first.group;
   if (allgather) {
     for (const auto& request : requests) response.sizes.push_back(request.shape.at(0));
   } else {
@@ -117,7 +122,27 @@ void Coordinator::add(const Request& request) {
     return;
   }
   entry.by_rank[request.rank] = request;
-  if (++entry.count == size_) ready_.push_back(request.name);
+  if (++entry.count < size_) return;
+  // Ready on every rank. A group member waits for the rest of its group, unless the ranks
+  // disagree on the grouping (then it is released at once and answered with an error).
+  bool same_group = true;
+  for (const auto& other : entry.by_rank)
+    same_group &= other->group == request.group && other->group_size == request.group_size;
+  if (request.group_size <= 1 || !same_group || !entry.duplicate.empty()) {
+    ready_.push_back(request.name);
+    return;
+  }
+  auto& members = groups_[request.group];
+  members.push_back(request.name);
+  if (static_cast<int32_t>(members.size()) < request.group_size) return;
+  ready_.insert(ready_.end(), members.begin(), members.end());
+  groups_.erase(request.group);
+}
+
+size_t Coordinator::held_for_group() const {
+  size_t held = 0;
+  for (const auto& [group, members] : groups_) held += members.size();
+  return held;
 }
 
 std::vector<Response> Coordinator::take_ready() {

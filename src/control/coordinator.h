@@ -3,8 +3,9 @@
 // rank has. Ready tensors become responses in the order they became ready, which is the
 // one global order every rank executes. Before answering, the coordinator checks that all
 // ranks agree on the collective, dtype, shape (all but dim 0 for allgather), reduce op,
-// scale factors and root; any disagreement becomes an ERROR response naming the tensor,
-// the ranks and the differing values, raised on every rank.
+// scale factors, root and group; any disagreement becomes an ERROR response naming the
+// tensor, the ranks and the differing values, raised on every rank. Members of a group
+// (grouped allreduce) are held back until every member is ready, then released together.
 #pragma once
 
 #include <chrono>
@@ -30,7 +31,10 @@ class Coordinator {
   std::vector<Response> take_ready();
 
   /// Number of tensors requested by some but not all ranks.
-  size_t pending() const { return table_.size() - ready_.size(); }
+  size_t pending() const { return table_.size() - ready_.size() - held_for_group(); }
+
+  /// Number of tensors ready on every rank but held back for the rest of their group.
+  size_t held_for_group() const;
 
  private:
   struct Entry {
@@ -42,6 +46,7 @@ class Coordinator {
 
   int size_;
   std::unordered_map<std::string, Entry> table_;
+  std::unordered_map<std::string, std::vector<std::string>> groups_;  // group -> ready members
   std::vector<std::string> ready_;
 };
 

@@ -91,6 +91,8 @@ void put_request(Writer& out, const Request& r) {
   out.put<double>(r.prescale_factor);
   out.put<double>(r.postscale_factor);
   out.put(r.shape);
+  out.put(r.group);
+  out.put<int32_t>(r.group_size);
 }
 
 Request get_request(Reader& in) {
@@ -104,6 +106,8 @@ Request get_request(Reader& in) {
   r.prescale_factor = in.get<double>();
   r.postscale_factor = in.get<double>();
   r.shape = in.get_vector<int64_t>([&] { return in.get<int64_t>(); });
+  r.group = in.get_string();
+  r.group_size = in.get<int32_t>();
   return r;
 }
 
@@ -118,6 +122,7 @@ void put_response(Writer& out, const Response& r) {
   out.put<double>(r.prescale_factor);
   out.put<double>(r.postscale_factor);
   out.put(r.sizes);
+  out.put(r.group);
 }
 
 Response get_response(Reader& in) {
@@ -131,10 +136,18 @@ Response get_response(Reader& in) {
   r.prescale_factor = in.get<double>();
   r.postscale_factor = in.get<double>();
   r.sizes = in.get_vector<int64_t>([&] { return in.get<int64_t>(); });
+  r.group = in.get_string();
   return r;
 }
 
 }  // namespace
+
+bool Request::same_parameters(const Request& other) const {
+  return name == other.name && type == other.type && dtype == other.dtype && op == other.op &&
+         root == other.root && prescale_factor == other.prescale_factor &&
+         postscale_factor == other.postscale_factor && shape == other.shape && group == other.group &&
+         group_size == other.group_size;
+}
 
 std::vector<uint8_t> encode(const RequestList& list) {
   Writer out;

@@ -24,8 +24,15 @@ struct Request {
   double prescale_factor = 1.0;  ///< allreduce only
   double postscale_factor = 1.0;
   std::vector<int64_t> shape;
+  /// Grouped allreduce: the name of the group's first member ("" when not grouped) and the
+  /// number of members. No member is ready until every member is ready on every rank.
+  std::string group;
+  int32_t group_size = 0;
 
   bool operator==(const Request&) const = default;
+  /// True if both describe the same collective on the same tensor (every field but rank):
+  /// what the response cache compares to tell a HIT from an INVALID entry.
+  bool same_parameters(const Request& other) const;
 };
 
 /// The requests a rank sends to the coordinator in one cycle.
@@ -52,6 +59,8 @@ struct Response {
   /// kAllreduce/kBroadcast: element count of each tensor (one entry per name).
   /// kAllgather: dim 0 of each rank's input (size() entries for the single name).
   std::vector<int64_t> sizes;
+  /// Group of the tensors ("" when not grouped): fusion never mixes groups.
+  std::string group;
 
   bool operator==(const Response&) const = default;
 };
@@ -60,6 +69,9 @@ struct Response {
 struct ResponseList {
   std::vector<Response> responses;
   bool shutdown = false;  ///< some rank asked to shut down: every rank stops
+  /// Why the runtime stops when it is not a plain shutdown() (e.g. the stall inspector's
+  /// verdict); pending operations fail with it. Not part of the wire format.
+  std::string shutdown_message;
 
   bool operator==(const ResponseList&) const = default;
 };

@@ -1,27 +1,212 @@
 #include "control/negotiator.h"
 
-namespace concord {
+#include <algorithm>
+#include <map>
 
-Negotiator::Negotiator(Communicator& control) : comm_(control) {
-  if (comm_.rank() == 0) coordinator_.emplace(comm_.size());
+#include "common/enforce.h"
+#include "common/logging.h"
+
+namespace concord {
+namespace {
+
+// Status word (word 0 of the bit vector); each bit means "NOT ..." so that a bitwise AND
+// across ranks leaves it set only if no rank has the condition.
+constexpr uint64_t kNoShutdown = 1u << 0;
+constexpr uint64_t kNoUncached = 1u << 1;
+constexpr uint64_t kNoInvalid = 1u << 2;
+constexpr uint64_t kNoStallCheck = 1u << 3;
+constexpr uint64_t kAllStatus = kNoShutdown | kNoUncached | kNoInvalid | kNoStallCheck;
+
+void set_bit(std::vector<uint64_t>& words, uint32_t bit) { words[1 + bit / 64] |= uint64_t{1} << (bit % 64); }
+
+std::vector<uint32_t> cache_bits(const std::vector<uint64_t>& words) {
+  std::vector<uint32_t> bits;
+  for (size_t w = 1; w < words.size(); ++w)
+    for (uint64_t word = words[w]; word != 0; word &= word - 1)
+      bits.push_back(static_cast<uint32_t>((w - 1) * 64 + __builtin_ctzll(word)));
+  return bits;
 }
 
-ResponseList Negotiator::negotiate(const RequestList& mine) {
-  const auto gathered = comm_.gather_bytes(encode(mine), 0);
+}  // namespace
+
+Negotiator::Negotiator(Communicator& control, const NegotiatorOptions& options)
+    : comm_(control), options_(options), cache_(options.cache_capacity),
+      last_stall_check_(std::chrono::steady_clock::now()) {
+  if (comm_.rank() == 0) {
+    coordinator_.emplace(comm_.size());
+    stall_inspector_.emplace(comm_.size(), options.stall_warning_seconds, options.stall_shutdown_seconds);
+  }
+}
+
+Negotiator::Classified Negotiator::classify() {
+  Classified out;
+  const size_t words = 1 + (cache_.capacity() + 63) / 64;
+  out.hit_bits.assign(words, 0);
+  out.invalid_bits.assign(words, 0);
+  // Group the pending requests into units: a group's members are classified together.
+  std::map<std::string, std::vector<Request>> groups;
+  std::vector<std::vector<Request>> units;
+  for (auto& request : pending_) {
+    if (request.group_size > 1) groups[request.group].push_back(std::move(request));
+    else units.push_back({std::move(request)});
+  }
+  for (auto& [name, members] : groups) units.push_back(std::move(members));
+  pending_.clear();
+  for (auto& unit : units) {
+    bool all_hit = true;
+    for (const auto& request : unit) {
+      const auto found = cache_.lookup(request);
+      if (found.state == ResponseCache::State::kInvalid) {
+        set_bit(out.invalid_bits, found.bit);
+        out.any_invalid = true;
+      }
+      all_hit &= found.state == ResponseCache::State::kHit;
+    }
+    for (auto& request : unit) {
+      if (all_hit) set_bit(out.hit_bits, cache_.lookup(request).bit);
+      (all_hit ? out.hits : out.uncached).push_back(std::move(request));
+    }
+  }
+  return out;
+}
+
+std::vector<Response> Negotiator::take_common_hits(const std::vector<uint64_t>& common,
+                                                   std::vector<Request>& hits) {
+  const std::vector<uint32_t> bits = cache_bits(common);
+  std::map<std::string, int32_t> group_members;
+  for (uint32_t bit : bits) {
+    const Request& parameters = cache_.parameters(bit);
+    if (parameters.group_size > 1) ++group_members[parameters.group];
+  }
+  std::vector<Response> responses;
+  for (uint32_t bit : bits) {
+    // Every rank sets all bits of a group in the same cycle, so groups arrive whole; a
+    // partial group (not expected) would wait for the next cycle, identically everywhere.
+    const Request& parameters = cache_.parameters(bit);
+    if (parameters.group_size > 1 && group_members[parameters.group] < parameters.group_size) continue;
+    const std::string name = parameters.name;
+    responses.push_back(cache_.response(bit));
+    cache_.touch(bit);
+    auto it = std::find_if(hits.begin(), hits.end(), [&](const Request& r) { return r.name == name; });
+    CONCORD_ENFORCE(it != hits.end(), InternalError, "cached response for '", name,
+                    "' which this rank has not requested");
+    hits.erase(it);
+    if (stall_inspector_) stall_inspector_->remove(name);
+  }
+  stats_.cache_hits += responses.size();
+  return responses;
+}
+
+std::vector<Response> Negotiator::coordinate(const std::vector<Request>& uncached) {
+  ++stats_.coordinator_rounds;
+  stats_.cache_misses += uncached.size();
+  for (const auto& request : uncached) sent_.emplace(request.name, request);
+  const auto gathered = comm_.gather_bytes(encode(RequestList{uncached, false}), 0);
   ResponseList answer;
   std::vector<uint8_t> bytes;
   if (coordinator_) {
+    const auto now = std::chrono::steady_clock::now();
     for (const auto& encoded : gathered) {
-      const RequestList list = decode_request_list(encoded);
-      answer.shutdown |= list.shutdown;
-      for (const auto& request : list.requests) coordinator_->add(request);
+      for (const auto& request : decode_request_list(encoded).requests) {
+        stall_inspector_->record_submitted(request.name, collective_name(request.type), request.rank, now);
+        coordinator_->add(request);
+      }
     }
     answer.responses = coordinator_->take_ready();
+    for (const auto& response : answer.responses)
+      for (const auto& name : response.names) stall_inspector_->remove(name);
     bytes = encode(answer);
   }
   comm_.broadcast_bytes(bytes, 0);
-  if (coordinator_) return answer;
-  return decode_response_list(bytes);
+  if (!coordinator_) answer = decode_response_list(bytes);
+  cache_new(answer.responses);
+  return answer.responses;
+}
+
+void Negotiator::cache_new(const std::vector<Response>& responses) {
+  for (const auto& response : responses) {
+    for (const auto& name : response.names) {
+      auto it = sent_.find(name);
+      CONCORD_ENFORCE(it != sent_.end(), InternalError, "response for tensor '", name,
+                      "' which this rank has not sent to the coordinator");
+      if (ResponseCache::cacheable(response)) {
+        if (auto evicted = cache_.put(response, it->second)) {
+          ++stats_.evictions;
+          if (!eviction_warned_) {
+            CONCORD_LOG_WARN("response cache full (CONCORD_CACHE_CAPACITY={}): evicted tensor '{}'; set "
+                             "CONCORD_CACHE_CAPACITY above the number of distinct tensors reduced per "
+                             "iteration to keep rank 0 out of the loop (warned once)",
+                             cache_.capacity(), *evicted);
+            eviction_warned_ = true;
+          }
+        }
+      }
+      sent_.erase(it);
+    }
+  }
+}
+
+std::optional<std::string> Negotiator::stall_check() {
+  ++stats_.stall_checks;
+  const auto gathered = comm_.gather_bytes(encode(RequestList{pending_, false}), 0);
+  std::vector<uint8_t> verdict;
+  if (stall_inspector_) {
+    const auto now = std::chrono::steady_clock::now();
+    for (const auto& encoded : gathered)
+      for (const auto& request : decode_request_list(encoded).requests)
+        stall_inspector_->record_submitted(request.name, collective_name(request.type), request.rank, now);
+    const StallReport report = stall_inspector_->check(now);
+    for (const auto& warning : report.warnings) CONCORD_LOG_WARN("{}", warning);
+    if (report.shutdown) verdict.assign(report.shutdown_message.begin(), report.shutdown_message.end());
+  }
+  comm_.broadcast_bytes(verdict, 0);
+  if (verdict.empty()) return std::nullopt;
+  return std::string(verdict.begin(), verdict.end());
+}
+
+ResponseList Negotiator::negotiate(std::vector<Request> new_requests, bool shutdown) {
+  ++stats_.cycles;
+  for (auto& request : new_requests) pending_.push_back(std::move(request));
+  Classified mine = classify();
+
+  std::vector<uint64_t> bits = mine.hit_bits;
+  bits[0] = kAllStatus;
+  if (shutdown) bits[0] &= ~kNoShutdown;
+  if (!mine.uncached.empty()) bits[0] &= ~kNoUncached;
+  if (mine.any_invalid) bits[0] &= ~kNoInvalid;
+  const auto now = std::chrono::steady_clock::now();
+  const double stall_period = std::max(0.01, std::min(options_.stall_warning_seconds,
+                                                      options_.stall_shutdown_seconds > 0
+                                                          ? options_.stall_shutdown_seconds
+                                                          : options_.stall_warning_seconds) / 4);
+  if (comm_.rank() == 0 && std::chrono::duration<double>(now - last_stall_check_).count() >= stall_period) {
+    bits[0] &= ~kNoStallCheck;
+    last_stall_check_ = now;
+  }
+  comm_.allreduce_bits(bits, /*bitwise_and=*/true);
+
+  if (!(bits[0] & kNoInvalid)) {
+    comm_.allreduce_bits(mine.invalid_bits, /*bitwise_and=*/false);
+    for (uint32_t bit : cache_bits(mine.invalid_bits)) {
+      cache_.erase(bit);
+      ++stats_.invalidations;
+    }
+  }
+  ResponseList answer;
+  answer.responses = take_common_hits(bits, mine.hits);
+  pending_ = std::move(mine.hits);  // hits not yet common on every rank: next cycle
+  if (!(bits[0] & kNoUncached)) {
+    auto fresh = coordinate(mine.uncached);
+    answer.responses.insert(answer.responses.end(), fresh.begin(), fresh.end());
+  }
+  answer.shutdown = !(bits[0] & kNoShutdown);
+  if (!(bits[0] & kNoStallCheck)) {
+    if (auto message = stall_check()) {
+      answer.shutdown = true;
+      answer.shutdown_message = *message;
+    }
+  }
+  return answer;
 }
 
 }  // namespace concord

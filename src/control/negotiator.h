@@ -1,36 +1,87 @@
-// One negotiation round of the background cycle (slow path of
-// ../shared/specs/control-plane.md):
-//   1. every rank encodes its new requests (and whether it asks to shut down);
-//   2. gather of the encoded lists to rank 0 (lengths, then gatherv of bytes);
-//   3. rank 0 feeds them to its Coordinator and takes the ready responses, in the order
-//      the tensors became ready; shutdown is set if any rank asked for it;
-//   4. broadcast of the encoded response list; every rank decodes the same list.
-// Cost per cycle: 2 collectives of O(log P) latency; rank 0 receives every rank's
-// requests, so bytes at the coordinator grow linearly with P (the response cache of issue
-// "coordination that stays cheap at scale" removes this).
+// One negotiation round of the background cycle (../shared/specs/control-plane.md; Romero
+// et al., NSDI 2022, "response cache" and "bit-vector coordination"):
+//   1. classify this rank's pending requests against the response cache: HIT (bit set),
+//      INVALID (same name, new parameters), MISS. A group is a HIT only if all its members
+//      are, otherwise every member goes the slow path.
+//   2. one bitwise-AND allreduce of [status word | cache bits]. Status bits are stored
+//      inverted (1 = "not"), so the AND answers "does any rank want to shut down / have
+//      uncached requests / have invalid entries / (rank 0) want a stall check".
+//   3. if some rank has INVALID entries: one bitwise-OR allreduce of their bits; every rank
+//      erases those entries (in bit order), so no stale response is ever executed.
+//   4. fast path: the bits still set are requested on every rank; each rank turns them
+//      into responses from its own cache, in bit order. Hits not common stay pending.
+//   5. slow path, only if some rank has uncached requests: gather of the uncached requests
+//      to the coordinator (rank 0), which answers the tensors now ready on every rank;
+//      broadcast; every rank caches the new responses in broadcast order.
+//   6. stall check, every quarter of the stall warning time: gather of each rank's pending
+//      cached requests to rank 0, whose StallInspector logs tensors that some ranks have
+//      submitted and others have not, and may order a shutdown (broadcast).
+// Cost per cycle on the fast path: one allreduce of (1 + capacity/64) words (constant in P,
+// log P latency); the coordinator's traffic grows with P only on the slow path.
 #pragma once
 
+#include <chrono>
+#include <memory>
 #include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
+#include "concord/concord.h"
 #include "control/coordinator.h"
 #include "control/message.h"
+#include "control/response_cache.h"
+#include "control/stall_inspector.h"
 #include "transport/communicator.h"
 
 namespace concord {
 
+struct NegotiatorOptions {
+  uint32_t cache_capacity = 1024;     ///< CONCORD_CACHE_CAPACITY; 0 disables the cache
+  double stall_warning_seconds = 60;  ///< CONCORD_STALL_WARNING_TIME
+  double stall_shutdown_seconds = 0;  ///< CONCORD_STALL_SHUTDOWN_TIME; 0 = never
+};
+
 class Negotiator {
  public:
   /// `control` is a communicator used for nothing else (so control and data messages never
-  /// match each other).
-  explicit Negotiator(Communicator& control);
+  /// match each other). Every rank must pass the same cache capacity.
+  Negotiator(Communicator& control, const NegotiatorOptions& options);
 
-  /// Runs one round. Collective over `control`: every rank must call it once per cycle.
-  /// Throws CommError on transport failure, InternalError on a malformed message.
-  ResponseList negotiate(const RequestList& mine);
+  /// Runs one round with this rank's requests submitted since the last call. Collective
+  /// over `control`: every rank calls it once per cycle. Returns the responses to execute,
+  /// identical on every rank: cached hits in bit order, then the coordinator's new ones.
+  /// shutdown is set if any rank asked for it or the stall inspector ordered it (then
+  /// shutdown_message says why). Throws CommError on transport failure.
+  ResponseList negotiate(std::vector<Request> new_requests, bool shutdown);
+
+  const CoordinationStats& stats() const { return stats_; }
+  const ResponseCache& cache() const { return cache_; }
 
  private:
+  struct Classified {
+    std::vector<Request> hits;
+    std::vector<Request> uncached;
+    std::vector<uint64_t> hit_bits;
+    std::vector<uint64_t> invalid_bits;
+    bool any_invalid = false;
+  };
+  Classified classify();
+  std::vector<Response> take_common_hits(const std::vector<uint64_t>& common, std::vector<Request>& hits);
+  std::vector<Response> coordinate(const std::vector<Request>& uncached);
+  std::optional<std::string> stall_check();
+  void cache_new(const std::vector<Response>& responses);
+
   Communicator& comm_;
-  std::optional<Coordinator> coordinator_;  // rank 0 only
+  NegotiatorOptions options_;
+  ResponseCache cache_;
+  std::optional<Coordinator> coordinator_;        // rank 0 only
+  std::optional<StallInspector> stall_inspector_;  // rank 0 only
+  std::chrono::steady_clock::time_point last_stall_check_;
+  std::vector<Request> pending_;                   // not yet answered nor sent to rank 0
+  std::unordered_map<std::string, Request> sent_;  // sent to rank 0, awaiting a response
+  bool eviction_warned_ = false;
+  CoordinationStats stats_;
 };
 
 }  // namespace concord

@@ -92,4 +92,28 @@ Handle broadcast_async(const std::string& name, const TensorView& tensor, const 
   return running()->enqueue(std::move(request), tensor, tensor);
 }
 
+std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& names,
+                                            const std::vector<TensorView>& inputs,
+                                            const std::vector<TensorView>& outputs,
+                                            const AllreduceOptions& options) {
+  CONCORD_ENFORCE(!names.empty() && names.size() == inputs.size() && names.size() == outputs.size(),
+                  InvalidArgument, "grouped_allreduce: got ", names.size(), " names, ", inputs.size(),
+                  " inputs and ", outputs.size(), " outputs; need the same non-zero number of each");
+  std::vector<Request> requests;
+  for (const auto& name : names) {
+    Request request;
+    request.name = name;
+    request.type = CollectiveType::kAllreduce;
+    request.op = options.op;
+    request.prescale_factor = options.prescale_factor;
+    request.postscale_factor = options.postscale_factor;
+    request.group = names[0];
+    request.group_size = static_cast<int32_t>(names.size());
+    requests.push_back(std::move(request));
+  }
+  return running()->enqueue_group(std::move(requests), inputs, outputs);
+}
+
+CoordinationStats coordination_stats() { return running()->coordination_stats(); }
+
 }  // namespace concord

@@ -13,7 +13,7 @@
 namespace concord {
 
 /// Returns the responses to execute, in order. Each allreduce joins the most recent fused
-/// response with the same (dtype, op, prescale, postscale) if the total stays <=
+/// response with the same (dtype, op, prescale, postscale, group) if the total stays <=
 /// `threshold_bytes`; otherwise it starts a new one. Other responses pass through unchanged.
 /// threshold_bytes == 0 disables fusion.
 std::vector<Response> plan_fusion(const std::vector<Response>& responses, int64_t threshold_bytes);

@@ -16,21 +16,24 @@ struct SharedSettings {
   double cycle_time_ms;
   int64_t fusion_threshold_bytes;
   int64_t ring_chunk_bytes;
+  int64_t cache_capacity;
 };
 
 void adopt_rank0_settings(Communicator& comm, Config& config) {
-  SharedSettings mine{config.cycle_time_ms, config.fusion_threshold_bytes, config.ring_chunk_bytes};
+  SharedSettings mine{config.cycle_time_ms, config.fusion_threshold_bytes, config.ring_chunk_bytes,
+                      config.cache_capacity};
   std::vector<uint8_t> bytes(sizeof mine);
   std::memcpy(bytes.data(), &mine, sizeof mine);
   comm.broadcast_bytes(bytes, 0);
   SharedSettings root;
   std::memcpy(&root, bytes.data(), sizeof root);
   if (std::memcmp(&root, &mine, sizeof root) != 0)
-    CONCORD_LOG_WARN("using rank 0's cycle time, fusion threshold and ring chunk size; this "
-                     "rank's CONCORD_* settings differ");
+    CONCORD_LOG_WARN("using rank 0's cycle time, fusion threshold, ring chunk size and cache "
+                     "capacity; this rank's CONCORD_* settings differ");
   config.cycle_time_ms = root.cycle_time_ms;
   config.fusion_threshold_bytes = root.fusion_threshold_bytes;
   config.ring_chunk_bytes = root.ring_chunk_bytes;
+  config.cache_capacity = root.cache_capacity;
 }
 
 void validate(const Request& request, const TensorView& input, const TensorView& output, int size) {
@@ -81,7 +84,9 @@ Runtime::Runtime(const InitOptions& options) : config_(Config::from_env()) {
   MPI_Comm_free(&local);
   configure_logging(control_->rank(), config_.log_level);
   adopt_rank0_settings(*control_, config_);
-  negotiator_ = std::make_unique<Negotiator>(*control_);
+  negotiator_ = std::make_unique<Negotiator>(
+      *control_, NegotiatorOptions{static_cast<uint32_t>(config_.cache_capacity), config_.stall_warning_seconds,
+                                   config_.stall_shutdown_seconds});
   executor_ = std::make_unique<Executor>(*data_, config_);
   thread_ = std::thread([this] { background_loop(); });
 }
@@ -103,17 +108,48 @@ Handle Runtime::enqueue(Request request, const TensorView& input, const TensorVi
   return Handle(state);
 }
 
+std::vector<Handle> Runtime::enqueue_group(std::vector<Request> requests, const std::vector<TensorView>& inputs,
+                                           const std::vector<TensorView>& outputs) {
+  std::vector<TensorEntry> entries;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    Request& request = requests[i];
+    request.rank = rank();
+    request.dtype = inputs[i].dtype;
+    request.shape = inputs[i].shape;
+    validate(request, inputs[i], outputs[i], size());
+    entries.push_back(TensorEntry{std::move(request), inputs[i], outputs[i], std::make_shared<HandleState>()});
+  }
+  std::vector<Handle> handles;
+  for (const auto& entry : entries) handles.emplace_back(entry.handle);
+  queue_.push_all(std::move(entries));
+  return handles;
+}
+
+CoordinationStats Runtime::coordination_stats() const {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  return stats_;
+}
+
 void Runtime::background_loop() {
   const auto cycle = std::chrono::duration<double, std::milli>(config_.cycle_time_ms);
   std::string stop_reason = "Concord was shut down (shutdown() was called on some rank)";
   try {
     while (true) {
       const auto cycle_start = std::chrono::steady_clock::now();
-      RequestList mine{queue_.pop_requests(), shutdown_requested_.load()};
-      const ResponseList answer = negotiator_->negotiate(mine);
+      const ResponseList answer = negotiator_->negotiate(queue_.pop_requests(), shutdown_requested_.load());
       for (const auto& response : plan_fusion(answer.responses, config_.fusion_threshold_bytes))
         executor_->execute(response, queue_);
-      if (answer.shutdown) break;
+      {
+        std::lock_guard<std::mutex> lock(stats_mutex_);
+        stats_ = negotiator_->stats();
+      }
+      if (answer.shutdown) {
+        if (!answer.shutdown_message.empty()) {
+          stop_reason = answer.shutdown_message;
+          CONCORD_LOG_ERROR("{}", stop_reason);
+        }
+        break;
+      }
       std::this_thread::sleep_until(cycle_start +
                                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(cycle));
     }

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "common/config.h"
@@ -41,6 +42,11 @@ class Runtime {
   /// Validates `request` against the buffers and queues it; see concord.h for the rules
   /// and errors.
   Handle enqueue(Request request, const TensorView& input, const TensorView& output);
+  /// Validates and queues the members of one group atomically (all or none).
+  std::vector<Handle> enqueue_group(std::vector<Request> requests, const std::vector<TensorView>& inputs,
+                                    const std::vector<TensorView>& outputs);
+  /// This rank's coordination counters as of the end of the last cycle.
+  CoordinationStats coordination_stats() const;
 
  private:
   void background_loop();
@@ -54,6 +60,8 @@ class Runtime {
   std::unique_ptr<Negotiator> negotiator_;
   std::unique_ptr<Executor> executor_;
   std::atomic<bool> shutdown_requested_{false};
+  mutable std::mutex stats_mutex_;
+  CoordinationStats stats_;  // copied from the negotiator after every cycle
   std::thread thread_;
 };
 

@@ -17,6 +17,22 @@ void TensorQueue::push(TensorEntry entry) {
   table_.emplace(name, std::move(entry));
 }
 
+void TensorQueue::push_all(std::vector<TensorEntry> entries) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  CONCORD_ENFORCE(closed_message_.empty(), StateError, closed_message_);
+  std::unordered_map<std::string, int> seen;
+  for (const auto& entry : entries) {
+    const std::string& name = entry.request.name;
+    CONCORD_ENFORCE(!table_.contains(name) && seen[name]++ == 0, InvalidArgument, "Tensor '", name,
+                    "' is already in flight on rank ", entry.request.rank,
+                    ": wait for its handle before submitting the same name again");
+  }
+  for (auto& entry : entries) {
+    new_requests_.push_back(entry.request);
+    table_.emplace(entry.request.name, std::move(entry));
+  }
+}
+
 std::vector<Request> TensorQueue::pop_requests() {
   std::lock_guard<std::mutex> lock(mutex_);
   return std::exchange(new_requests_, {});

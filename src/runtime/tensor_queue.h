@@ -29,6 +29,9 @@ class TensorQueue {
   /// Adds an entry. Throws InvalidArgument if its name is already in flight on this rank,
   /// StateError (with the close message) after close().
   void push(TensorEntry entry);
+  /// Adds several entries atomically (a group): all are queued, or none and the first
+  /// error is thrown (a duplicate among them included).
+  void push_all(std::vector<TensorEntry> entries);
   /// The requests pushed since the last call, in push order.
   std::vector<Request> pop_requests();
   /// Removes and returns the in-flight entry `name`. Throws InternalError if absent.

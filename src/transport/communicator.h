@@ -49,6 +49,9 @@ class Communicator {
   virtual void broadcast_bytes(std::vector<uint8_t>& data, int root) = 0;
   /// Blocking barrier over the group.
   virtual void barrier() = 0;
+  /// Blocking in-place bitwise allreduce of `words` (same length on every rank): AND when
+  /// `bitwise_and`, else OR. The response cache's bit-vector coordination runs on it.
+  virtual void allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) = 0;
 
   const TrafficCounters& counters() const { return counters_; }
   void reset_counters() { counters_ = {}; }

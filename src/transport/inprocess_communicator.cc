@@ -152,6 +152,26 @@ void InProcessCommunicator::broadcast_bytes(std::vector<uint8_t>& data, int root
   wait_all(requests);
 }
 
+void InProcessCommunicator::allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) {
+  std::vector<uint8_t> bytes(words.size() * sizeof(uint64_t));
+  std::memcpy(bytes.data(), words.data(), bytes.size());
+  const auto all = gather_bytes(bytes, 0);
+  if (rank_ == 0) {
+    for (const auto& other : all) {
+      CONCORD_ENFORCE(other.size() == bytes.size(), CommError, "bit vectors of ", other.size(), " and ",
+                      bytes.size(), " bytes");
+      for (size_t w = 0; w < words.size(); ++w) {
+        uint64_t value;
+        std::memcpy(&value, other.data() + w * sizeof(uint64_t), sizeof value);
+        words[w] = bitwise_and ? (words[w] & value) : (words[w] | value);
+      }
+    }
+    std::memcpy(bytes.data(), words.data(), bytes.size());
+  }
+  broadcast_bytes(bytes, 0);
+  std::memcpy(words.data(), bytes.data(), bytes.size());
+}
+
 void InProcessCommunicator::barrier() {
   std::vector<uint8_t> nothing;
   gather_bytes(nothing, 0);

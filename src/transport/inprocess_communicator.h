@@ -28,6 +28,7 @@ class InProcessCommunicator : public Communicator {
                                                  int root) override;
   void broadcast_bytes(std::vector<uint8_t>& data, int root) override;
   void barrier() override;
+  void allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) override;
 
  private:
   std::shared_ptr<InProcessWorld> world_;

@@ -157,4 +157,13 @@ void MpiCommunicator::broadcast_bytes(std::vector<uint8_t>& data, int root) {
 
 void MpiCommunicator::barrier() { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
 
+void MpiCommunicator::allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) {
+  check_mpi(MPI_Allreduce(MPI_IN_PLACE, words.data(), static_cast<int>(words.size()), MPI_UINT64_T,
+                          bitwise_and ? MPI_BAND : MPI_BOR, comm_),
+            "MPI_Allreduce (bit vector)");
+  // Counted as one vector each way: what a rank contributes and what it gets back.
+  counters_.bytes_sent += words.size() * sizeof(uint64_t);
+  counters_.bytes_received += words.size() * sizeof(uint64_t);
+}
+
 }  // namespace concord

@@ -31,6 +31,7 @@ class MpiCommunicator : public Communicator {
                                                  int root) override;
   void broadcast_bytes(std::vector<uint8_t>& data, int root) override;
   void barrier() override;
+  void allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) override;
 
   MPI_Comm comm() const { return comm_; }
 

@@ -191,6 +191,8 @@ TEST(MessageWireFormat, RequestListLayout) {
   r.prescale_factor = 0.5;   // 0x3FE0000000000000
   r.postscale_factor = 2.0;  // 0x4000000000000000
   r.shape = {3};
+  r.group = "g";
+  r.group_size = 2;
   list.requests.push_back(r);
   const std::vector<uint8_t> expected = {
       1,                                    // shutdown
@@ -202,7 +204,9 @@ TEST(MessageWireFormat, RequestListLayout) {
       0, 0, 0, 0, 0, 0, 0xe0, 0x3f,         // prescale
       0, 0, 0, 0, 0, 0, 0, 0x40,            // postscale
       1, 0, 0, 0, 0, 0, 0, 0,               // shape length
-      3, 0, 0, 0, 0, 0, 0, 0};              // shape[0]
+      3, 0, 0, 0, 0, 0, 0, 0,               // shape[0]
+      1, 0, 0, 0, 0, 0, 0, 0, 'g',          // group
+      2, 0, 0, 0};                          // group size
   EXPECT_EQ(encode(list), expected);
 }
 
@@ -230,7 +234,8 @@ TEST(MessageWireFormat, ResponseListLayout) {
       0xff, 0xff, 0xff, 0xff,                    // root
       0, 0, 0, 0, 0, 0, 0xf0, 0x3f,              // prescale
       0, 0, 0, 0, 0, 0, 0xf0, 0x3f,              // postscale
-      0, 0, 0, 0, 0, 0, 0, 0};                   // sizes length
+      0, 0, 0, 0, 0, 0, 0, 0,                    // sizes length
+      0, 0, 0, 0, 0, 0, 0, 0};                   // group (empty)
   EXPECT_EQ(encode(list), expected);
 }
 

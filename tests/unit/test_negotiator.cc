@@ -19,13 +19,15 @@ Request request(int rank, const std::string& name, int64_t elements) {
   return r;
 }
 
-TEST(Negotiator, EveryRankReceivesTheSameResponsesInReadyOrder) {
+class NegotiatorCapacity : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(NegotiatorCapacity, EveryRankReceivesTheSameResponsesInReadyOrder) {
   constexpr int kSize = 5;
   constexpr int kCycles = 4;
   const std::vector<std::string> tensors = {"t0", "t1", "t2", "t3", "t4", "t5"};
   std::vector<std::vector<ResponseList>> received(kSize);
   InProcessWorld::run(kSize, [&](Communicator& comm) {
-    Negotiator negotiator(comm);
+    Negotiator negotiator(comm, NegotiatorOptions{GetParam()});
     const int rank = comm.rank();
     // Rank r submits the tensors rotated by r, spread over the cycles: a tensor becomes ready
     // in the cycle in which its last rank submits it.
@@ -37,7 +39,7 @@ TEST(Negotiator, EveryRankReceivesTheSameResponsesInReadyOrder) {
       const size_t per_cycle = cycle < 2 ? 1 + rank % 2 : order.size();
       for (size_t i = 0; i < per_cycle && next < order.size(); ++i, ++next)
         mine.requests.push_back(request(rank, order[next], 10 + (order[next][1] - '0')));
-      received[rank].push_back(negotiator.negotiate(mine));
+      received[rank].push_back(negotiator.negotiate(mine.requests, false));
     }
   });
   std::vector<std::string> all_names;
@@ -59,15 +61,13 @@ TEST(Negotiator, EveryRankReceivesTheSameResponsesInReadyOrder) {
   EXPECT_EQ(all_names, tensors) << "every tensor answered exactly once";
 }
 
-TEST(Negotiator, MismatchIsTheSameErrorOnEveryRankAndShutdownSpreads) {
+TEST_P(NegotiatorCapacity, MismatchIsTheSameErrorOnEveryRankAndShutdownSpreads) {
   constexpr int kSize = 3;
   std::vector<ResponseList> received(kSize);
   InProcessWorld::run(kSize, [&](Communicator& comm) {
-    Negotiator negotiator(comm);
-    RequestList mine;
-    mine.requests.push_back(request(comm.rank(), "x", comm.rank() == 1 ? 4 : 3));
-    mine.shutdown = comm.rank() == 2;
-    received[comm.rank()] = negotiator.negotiate(mine);
+    Negotiator negotiator(comm, NegotiatorOptions{GetParam()});
+    const std::vector<Request> mine = {request(comm.rank(), "x", comm.rank() == 1 ? 4 : 3)};
+    received[comm.rank()] = negotiator.negotiate(mine, comm.rank() == 2);
   });
   for (int rank = 0; rank < kSize; ++rank) {
     ASSERT_EQ(received[rank].responses.size(), 1u) << "rank " << rank;
@@ -78,6 +78,9 @@ TEST(Negotiator, MismatchIsTheSameErrorOnEveryRankAndShutdownSpreads) {
     EXPECT_TRUE(received[rank].shutdown) << "rank " << rank << ": rank 2 asked to shut down";
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(CacheOnAndOff, NegotiatorCapacity, ::testing::Values(0u, 1024u),
+                         [](const auto& info) { return "capacity" + std::to_string(info.param); });
 
 }  // namespace
 }  // namespace concord
