@@ -30,6 +30,8 @@ def parse_args():
     parser.add_argument("--lr", type=float, default=0.05, help="learning rate of one rank; scaled by size")
     parser.add_argument("--hidden", type=int, default=128, help="width of the hidden layers")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--num-groups", type=int, default=0,
+                        help="reduce the gradients in this many grouped allreduces (0: per tensor)")
     parser.add_argument("--min-accuracy", type=float, default=0.0,
                         help="exit non-zero if the final test accuracy is below this fraction")
     return parser.parse_args()
@@ -82,7 +84,8 @@ def main():
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * size, momentum=0.9)
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(optimizer, root_rank=0)
-    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
+    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
+                                         num_groups=args.num_groups)
     loss_fn = torch.nn.CrossEntropyLoss()
 
     if rank == 0:

@@ -84,6 +84,37 @@ PYBIND11_MODULE(_core, m) {
       py::arg("name"), py::arg("tensor"), py::arg("dtype"), py::arg("shape"), py::arg("root"),
       py::call_guard<py::gil_scoped_release>());
 
+  m.def(
+      "grouped_allreduce_async",
+      [](const std::vector<std::string>& names, const std::vector<uintptr_t>& inputs,
+         const std::vector<uintptr_t>& outputs, const std::vector<std::string>& dtypes,
+         const std::vector<std::vector<int64_t>>& shapes, int op, double prescale, double postscale) {
+        if (op < 0 || op > static_cast<int>(ReduceOp::kProduct))
+          throw InvalidArgument("grouped_allreduce: unknown reduce op " + std::to_string(op));
+        if (inputs.size() != names.size() || outputs.size() != names.size() || dtypes.size() != names.size() ||
+            shapes.size() != names.size())
+          throw InvalidArgument("grouped_allreduce: names, inputs, outputs, dtypes and shapes differ in length");
+        std::vector<TensorView> in, out;
+        for (size_t i = 0; i < names.size(); ++i) {
+          in.push_back(view(inputs[i], dtypes[i], shapes[i]));
+          out.push_back(view(outputs[i], dtypes[i], shapes[i]));
+        }
+        return grouped_allreduce_async(names, in, out,
+                                       AllreduceOptions{static_cast<ReduceOp>(op), prescale, postscale});
+      },
+      py::arg("names"), py::arg("inputs"), py::arg("outputs"), py::arg("dtypes"), py::arg("shapes"),
+      py::arg("op"), py::arg("prescale_factor"), py::arg("postscale_factor"),
+      py::call_guard<py::gil_scoped_release>());
+  m.def("start_timeline", &start_timeline, py::arg("path"), py::call_guard<py::gil_scoped_release>());
+  m.def("stop_timeline", &stop_timeline, py::call_guard<py::gil_scoped_release>());
+  m.def("coordination_stats", [] {
+    const CoordinationStats s = coordination_stats();
+    return py::dict(py::arg("cycles") = s.cycles, py::arg("coordinator_rounds") = s.coordinator_rounds,
+                    py::arg("cache_hits") = s.cache_hits, py::arg("cache_misses") = s.cache_misses,
+                    py::arg("invalidations") = s.invalidations, py::arg("evictions") = s.evictions,
+                    py::arg("stall_checks") = s.stall_checks);
+  });
+
   m.def("config_table", [] {
     std::vector<std::tuple<std::string, std::string, std::string, std::string, std::string>> rows;
     for (const auto& var : config_table())

@@ -97,6 +97,18 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
                                             const std::vector<TensorView>& outputs,
                                             const AllreduceOptions& options = {});
 
+/// Starts writing a Chrome-trace / Perfetto JSON timeline of every tensor's life
+/// (NEGOTIATE_<COLLECTIVE> with a mark per rank, QUEUE, MEMCPY_IN_FUSION_BUFFER, the
+/// algorithm, MEMCPY_OUT; ../shared/specs/control-plane.md) to `path`. Only rank 0 writes;
+/// elsewhere a no-op. Same as setting CONCORD_TIMELINE before init(). Throws StateError
+/// before init() or while a timeline is being written, InvalidArgument if `path` cannot be
+/// opened.
+void start_timeline(const std::string& path);
+
+/// Stops the timeline; the file is then valid JSON (a file cut short by a crash is an array
+/// missing its "]": every complete line is one event). No-op when none is written.
+void stop_timeline();
+
 /// Counters of this rank's coordination since init() (../shared/specs/control-plane.md).
 struct CoordinationStats {
   uint64_t cycles = 0;              ///< background cycles run

@@ -26,7 +26,7 @@ from concord._core import (CommError, ConcordError, InternalError, InvalidArgume
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
     "ConcordError", "MismatchError", "InvalidArgumentError", "StateError", "CommError",
-    "InternalError",
+    "InternalError", "start_timeline", "stop_timeline", "coordination_stats",
 ]
 
 
@@ -81,6 +81,39 @@ def local_rank():
 def local_size():
     """Return the number of processes on this node. Raises StateError before init()."""
     return _core.local_size()
+
+
+def start_timeline(file_path, mark_cycles=False):
+    """Start writing a Chrome-trace / Perfetto JSON timeline to ``file_path`` (rank 0 only;
+    a no-op elsewhere). Per tensor: NEGOTIATE_<COLLECTIVE> with a mark per rank as it
+    becomes ready, QUEUE, MEMCPY_IN_FUSION_BUFFER, the algorithm (e.g. ALLREDUCE_RING) and
+    MEMCPY_OUT. Same as ``CONCORD_TIMELINE=file_path`` at init.
+
+    Args:
+        file_path (str): output file, truncated.
+        mark_cycles (bool): accepted for Horovod compatibility; cycle markers are not
+            written.
+
+    Raises:
+        StateError: not initialized, or a timeline is already being written.
+        InvalidArgumentError: the file cannot be opened.
+    """
+    del mark_cycles
+    _core.start_timeline(str(file_path))
+
+
+def stop_timeline():
+    """Stop the timeline; the file is then valid JSON. No-op when none is written."""
+    _core.stop_timeline()
+
+
+def coordination_stats():
+    """Return this rank's coordination counters since init() as a dict: ``cycles``,
+    ``coordinator_rounds`` (cycles that gathered requests at rank 0), ``cache_hits``,
+    ``cache_misses``, ``invalidations``, ``evictions``, ``stall_checks``. With the response
+    cache on, ``coordinator_rounds`` stops growing once every tensor has been negotiated
+    once. Raises StateError before init()."""
+    return _core.coordination_stats()
 
 
 # Stop the background thread before the interpreter frees the tensors it may still use.

@@ -37,9 +37,12 @@ namespace concord {
 /// so events appear in the file in the order their timestamps were taken. The recording
 /// methods return after one relaxed atomic load when the timeline is not active.
 ///
-/// Cost: a recorded event builds one JSON object and appends a line of about 60-100 bytes
-/// to an in-memory buffer under the mutex (on the order of a microsecond); the buffer goes
-/// to the file on flush(), stop(), or when it exceeds kAutoFlushBytes.
+/// Cost: a recorded event builds and serialises one nlohmann::ordered_json object and
+/// appends a line of about 60-100 bytes to an in-memory buffer, all under the mutex: about
+/// 1-3 microseconds per event, most of it in nlohmann::json. An allreduce records about 13
+/// events per tensor (+1 the first time the tensor is seen). When not active a call costs one
+/// atomic load (about a nanosecond). The buffer goes to the file on flush(), stop(), or when
+/// it exceeds kAutoFlushBytes.
 ///
 /// Write failures (disk full, ...) after start() do not throw: the timeline logs one error
 /// naming the path and strerror, closes the file and becomes inactive, so a broken trace

@@ -108,6 +108,7 @@ std::vector<Response> Negotiator::coordinate(const std::vector<Request>& uncache
     const auto now = std::chrono::steady_clock::now();
     for (const auto& encoded : gathered) {
       for (const auto& request : decode_request_list(encoded).requests) {
+        if (request.rank != 0) timeline_seen(request);
         stall_inspector_->record_submitted(request.name, collective_name(request.type), request.rank, now);
         coordinator_->add(request);
       }
@@ -146,6 +147,22 @@ void Negotiator::cache_new(const std::vector<Response>& responses) {
   }
 }
 
+void Negotiator::timeline_seen(const Request& request) {
+  if (timeline_ == nullptr || !timeline_->active()) return;
+  if (!negotiating_.contains(request.name)) {
+    timeline_->negotiate_start(request.name, collective_name(request.type));
+    negotiating_[request.name] = true;
+  }
+  timeline_->negotiate_rank_ready(request.name, request.rank);
+}
+
+void Negotiator::timeline_answered(const std::vector<Response>& responses) {
+  if (timeline_ == nullptr) return;
+  for (const auto& response : responses)
+    for (const auto& name : response.names)
+      if (negotiating_.erase(name) > 0) timeline_->negotiate_end(name);
+}
+
 std::optional<std::string> Negotiator::stall_check() {
   ++stats_.stall_checks;
   const auto gathered = comm_.gather_bytes(encode(RequestList{pending_, false}), 0);
@@ -166,7 +183,10 @@ std::optional<std::string> Negotiator::stall_check() {
 
 ResponseList Negotiator::negotiate(std::vector<Request> new_requests, bool shutdown) {
   ++stats_.cycles;
-  for (auto& request : new_requests) pending_.push_back(std::move(request));
+  for (auto& request : new_requests) {
+    timeline_seen(request);
+    pending_.push_back(std::move(request));
+  }
   Classified mine = classify();
 
   std::vector<uint64_t> bits = mine.hit_bits;
@@ -199,6 +219,7 @@ ResponseList Negotiator::negotiate(std::vector<Request> new_requests, bool shutd
     auto fresh = coordinate(mine.uncached);
     answer.responses.insert(answer.responses.end(), fresh.begin(), fresh.end());
   }
+  timeline_answered(answer.responses);
   answer.shutdown = !(bits[0] & kNoShutdown);
   if (!(bits[0] & kNoStallCheck)) {
     if (auto message = stall_check()) {

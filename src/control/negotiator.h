@@ -31,6 +31,7 @@
 #include "control/coordinator.h"
 #include "control/message.h"
 #include "control/response_cache.h"
+#include "common/timeline.h"
 #include "control/stall_inspector.h"
 #include "transport/communicator.h"
 
@@ -55,6 +56,10 @@ class Negotiator {
   /// shutdown_message says why). Throws CommError on transport failure.
   ResponseList negotiate(std::vector<Request> new_requests, bool shutdown);
 
+  /// Records NEGOTIATE_<COLLECTIVE> spans (with a mark per rank as its request reaches the
+  /// coordinator) in `timeline` while it is active. Rank 0 only; others ignore it.
+  void set_timeline(Timeline* timeline) { timeline_ = comm_.rank() == 0 ? timeline : nullptr; }
+
   const CoordinationStats& stats() const { return stats_; }
   const ResponseCache& cache() const { return cache_; }
 
@@ -71,6 +76,8 @@ class Negotiator {
   std::vector<Response> coordinate(const std::vector<Request>& uncached);
   std::optional<std::string> stall_check();
   void cache_new(const std::vector<Response>& responses);
+  void timeline_seen(const Request& request);
+  void timeline_answered(const std::vector<Response>& responses);
 
   Communicator& comm_;
   NegotiatorOptions options_;
@@ -81,6 +88,8 @@ class Negotiator {
   std::vector<Request> pending_;                   // not yet answered nor sent to rank 0
   std::unordered_map<std::string, Request> sent_;  // sent to rank 0, awaiting a response
   bool eviction_warned_ = false;
+  Timeline* timeline_ = nullptr;
+  std::unordered_map<std::string, bool> negotiating_;  // names with an open NEGOTIATE span
   CoordinationStats stats_;
 };
 

@@ -116,4 +116,8 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
 
 CoordinationStats coordination_stats() { return running()->coordination_stats(); }
 
+void start_timeline(const std::string& path) { running()->start_timeline(path); }
+
+void stop_timeline() { running()->stop_timeline(); }
+
 }  // namespace concord

@@ -11,10 +11,21 @@
 
 namespace concord {
 
-Executor::Executor(Communicator& data, const Config& config)
-    : comm_(data), ring_chunk_bytes_(static_cast<size_t>(config.ring_chunk_bytes)) {}
+Executor::Executor(Communicator& data, const Config& config, Timeline& timeline)
+    : comm_(data), timeline_(timeline), ring_chunk_bytes_(static_cast<size_t>(config.ring_chunk_bytes)) {}
+
+void Executor::mark(const Response& response, const char* activity) {
+  if (!timeline_.active()) return;
+  for (const auto& name : response.names) timeline_.activity_start(name, activity);
+}
+
+void Executor::unmark(const Response& response) {
+  if (!timeline_.active()) return;
+  for (const auto& name : response.names) timeline_.activity_end(name);
+}
 
 void Executor::execute(const Response& response, TensorQueue& queue) {
+  unmark(response);  // QUEUE, opened by the runtime when the response was negotiated
   std::vector<TensorEntry> entries;
   for (const auto& name : response.names) entries.push_back(queue.take(name));
   try {
@@ -57,6 +68,7 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
       std::memcpy(buffer, entry.input.data, total * element);
     }
   } else {  // pack into the fusion buffer
+    mark(response, "MEMCPY_IN_FUSION_BUFFER");
     buffer = fusion_buffer_.get(total * element);
     size_t offset = 0;
     for (size_t i = 0; i < entries.size(); ++i) {
@@ -68,16 +80,20 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
       }
       offset += n * element;
     }
+    unmark(response);
   }
 
+  mark(response, "ALLREDUCE_RING");
   AllreduceRing ring(comm_, scratch_, ring_chunk_bytes_);
   ring.start(buffer, total, dtype, op);
   run_to_completion(ring);
+  unmark(response);
 
   if (entries.size() == 1) {
     if (postscale != 1.0) scale_buffer(buffer, buffer, total, dtype, postscale);
     return;
   }
+  mark(response, "MEMCPY_OUT");
   size_t offset = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
     const size_t n = static_cast<size_t>(response.sizes[i]);
@@ -88,6 +104,7 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
     }
     offset += n * element;
   }
+  unmark(response);
 }
 
 void Executor::allgather(const Response& response, TensorEntry& entry) {
@@ -108,15 +125,19 @@ void Executor::allgather(const Response& response, TensorEntry& entry) {
   const size_t own_offset = std::accumulate(block_bytes.begin(), block_bytes.begin() + comm_.rank(), size_t{0});
   if (block_bytes[comm_.rank()] > 0)
     std::memcpy(state.output_bytes.data() + own_offset, entry.input.data, block_bytes[comm_.rank()]);
+  mark(response, "ALLGATHER_RING");
   AllgatherRing ring(comm_);
   ring.start(state.output_bytes.data(), block_bytes);
   run_to_completion(ring);
+  unmark(response);
 }
 
 void Executor::broadcast(const Response& response, TensorEntry& entry) {
+  mark(response, "BROADCAST_BINOMIAL");
   BroadcastBinomial tree(comm_);
   tree.start(entry.output.data, entry.output.num_bytes(), response.root);
   run_to_completion(tree);
+  unmark(response);
 }
 
 }  // namespace concord

@@ -9,6 +9,7 @@
 
 #include "algorithms/algorithm.h"
 #include "common/config.h"
+#include "common/timeline.h"
 #include "control/message.h"
 #include "runtime/tensor_queue.h"
 #include "transport/communicator.h"
@@ -17,7 +18,9 @@ namespace concord {
 
 class Executor {
  public:
-  Executor(Communicator& data, const Config& config);
+  /// `timeline` receives QUEUE, MEMCPY_IN_FUSION_BUFFER, the algorithm's activity and
+  /// MEMCPY_OUT spans while it is active (only rank 0's is ever started).
+  Executor(Communicator& data, const Config& config, Timeline& timeline);
 
   /// Runs `response`. Failures (e.g. CommError) are stored in the affected handles, never
   /// thrown. Collective: every rank executes the same responses in the same order.
@@ -28,7 +31,12 @@ class Executor {
   void allgather(const Response& response, TensorEntry& entry);
   void broadcast(const Response& response, TensorEntry& entry);
 
+  // Opens `activity` on the timeline for every tensor of `response`.
+  void mark(const Response& response, const char* activity);
+  void unmark(const Response& response);
+
   Communicator& comm_;
+  Timeline& timeline_;
   size_t ring_chunk_bytes_;
   ScratchBuffer fusion_buffer_;
   ScratchBuffer scratch_;

@@ -84,10 +84,12 @@ Runtime::Runtime(const InitOptions& options) : config_(Config::from_env()) {
   MPI_Comm_free(&local);
   configure_logging(control_->rank(), config_.log_level);
   adopt_rank0_settings(*control_, config_);
+  if (!config_.timeline_path.empty()) start_timeline(config_.timeline_path);
   negotiator_ = std::make_unique<Negotiator>(
       *control_, NegotiatorOptions{static_cast<uint32_t>(config_.cache_capacity), config_.stall_warning_seconds,
                                    config_.stall_shutdown_seconds});
-  executor_ = std::make_unique<Executor>(*data_, config_);
+  negotiator_->set_timeline(&timeline_);
+  executor_ = std::make_unique<Executor>(*data_, config_, timeline_);
   thread_ = std::thread([this] { background_loop(); });
 }
 
@@ -96,7 +98,14 @@ Runtime::~Runtime() { shutdown(); }
 void Runtime::shutdown() {
   shutdown_requested_ = true;
   if (thread_.joinable()) thread_.join();
+  timeline_.stop();
 }
+
+void Runtime::start_timeline(const std::string& path) {
+  if (rank() == 0) timeline_.start(path);
+}
+
+void Runtime::stop_timeline() { timeline_.stop(); }
 
 Handle Runtime::enqueue(Request request, const TensorView& input, const TensorView& output) {
   request.rank = rank();
@@ -137,8 +146,12 @@ void Runtime::background_loop() {
     while (true) {
       const auto cycle_start = std::chrono::steady_clock::now();
       const ResponseList answer = negotiator_->negotiate(queue_.pop_requests(), shutdown_requested_.load());
+      if (timeline_.active())
+        for (const auto& response : answer.responses)
+          for (const auto& name : response.names) timeline_.activity_start(name, "QUEUE");
       for (const auto& response : plan_fusion(answer.responses, config_.fusion_threshold_bytes))
         executor_->execute(response, queue_);
+      timeline_.flush();
       {
         std::lock_guard<std::mutex> lock(stats_mutex_);
         stats_ = negotiator_->stats();

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/config.h"
+#include "common/timeline.h"
 #include "concord/concord.h"
 #include "control/negotiator.h"
 #include "runtime/executor.h"
@@ -45,6 +46,12 @@ class Runtime {
   /// Validates and queues the members of one group atomically (all or none).
   std::vector<Handle> enqueue_group(std::vector<Request> requests, const std::vector<TensorView>& inputs,
                                     const std::vector<TensorView>& outputs);
+  /// Starts writing the timeline to `path` on rank 0 (no-op elsewhere). Throws
+  /// InvalidArgument if the file cannot be opened, StateError if one is being written.
+  void start_timeline(const std::string& path);
+  /// Stops and closes the timeline (valid JSON from then on). No-op if none is written.
+  void stop_timeline();
+
   /// This rank's coordination counters as of the end of the last cycle.
   CoordinationStats coordination_stats() const;
 
@@ -57,6 +64,7 @@ class Runtime {
   int local_rank_ = 0;
   int local_size_ = 1;
   TensorQueue queue_;
+  Timeline timeline_;  // declared before its users (negotiator, executor)
   std::unique_ptr<Negotiator> negotiator_;
   std::unique_ptr<Executor> executor_;
   std::atomic<bool> shutdown_requested_{false};

@@ -1,21 +1,24 @@
 """Horovod-compatible PyTorch API: ``import concord.torch as hvd`` runs a Horovod script.
 
-What exists so far: init/shutdown/rank/size/local_rank/local_size, allreduce, allgather
-and broadcast (sync, async and in-place forms), poll/synchronize, the reduce ops, Compression,
+What exists so far: init/shutdown/rank/size/local_rank/local_size, allreduce, grouped
+allreduce, allgather and broadcast (sync, async and in-place forms), poll/synchronize,
+start_timeline/stop_timeline, the reduce ops, Compression,
 broadcast_parameters, broadcast_optimizer_state, broadcast_object and DistributedOptimizer.
 Tensors must be CPU tensors of dtype float32, float64, float16, bfloat16, int32, int64,
 int8 or uint8.
 """
 
 from concord import (CommError, ConcordError, InternalError, InvalidArgumentError, MismatchError,
-                     StateError, init, is_initialized, local_rank, local_size, rank, shutdown, size)
+                     StateError, coordination_stats, init, is_initialized, local_rank, local_size,
+                     rank, shutdown, size, start_timeline, stop_timeline)
 from concord.torch.compression import Compression
 from concord.torch.functions import (broadcast_object, broadcast_optimizer_state,
                                      broadcast_parameters)
 from concord.torch.mpi_ops import (Average, Max, Min, Product, Sum, allgather, allgather_async,
                                    allreduce, allreduce_, allreduce_async, allreduce_async_,
-                                   broadcast, broadcast_, broadcast_async, broadcast_async_, poll,
-                                   synchronize)
+                                   broadcast, broadcast_, broadcast_async, broadcast_async_,
+                                   grouped_allreduce, grouped_allreduce_, grouped_allreduce_async,
+                                   grouped_allreduce_async_, poll, synchronize)
 from concord.torch.optimizer import DistributedOptimizer
 
 __all__ = [
@@ -25,5 +28,7 @@ __all__ = [
     "synchronize", "Average", "Sum", "Min", "Max", "Product", "Compression",
     "broadcast_parameters", "broadcast_optimizer_state", "broadcast_object",
     "DistributedOptimizer", "ConcordError", "MismatchError", "InvalidArgumentError",
-    "StateError", "CommError", "InternalError",
+    "StateError", "CommError", "InternalError", "grouped_allreduce", "grouped_allreduce_async",
+    "grouped_allreduce_", "grouped_allreduce_async_", "start_timeline", "stop_timeline",
+    "coordination_stats",
 ]

@@ -133,6 +133,86 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, po
     return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor))
 
 
+def _grouped_allreduce_into(tensors, outputs, names, op, prescale_factor, postscale_factor):
+    if not tensors:
+        raise ValueError("grouped_allreduce: the group is empty")
+    for member, member_name in zip(tensors, names):
+        _check(member, member_name, "grouped_allreduce")
+    sources = [t.contiguous() for t in tensors]
+    targets = [o if o.is_contiguous() else torch.empty_like(o, memory_format=torch.contiguous_format)
+               for o in outputs]
+    cores = _core.grouped_allreduce_async(
+        names, [t.data_ptr() for t in sources], [t.data_ptr() for t in targets],
+        [_DTYPE_NAMES[t.dtype] for t in tensors], [list(t.shape) for t in tensors], op,
+        float(prescale_factor), float(postscale_factor))
+
+    class _Group:  # one handle for the whole group, as in Horovod
+        @staticmethod
+        def poll():
+            return all(core.poll() for core in cores)
+
+        @staticmethod
+        def wait():
+            for core in cores:
+                core.wait()
+
+    def finish():
+        for target, output in zip(targets, outputs):
+            if target is not output:
+                output.copy_(target)
+        return list(outputs)
+
+    return _register(_Group, finish, (sources, targets, outputs))
+
+
+def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                            postscale_factor=1.0):
+    """Start an allreduce of a list of tensors as one group (Horovod's grouped allreduce):
+    no member is negotiated as ready until every member has been submitted on every rank;
+    the members are fused together (never with other tensors) and reduced in one cycle.
+
+    Args:
+        tensors (list of torch.Tensor): the members (CPU; each any shape and supported
+            dtype); member i is named ``<name>.<i>``. The same grouping on every rank.
+        average, name, op, prescale_factor, postscale_factor: as :func:`allreduce_async`.
+
+    Returns:
+        int: one handle; :func:`synchronize` returns the list of result tensors.
+
+    Raises:
+        ValueError: empty group; InvalidArgumentError: a bad member (then no member is
+        submitted); MismatchError from :func:`synchronize` if ranks group differently.
+    """
+    name = _name(name, "grouped_allreduce")
+    tensors = list(tensors)
+    outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in tensors]
+    return _grouped_allreduce_into(tensors, outputs, [f"{name}.{i}" for i in range(len(tensors))],
+                                   _resolve_op(average, op), prescale_factor, postscale_factor)
+
+
+def grouped_allreduce(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                      postscale_factor=1.0):
+    """Blocking grouped allreduce; returns a list of new tensors. See
+    :func:`grouped_allreduce_async`."""
+    return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor))
+
+
+def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                             postscale_factor=1.0):
+    """In-place grouped allreduce; :func:`synchronize` returns ``tensors`` holding the
+    results. See :func:`grouped_allreduce_async`."""
+    name = _name(name, "grouped_allreduce")
+    tensors = list(tensors)
+    return _grouped_allreduce_into(tensors, tensors, [f"{name}.{i}" for i in range(len(tensors))],
+                                   _resolve_op(average, op), prescale_factor, postscale_factor)
+
+
+def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
+                       postscale_factor=1.0):
+    """Blocking in-place grouped allreduce; returns ``tensors``."""
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor))
+
+
 def allgather_async(tensor, name=None):
     """Start an allgather: the result concatenates every rank's ``tensor`` along dim 0 in
     rank order. Dim 0 may differ between ranks; the other dimensions and the dtype must

@@ -4,7 +4,9 @@
 Each parameter's gradient accumulator gets a hook that starts the gradient's allreduce as
 soon as backward has produced it, so communication overlaps the rest of backward;
 ``step()`` waits for every allreduce, writes the averaged gradients and then runs the
-wrapped optimizer's update.
+wrapped optimizer's update. With ``num_groups`` or ``groups`` the gradients of a group are
+submitted together as one grouped allreduce once all of them are ready (Romero et al.,
+NSDI 2022: stable fusion-buffer sizes).
 """
 
 import warnings
@@ -13,12 +15,46 @@ from contextlib import contextmanager
 import torch
 
 from concord.torch.compression import Compression
-from concord.torch.mpi_ops import Average, Sum, allreduce_async_, synchronize
+from concord.torch.mpi_ops import (Average, Sum, _grouped_allreduce_into, _resolve_op, allreduce_async_,
+                                   synchronize)
+
+
+def _split_groups(params, groups, num_groups):
+    """Lists of parameters reduced together: explicit ``groups``, or ``num_groups`` runs of
+    consecutive parameters with equal counts (the first ones one longer)."""
+    if groups is not None and num_groups:
+        raise ValueError("DistributedOptimizer: pass either num_groups or groups, not both")
+    if groups is not None:
+        result, seen = [], set()
+        for group in groups:
+            group = list(group)
+            for p in group:
+                if not any(p is q for q in params):
+                    raise ValueError("DistributedOptimizer: a parameter in groups is not optimized "
+                                     "by the optimizer (or does not require grad)")
+                if id(p) in seen:
+                    raise ValueError("DistributedOptimizer: a parameter appears in two groups")
+                seen.add(id(p))
+            if group:
+                result.append(group)
+        return result
+    if not num_groups:
+        return []
+    if num_groups < 0:
+        raise ValueError("DistributedOptimizer: num_groups must be >= 0")
+    count = min(num_groups, len(params))
+    base, extra = divmod(len(params), count) if count else (0, 0)
+    result, start = [], 0
+    for g in range(count):
+        length = base + (1 if g < extra else 0)
+        result.append(params[start:start + length])
+        start += length
+    return result
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor):
+                 gradient_predivide_factor, num_groups, groups):
         super(self.__class__, self).__init__(params)
         self._compression = compression
         self.backward_passes_per_step = backward_passes_per_step
@@ -38,17 +74,20 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                                  "from named_parameters")
         else:
             self._parameter_names = {p: f"DistributedOptimizer.grad.{i}" for i, p in enumerate(all_params)}
-        self._handles = {}
+        self._handles = {}          # parameter -> (handle, (compressed, ctx)), ungrouped
+        self._group_handles = {}    # group index -> (handle, [(p, compressed, ctx)])
+        self._group_ready = {}      # group index -> set of parameters whose gradient is ready
         self._grad_accumulators = []
         self._allreduce_delay = {}
-        self._requires_update = set()
+        trainable = [p for p in all_params if p.requires_grad]
+        self._requires_update = set(trainable)
+        self._groups = _split_groups(trainable, groups, num_groups)
+        self._group_of = {p: g for g, members in enumerate(self._groups) for p in members}
         self._synchronized = False
         self._should_synchronize = True
-        for p in all_params:
-            if p.requires_grad:
-                self._requires_update.add(p)
-                self._allreduce_delay[p] = backward_passes_per_step
-                self._register_hook(p)
+        for p in trainable:
+            self._allreduce_delay[p] = backward_passes_per_step
+            self._register_hook(p)
 
     def _register_hook(self, p):
         # The AccumulateGrad node of p: its hook runs once p.grad holds this backward's sum.
@@ -58,43 +97,76 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _make_hook(self, p):
         def hook(*_):
-            if self._handles.get(p, (None, None))[0] is not None and self._allreduce_delay[p] <= 0:
+            if self._allreduce_delay[p] <= 0:
                 raise AssertionError(
                     "Gradients were computed more than backward_passes_per_step times before step(); "
                     "raise backward_passes_per_step to accumulate gradients locally")
             self._allreduce_delay[p] -= 1
-            handle, ctx = None, None
-            if self._allreduce_delay[p] == 0:
-                handle, ctx = self._allreduce_grad_async(p)
-            self._handles[p] = (handle, ctx)
+            if self._allreduce_delay[p] > 0:
+                return
+            group = self._group_of.get(p)
+            if group is None:
+                self._handles[p] = self._allreduce_grad_async(p)
+                return
+            ready = self._group_ready.setdefault(group, set())
+            ready.add(p)
+            if len(ready) == len(self._groups[group]):
+                self._submit_group(group)
         return hook
+
+    def _scale_factors(self):
+        if self.op == Average:
+            return 1.0 / self.gradient_predivide_factor, self.gradient_predivide_factor
+        return 1.0, 1.0
 
     def _allreduce_grad_async(self, p):
         if p.grad is None:
             p.grad = torch.zeros_like(p)
         compressed, ctx = self._compression.compress(p.grad)
-        if self.op == Average:
-            prescale, postscale = 1.0 / self.gradient_predivide_factor, self.gradient_predivide_factor
-        else:
-            prescale, postscale = 1.0, 1.0
+        prescale, postscale = self._scale_factors()
         handle = allreduce_async_(compressed, name=self._parameter_names[p], op=self.op,
                                   prescale_factor=prescale, postscale_factor=postscale)
         return handle, (compressed, ctx)
+
+    def _submit_group(self, group):
+        members = []
+        for p in self._groups[group]:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            compressed, ctx = self._compression.compress(p.grad)
+            members.append((p, compressed, ctx))
+        prescale, postscale = self._scale_factors()
+        tensors = [compressed for _, compressed, _ in members]
+        names = [self._parameter_names[p] for p, _, _ in members]
+        handle = _grouped_allreduce_into(tensors, tensors, names, _resolve_op(None, self.op), prescale, postscale)
+        self._group_handles[group] = (handle, members)
+        self._group_ready.pop(group, None)
 
     def synchronize(self):
         """Wait for every gradient's allreduce (starting those that backward did not reach,
         e.g. unused parameters, with a zero gradient) and write the averaged gradients."""
         for p in self._requires_update:
-            if self._handles.get(p, (None, None))[0] is None:
+            if p not in self._group_of and p not in self._handles:
                 self._handles[p] = self._allreduce_grad_async(p)
+        for group in range(len(self._groups)):
+            if group not in self._group_handles:
+                self._submit_group(group)
         for p, (handle, (compressed, ctx)) in self._handles.items():
             synchronize(handle)
-            self._allreduce_delay[p] = self.backward_passes_per_step
-            result = self._compression.decompress(compressed, ctx)
-            if result is not p.grad:
-                p.grad.copy_(result)
+            self._write_gradient(p, compressed, ctx)
+        for handle, members in self._group_handles.values():
+            synchronize(handle)
+            for p, compressed, ctx in members:
+                self._write_gradient(p, compressed, ctx)
         self._handles.clear()
+        self._group_handles.clear()
         self._synchronized = True
+
+    def _write_gradient(self, p, compressed, ctx):
+        self._allreduce_delay[p] = self.backward_passes_per_step
+        result = self._compression.decompress(compressed, ctx)
+        if result is not p.grad:
+            p.grad.copy_(result)
 
     @contextmanager
     def skip_synchronize(self):
@@ -119,14 +191,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def zero_grad(self, *args, **kwargs):
         """As the wrapped optimizer's, but refuses to run while allreduces are in flight."""
-        if self._handles:
+        if self._handles or self._group_handles or any(self._group_ready.values()):
             raise AssertionError("optimizer.zero_grad() was called after loss.backward() but before "
                                  "optimizer.step() or optimizer.synchronize()")
         return super(self.__class__, self).zero_grad(*args, **kwargs)
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
-                         backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0):
+                         backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
+                         num_groups=0, groups=None):
     """Wrap ``optimizer`` so that ``step()`` applies gradients averaged over all ranks.
 
     Args:
@@ -141,13 +214,19 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         op: ``Average`` (default) or ``Sum``.
         gradient_predivide_factor (float): with Average, the gradient is multiplied by
             1/f before the sum and by f/size after it.
+        num_groups (int): split the trainable parameters (in optimizer order) into this many
+            groups of consecutive parameters with equal counts; each group is submitted as
+            one grouped allreduce once all its gradients are ready (0: no groups).
+        groups (list of lists of parameters): explicit groups instead of ``num_groups``;
+            parameters in no group are reduced individually.
 
     Returns:
         An optimizer of a subclass of ``type(optimizer)``.
 
     Raises:
-        ValueError: duplicate names, parameters missing from named_parameters, bad op or
-        backward_passes_per_step < 1.
+        ValueError: duplicate names, parameters missing from named_parameters, bad op,
+        backward_passes_per_step < 1, both num_groups and groups, a parameter in two groups
+        or not in the optimizer.
     """
     if op not in (Average, Sum):
         raise ValueError("DistributedOptimizer: op must be Average or Sum")
@@ -155,4 +234,4 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         raise ValueError("DistributedOptimizer: backward_passes_per_step must be >= 1")
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-               gradient_predivide_factor)
+               gradient_predivide_factor, num_groups, groups)
