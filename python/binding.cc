@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/config.h"
+#include "common/timeline.h"
 #include "concord/concord.h"
 
 namespace py = pybind11;
@@ -107,6 +108,7 @@ PYBIND11_MODULE(_core, m) {
       py::call_guard<py::gil_scoped_release>());
   m.def("start_timeline", &start_timeline, py::arg("path"), py::call_guard<py::gil_scoped_release>());
   m.def("stop_timeline", &stop_timeline, py::call_guard<py::gil_scoped_release>());
+  m.def("repair_timeline", &Timeline::repair, py::arg("text"));
   m.def("coordination_stats", [] {
     const CoordinationStats s = coordination_stats();
     return py::dict(py::arg("cycles") = s.cycles, py::arg("coordinator_rounds") = s.coordinator_rounds,

@@ -26,7 +26,7 @@ from concord._core import (CommError, ConcordError, InternalError, InvalidArgume
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
     "ConcordError", "MismatchError", "InvalidArgumentError", "StateError", "CommError",
-    "InternalError", "start_timeline", "stop_timeline", "coordination_stats",
+    "InternalError", "start_timeline", "stop_timeline", "repair_timeline", "coordination_stats",
 ]
 
 
@@ -105,6 +105,16 @@ def start_timeline(file_path, mark_cycles=False):
 def stop_timeline():
     """Stop the timeline; the file is then valid JSON. No-op when none is written."""
     _core.stop_timeline()
+
+
+def repair_timeline(text):
+    """Return valid JSON text from the text of a timeline file cut short (a crash before
+    :func:`stop_timeline`): every complete event line, as a JSON array.
+
+    Raises:
+        InvalidArgumentError: the text is not a Concord timeline (first line is not "[").
+    """
+    return _core.repair_timeline(text)
 
 
 def coordination_stats():

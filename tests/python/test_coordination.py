@@ -7,6 +7,7 @@ import tempfile
 
 import torch
 
+import concord
 import concord.torch as hvd
 
 
@@ -114,3 +115,39 @@ def test_timeline_records_negotiation_and_activities(rank, tname):
         assert expected in names, f"rank 0: {expected} missing from timeline events {sorted(names)}"
     tracks = {e["args"]["name"] for e in events if e["ph"] == "M"}
     assert f"{tname}.x" in tracks and f"{tname}.g.0" in tracks, f"rank 0: tensor tracks {tracks}"
+
+
+_CRASHING_RUN = """
+import os, sys, torch
+import concord
+import concord.torch as hvd
+hvd.init()
+hvd.start_timeline(sys.argv[1])
+for i in range(3):
+    hvd.allreduce(torch.ones(16), name="crash.x")
+os._exit(3)  # no stop_timeline, no shutdown: as if the process had been killed
+"""
+
+
+def test_timeline_of_a_crashed_process_is_repairable(rank, tname):
+    """A single process (no mpirun) that dies mid-run leaves a timeline file whose complete
+    lines repair into valid JSON with the events written before the crash."""
+    import subprocess
+    import sys
+    if rank != 0:
+        return
+    path = os.path.join(tempfile.gettempdir(), f"concord_crash_{os.getpid()}.json")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_"))}
+    done = subprocess.run([sys.executable, "-c", _CRASHING_RUN, path], env=env, timeout=120)
+    assert done.returncode == 3, f"crashing run exited with {done.returncode}"
+    with open(path) as handle:
+        text = handle.read()
+    os.remove(path)
+    try:
+        json.loads(text)
+        raise AssertionError("the file of a crashed run should lack its closing bracket")
+    except json.JSONDecodeError:
+        pass
+    events = json.loads(concord.repair_timeline(text))
+    names = {e["name"] for e in events}
+    assert "ALLREDUCE_RING" in names and "NEGOTIATE_ALLREDUCE" in names, f"repaired events: {sorted(names)}"
