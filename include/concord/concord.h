@@ -120,8 +120,9 @@ struct CoordinationStats {
   uint64_t stall_checks = 0;        ///< stall-inspection rounds
 };
 
-/// This rank's coordination counters, as of the end of the last cycle. Throws StateError
-/// before init().
+/// This rank's coordination counters, as of the last negotiation (taken before that
+/// cycle's responses execute, so they include the negotiation of every completed
+/// handle). Throws StateError before init().
 CoordinationStats coordination_stats();
 
 }  // namespace concord

@@ -146,16 +146,16 @@ void Runtime::background_loop() {
     while (true) {
       const auto cycle_start = std::chrono::steady_clock::now();
       const ResponseList answer = negotiator_->negotiate(queue_.pop_requests(), shutdown_requested_.load());
+      {  // before executing, so a completed handle sees the counters of its negotiation
+        std::lock_guard<std::mutex> lock(stats_mutex_);
+        stats_ = negotiator_->stats();
+      }
       if (timeline_.active())
         for (const auto& response : answer.responses)
           for (const auto& name : response.names) timeline_.activity_start(name, "QUEUE");
       for (const auto& response : plan_fusion(answer.responses, config_.fusion_threshold_bytes))
         executor_->execute(response, queue_);
       timeline_.flush();
-      {
-        std::lock_guard<std::mutex> lock(stats_mutex_);
-        stats_ = negotiator_->stats();
-      }
       if (answer.shutdown) {
         if (!answer.shutdown_message.empty()) {
           stop_reason = answer.shutdown_message;

@@ -52,7 +52,7 @@ class Runtime {
   /// Stops and closes the timeline (valid JSON from then on). No-op if none is written.
   void stop_timeline();
 
-  /// This rank's coordination counters as of the end of the last cycle.
+  /// This rank's coordination counters as of the last negotiation.
   CoordinationStats coordination_stats() const;
 
  private:
@@ -69,7 +69,7 @@ class Runtime {
   std::unique_ptr<Executor> executor_;
   std::atomic<bool> shutdown_requested_{false};
   mutable std::mutex stats_mutex_;
-  CoordinationStats stats_;  // copied from the negotiator after every cycle
+  CoordinationStats stats_;  // copied from the negotiator after every negotiation
   std::thread thread_;
 };
 
