@@ -31,6 +31,16 @@ std::shared_ptr<Runtime> running() {
   return p.runtime;
 }
 
+Request allreduce_request(const std::string& name, const AllreduceOptions& options) {
+  Request request;
+  request.name = name;
+  request.type = CollectiveType::kAllreduce;
+  request.op = options.op;
+  request.prescale_factor = options.prescale_factor;
+  request.postscale_factor = options.postscale_factor;
+  return request;
+}
+
 }  // namespace
 
 void init(const InitOptions& options) {
@@ -66,15 +76,10 @@ int size() { return running()->size(); }
 int local_rank() { return running()->local_rank(); }
 int local_size() { return running()->local_size(); }
 
+
 Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
                        const AllreduceOptions& options) {
-  Request request;
-  request.name = name;
-  request.type = CollectiveType::kAllreduce;
-  request.op = options.op;
-  request.prescale_factor = options.prescale_factor;
-  request.postscale_factor = options.postscale_factor;
-  return running()->enqueue(std::move(request), input, output);
+  return running()->enqueue(allreduce_request(name, options), input, output);
 }
 
 Handle allgather_async(const std::string& name, const TensorView& input) {
@@ -101,12 +106,7 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
                   " inputs and ", outputs.size(), " outputs; need the same non-zero number of each");
   std::vector<Request> requests;
   for (const auto& name : names) {
-    Request request;
-    request.name = name;
-    request.type = CollectiveType::kAllreduce;
-    request.op = options.op;
-    request.prescale_factor = options.prescale_factor;
-    request.postscale_factor = options.postscale_factor;
+    Request request = allreduce_request(name, options);
     request.group = names[0];
     request.group_size = static_cast<int32_t>(names.size());
     requests.push_back(std::move(request));
