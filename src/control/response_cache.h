@@ -33,6 +33,9 @@ class ResponseCache {
 
   /// capacity = maximum number of entries (= bits); 0 disables the cache.
   explicit ResponseCache(uint32_t capacity);
+  // The index maps hold iterators into lru_: a copy would point into the original.
+  ResponseCache(const ResponseCache&) = delete;
+  ResponseCache& operator=(const ResponseCache&) = delete;
 
   uint32_t capacity() const { return capacity_; }
   size_t size() const { return lru_.size(); }
