@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "test_support/dtype_lists.h"
 #include "common/half.h"
 #include "concord/concord.h"
 
@@ -31,18 +32,8 @@ namespace concord::mpitest {
 /// int64 references stay exact; "float64 reference" in the test descriptions means this.
 using Real = long double;
 
-inline const std::vector<DataType>& all_dtypes() {
-  static const std::vector<DataType> dtypes = {
-      DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16,
-      DataType::kInt32,   DataType::kInt64,   DataType::kInt8,    DataType::kUInt8};
-  return dtypes;
-}
-
-inline const std::vector<ReduceOp>& all_ops() {
-  static const std::vector<ReduceOp> ops = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin,
-                                            ReduceOp::kMax, ReduceOp::kProduct};
-  return ops;
-}
+using testlists::all_dtypes;
+using testlists::all_ops;
 
 inline bool is_floating(DataType dtype) {
   return dtype == DataType::kFloat32 || dtype == DataType::kFloat64 ||

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "test_support/dtype_lists.h"
 #include "common/half.h"
 #include "concord/types.h"
 
@@ -23,18 +24,8 @@ std::string cat(const Args&... args) {
   return out.str();
 }
 
-inline const std::vector<DataType>& all_dtypes() {
-  static const std::vector<DataType> dtypes = {
-      DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16,
-      DataType::kInt32,   DataType::kInt64,   DataType::kInt8,    DataType::kUInt8};
-  return dtypes;
-}
-
-inline const std::vector<ReduceOp>& all_ops() {
-  static const std::vector<ReduceOp> ops = {ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kMin,
-                                            ReduceOp::kMax, ReduceOp::kProduct};
-  return ops;
-}
+using testlists::all_dtypes;
+using testlists::all_ops;
 
 inline bool is_integer(DataType dtype) {
   return dtype == DataType::kInt32 || dtype == DataType::kInt64 || dtype == DataType::kInt8 ||
