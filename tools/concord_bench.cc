@@ -16,6 +16,7 @@
 #include <map>
 #include <sstream>
 
+#include "tools/mpi_tool.h"
 #include "common/enforce.h"
 #include "tools/bench_allreduce.h"
 
@@ -55,11 +56,8 @@ std::vector<std::string> split(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  tools::MpiTool mpi(argc, argv);
+  const int rank = mpi.rank(), size = mpi.size();
 
   CLI::App app{"concord-bench: allreduce benchmark in the nccl-tests format"};
   std::string min_bytes = "1K", max_bytes = "64M", op_name = "sum", dtype_name_arg = "float32";
@@ -75,13 +73,7 @@ int main(int argc, char** argv) {
   app.add_option("-o,--op", op_name, "sum, avg, min, max or prod");
   app.add_option("-d,--datatype", dtype_name_arg, "float32, float64, float16, bfloat16, int32, int64, int8, uint8");
   app.add_option("-a,--algorithms", algorithms, "comma-separated: ring, mpi, runtime");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    const int code = rank == 0 ? app.exit(error) : 0;
-    MPI_Finalize();
-    return code;
-  }
+  if (const auto code = mpi.parse(app, argc, argv)) return *code;
 
   int status = 0;
   try {
@@ -142,6 +134,5 @@ int main(int argc, char** argv) {
     if (rank == 0) std::fprintf(stderr, "concord-bench: %s\n", error.what());
     status = 2;
   }
-  MPI_Finalize();
   return status;
 }

@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/mpi_tool.h"
 #include "common/enforce.h"
 #include "control/negotiator.h"
 #include "transport/mpi_communicator.h"
@@ -203,11 +204,8 @@ Result run(const Options& options, uint32_t capacity, int rank, int size) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  tools::MpiTool mpi(argc, argv);
+  const int rank = mpi.rank(), size = mpi.size();
 
   CLI::App app{"concord-coordbench: control-plane (negotiation) cost with the response cache off and on"};
   Options options;
@@ -220,13 +218,7 @@ int main(int argc, char** argv) {
   app.add_option("-c,--cache", options.cache, "off, on or both")->check(CLI::IsMember({"off", "on", "both"}));
   app.add_option("--capacity", options.capacity, "cache capacity when the cache is on")->check(CLI::PositiveNumber);
   app.add_option("-s,--seed", options.seed, "seed of the submission orders");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    const int code = rank == 0 ? app.exit(error) : 0;
-    MPI_Finalize();
-    return code;
-  }
+  if (const auto code = mpi.parse(app, argc, argv)) return *code;
 
   int status = 0;
   try {
@@ -269,6 +261,5 @@ int main(int argc, char** argv) {
     status = 2;
     MPI_Abort(MPI_COMM_WORLD, status);
   }
-  MPI_Finalize();
   return status;
 }
