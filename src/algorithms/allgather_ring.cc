@@ -1,5 +1,7 @@
 #include "algorithms/allgather_ring.h"
 
+#include <algorithm>
+
 #include "common/enforce.h"
 
 namespace concord {
@@ -40,6 +42,27 @@ Progress AllgatherRing::progress() {
   }
   std::erase_if(sends_, [](RequestPtr& request) { return request->test(); });
   return sends_.empty() ? Progress::kDone : Progress::kInProgress;
+}
+
+}  // namespace concord
+
+namespace concord {
+
+Cost AllgatherRing::cost(const Problem& problem) {
+  Cost cost;
+  const int P = problem.ranks;
+  if (P == 1) return cost;
+  // Rank r sends every block but its right neighbour's, (r+1) mod P.
+  for (int r = 0; r < P; ++r) {
+    const uint64_t sent = problem.count - patterns::segment(problem.count, P, (r + 1) % P).count;
+    cost.max_bytes_sent = std::max(cost.max_bytes_sent, sent);
+  }
+  cost.max_messages_sent = static_cast<uint64_t>(P - 1);
+  cost.total_messages_sent = static_cast<uint64_t>(P) * (P - 1);
+  cost.total_bytes_sent = static_cast<uint64_t>(P - 1) * problem.count;
+  cost.rounds = P - 1;
+  cost.wire_bytes = static_cast<double>(P - 1) * patterns::segment(problem.count, P, 0).count;
+  return cost.place(problem.nodes);
 }
 
 }  // namespace concord

@@ -9,20 +9,24 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/cost_model.h"
 #include "patterns/ring.h"
 #include "transport/communicator.h"
 
 namespace concord {
 
-class AllgatherRing : public Algorithm {
+class AllgatherRing : public AllgatherAlgorithm {
  public:
   explicit AllgatherRing(Communicator& comm);
 
   /// Starts the allgather into `output`, which holds P blocks back to back in rank order,
   /// block r being `block_bytes[r]` bytes; this rank's own block must already be in place.
   /// Every rank must pass the same block_bytes. `output` must stay valid until kDone.
-  void start(void* output, const std::vector<size_t>& block_bytes);
+  void start(void* output, const std::vector<size_t>& block_bytes) override;
   Progress progress() override;
+
+  /// Cost for `problem.count` output bytes cut into P near-equal blocks (patterns::segment).
+  static Cost cost(const Problem& problem);
 
  private:
   uint8_t* block(int index) const { return output_ + offsets_[index]; }

@@ -116,3 +116,33 @@ Progress AllreduceRing::progress() {
 }
 
 }  // namespace concord
+
+namespace concord {
+
+Cost AllreduceRing::cost(const Problem& problem) {
+  Cost cost;
+  const int P = problem.ranks;
+  if (P == 1 || problem.count == 0) return cost;
+  const size_t e = problem.element_size;
+  const size_t largest = patterns::segment(problem.count, P, 0).count * e;
+  const size_t chunk = std::max<size_t>(problem.chunk_bytes, 1);
+  const uint64_t chunks = std::max<size_t>(1, (largest + chunk - 1) / chunk);
+  const uint64_t messages = 2 * static_cast<uint64_t>(P - 1) * chunks;
+  // Rank r sends every segment but (r+1) mod P in the reduce-scatter and every segment but
+  // (r+2) mod P in the allgather.
+  const uint64_t total = problem.count * e;
+  for (int r = 0; r < P; ++r) {
+    const uint64_t sent = 2 * total - patterns::segment(problem.count, P, (r + 1) % P).count * e -
+                          patterns::segment(problem.count, P, (r + 2) % P).count * e;
+    cost.max_bytes_sent = std::max(cost.max_bytes_sent, sent);
+  }
+  cost.max_messages_sent = messages;
+  cost.total_messages_sent = messages * P;
+  cost.total_bytes_sent = 2 * (P - 1) * total;
+  cost.rounds = static_cast<double>(messages);
+  cost.wire_bytes = 2.0 * (P - 1) * largest;
+  cost.reduce_bytes = static_cast<double>(P - 1) * largest;
+  return cost.place(problem.nodes);
+}
+
+}  // namespace concord

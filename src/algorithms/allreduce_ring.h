@@ -17,13 +17,14 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/cost_model.h"
 #include "concord/types.h"
 #include "patterns/ring.h"
 #include "transport/communicator.h"
 
 namespace concord {
 
-class AllreduceRing : public Algorithm {
+class AllreduceRing : public AllreduceAlgorithm {
  public:
   /// Default chunk size in bytes of one pipelined message.
   static constexpr size_t kDefaultChunkBytes = size_t{1} << 19;
@@ -33,8 +34,11 @@ class AllreduceRing : public Algorithm {
   /// Starts an in-place allreduce of `count` elements of `dtype` at `data` with `op`
   /// (kAverage reduces as kSum; the caller scales). Every rank must call it with the same
   /// count, dtype and op. `data` must stay valid until progress() returns kDone.
-  void start(void* data, size_t count, DataType dtype, ReduceOp op);
+  void start(void* data, size_t count, DataType dtype, ReduceOp op) override;
   Progress progress() override;
+
+  /// Exact messages and bytes of one call, and its critical path (docs/algorithms.md).
+  static Cost cost(const Problem& problem);
 
  private:
   struct Chunk {

@@ -32,3 +32,23 @@ Progress BroadcastBinomial::progress() {
 }
 
 }  // namespace concord
+
+namespace concord {
+
+Cost BroadcastBinomial::cost(const Problem& problem) {
+  Cost cost;
+  const int P = problem.ranks;
+  if (P == 1) return cost;
+  int rounds = 0;
+  while ((1 << rounds) < P) ++rounds;
+  const uint64_t n = problem.count;
+  cost.max_messages_sent = static_cast<uint64_t>(rounds);  // the root
+  cost.max_bytes_sent = rounds * n;
+  cost.total_messages_sent = static_cast<uint64_t>(P - 1);
+  cost.total_bytes_sent = (P - 1) * n;
+  cost.rounds = rounds;
+  cost.wire_bytes = static_cast<double>(rounds) * n;
+  return cost.place(problem.nodes);
+}
+
+}  // namespace concord

@@ -7,18 +7,22 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/cost_model.h"
 #include "patterns/binomial_tree.h"
 #include "transport/communicator.h"
 
 namespace concord {
 
-class BroadcastBinomial : public Algorithm {
+class BroadcastBinomial : public BroadcastAlgorithm {
  public:
   explicit BroadcastBinomial(Communicator& comm);
 
   /// Starts broadcasting `bytes` bytes at `data` from `root` (in place on every rank).
-  void start(void* data, size_t bytes, int root);
+  void start(void* data, size_t bytes, int root) override;
   Progress progress() override;
+
+  /// Cost of broadcasting `problem.count` bytes.
+  static Cost cost(const Problem& problem);
 
  private:
   Communicator& comm_;

@@ -16,6 +16,19 @@ const std::vector<ConfigVar>& config_table() {
       {"CONCORD_RING_CHUNK_BYTES", "524288", "bytes",
        "bytes per pipelined message of the ring allreduce (a ring segment is sent in chunks "
        "of at most this size)"},
+      {"CONCORD_ALLREDUCE_ALGORITHM", "auto", "string",
+       "allreduce algorithm by registry name (see concord-info); auto = the one the cost "
+       "model predicts fastest. An algorithm that declines the call falls back to auto"},
+      {"CONCORD_ALLGATHER_ALGORITHM", "auto", "string", "allgather algorithm by name, or auto"},
+      {"CONCORD_BROADCAST_ALGORITHM", "auto", "string", "broadcast algorithm by name, or auto"},
+      {"CONCORD_COST_MODEL", "", "string",
+       "JSON file of measured cost-model constants written by concord-calibrate (empty = "
+       "~/.cache/concord/cost_model.json if it exists, else built-in defaults)"},
+      {"CONCORD_COST_ALPHA", "", "float", "overrides the intra-node latency per message, seconds"},
+      {"CONCORD_COST_BETA", "", "float", "overrides the intra-node transfer time per byte, seconds"},
+      {"CONCORD_COST_GAMMA", "", "float", "overrides the reduction time per byte, seconds"},
+      {"CONCORD_COST_INTER_ALPHA", "", "float", "overrides the inter-node latency per message, seconds"},
+      {"CONCORD_COST_INTER_BETA", "", "float", "overrides the inter-node transfer time per byte, seconds"},
       {"CONCORD_CACHE_CAPACITY", "1024", "int",
        "entries (= bits) of the response cache; negotiated tensors are then coordinated by one "
        "bitwise allreduce instead of the coordinator (0 disables the cache)"},
@@ -69,6 +82,9 @@ Config Config::from_env() {
   config.cycle_time_ms = parse_double("CONCORD_CYCLE_TIME", 0.0);
   config.fusion_threshold_bytes = parse_int("CONCORD_FUSION_THRESHOLD", 0);
   config.ring_chunk_bytes = parse_int("CONCORD_RING_CHUNK_BYTES", 1);
+  config.allreduce_algorithm = config_value("CONCORD_ALLREDUCE_ALGORITHM");
+  config.allgather_algorithm = config_value("CONCORD_ALLGATHER_ALGORITHM");
+  config.broadcast_algorithm = config_value("CONCORD_BROADCAST_ALGORITHM");
   config.cache_capacity = parse_int("CONCORD_CACHE_CAPACITY", 0);
   config.stall_warning_seconds = parse_double("CONCORD_STALL_WARNING_TIME", 0.001);
   config.stall_shutdown_seconds = parse_double("CONCORD_STALL_SHUTDOWN_TIME", 0.0);

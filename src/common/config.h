@@ -28,6 +28,9 @@ struct Config {
   double cycle_time_ms = 1.0;                      ///< CONCORD_CYCLE_TIME
   int64_t fusion_threshold_bytes = 128ll << 20;    ///< CONCORD_FUSION_THRESHOLD
   int64_t ring_chunk_bytes = 512 << 10;          ///< CONCORD_RING_CHUNK_BYTES
+  std::string allreduce_algorithm = "auto";       ///< CONCORD_ALLREDUCE_ALGORITHM
+  std::string allgather_algorithm = "auto";       ///< CONCORD_ALLGATHER_ALGORITHM
+  std::string broadcast_algorithm = "auto";       ///< CONCORD_BROADCAST_ALGORITHM
   int64_t cache_capacity = 1024;                  ///< CONCORD_CACHE_CAPACITY
   double stall_warning_seconds = 60;              ///< CONCORD_STALL_WARNING_TIME
   double stall_shutdown_seconds = 0;              ///< CONCORD_STALL_SHUTDOWN_TIME

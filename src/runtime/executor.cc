@@ -3,20 +3,60 @@
 #include <cstring>
 #include <numeric>
 
-#include "algorithms/allgather_ring.h"
-#include "algorithms/allreduce_ring.h"
-#include "algorithms/broadcast_binomial.h"
+#include <algorithm>
+#include <cctype>
+#include <set>
+
 #include "common/enforce.h"
 #include "common/reduce.h"
 
 namespace concord {
 
-Executor::Executor(Communicator& data, const Config& config, Timeline& timeline)
-    : comm_(data), timeline_(timeline), ring_chunk_bytes_(static_cast<size_t>(config.ring_chunk_bytes)) {}
+Executor::Executor(Communicator& data, const Config& config, const CostParams& cost,
+                   std::vector<int> node_of_rank, Timeline& timeline)
+    : comm_(data),
+      timeline_(timeline),
+      config_(config),
+      cost_(cost),
+      context_{data, scratch_, static_cast<size_t>(config.ring_chunk_bytes), std::move(node_of_rank)} {
+  nodes_ = static_cast<int>(std::set<int>(context_.node_of_rank.begin(), context_.node_of_rank.end()).size());
+  nodes_ = std::max(nodes_, 1);
+}
 
-void Executor::mark(const Response& response, const char* activity) {
+Problem Executor::problem(size_t count, DataType dtype, ReduceOp op) const {
+  Problem p;
+  p.ranks = comm_.size();
+  p.nodes = nodes_;
+  p.count = count;
+  p.element_size = dtype_size(dtype);
+  p.dtype = dtype;
+  p.op = op;
+  p.chunk_bytes = context_.chunk_bytes;
+  p.native_available = comm_.native_allreduce_supported(dtype, op);
+  p.uniform_nodes = true;
+  if (!context_.node_of_rank.empty()) {
+    std::vector<int> per_node(nodes_, 0);
+    for (int node : context_.node_of_rank) ++per_node[node];
+    p.uniform_nodes = std::all_of(per_node.begin(), per_node.end(), [&](int n) { return n == per_node[0]; });
+  }
+  return p;
+}
+
+template <typename AlgorithmType>
+AlgorithmType& Executor::algorithm(const std::vector<RegistryEntry<AlgorithmType>>& entries,
+                                   const Problem& problem, const std::string& forced, std::string& activity) {
+  const auto& entry = select_algorithm(entries, problem, cost_, forced);
+  std::string key = activity + "_" + entry.name;
+  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::toupper(c); });
+  activity = key;
+  auto& slot = instances_[key];
+  if (!slot) slot = entry.create(context_);
+  return static_cast<AlgorithmType&>(*slot);
+}
+
+void Executor::mark(const Response& response, const std::string& activity) {
   if (!timeline_.active()) return;
-  for (const auto& name : response.names) timeline_.activity_start(name, activity);
+  for (const auto& name : response.names) timeline_.activity_start(name, activity.c_str());
 }
 
 void Executor::unmark(const Response& response) {
@@ -83,10 +123,12 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
     unmark(response);
   }
 
-  mark(response, "ALLREDUCE_RING");
-  AllreduceRing ring(comm_, scratch_, ring_chunk_bytes_);
-  ring.start(buffer, total, dtype, op);
-  run_to_completion(ring);
+  std::string activity = "allreduce";
+  auto& algorithm = this->algorithm(allreduce_algorithms(), problem(total, dtype, op),
+                                    config_.allreduce_algorithm, activity);
+  mark(response, activity);
+  algorithm.start(buffer, total, dtype, op);
+  run_to_completion(algorithm);
   unmark(response);
 
   if (entries.size() == 1) {
@@ -125,18 +167,24 @@ void Executor::allgather(const Response& response, TensorEntry& entry) {
   const size_t own_offset = std::accumulate(block_bytes.begin(), block_bytes.begin() + comm_.rank(), size_t{0});
   if (block_bytes[comm_.rank()] > 0)
     std::memcpy(state.output_bytes.data() + own_offset, entry.input.data, block_bytes[comm_.rank()]);
-  mark(response, "ALLGATHER_RING");
-  AllgatherRing ring(comm_);
-  ring.start(state.output_bytes.data(), block_bytes);
-  run_to_completion(ring);
+  std::string activity = "allgather";
+  auto& algorithm = this->algorithm(allgather_algorithms(), problem(state.output_bytes.size(), DataType::kUInt8,
+                                                                    ReduceOp::kSum),
+                                    config_.allgather_algorithm, activity);
+  mark(response, activity);
+  algorithm.start(state.output_bytes.data(), block_bytes);
+  run_to_completion(algorithm);
   unmark(response);
 }
 
 void Executor::broadcast(const Response& response, TensorEntry& entry) {
-  mark(response, "BROADCAST_BINOMIAL");
-  BroadcastBinomial tree(comm_);
-  tree.start(entry.output.data, entry.output.num_bytes(), response.root);
-  run_to_completion(tree);
+  std::string activity = "broadcast";
+  auto& algorithm = this->algorithm(broadcast_algorithms(),
+                                    problem(entry.output.num_bytes(), DataType::kUInt8, ReduceOp::kSum),
+                                    config_.broadcast_algorithm, activity);
+  mark(response, activity);
+  algorithm.start(entry.output.data, entry.output.num_bytes(), response.root);
+  run_to_completion(algorithm);
   unmark(response);
 }
 

@@ -2,12 +2,17 @@
 // tensor queue, packs allreduce inputs into the persistent fusion buffer (applying the
 // prescale factor), runs the collective's algorithm over the data communicator, unpacks
 // (applying the postscale factor, and 1/size for kAverage) and completes the handles.
-// An ERROR response fails the named handle with MismatchError on every rank.
+// An ERROR response fails the named handle with MismatchError on every rank. Algorithms
+// come from the registry (algorithms/registry.h): forced by CONCORD_*_ALGORITHM or chosen
+// by the cost model per response; instances (and their scratch) persist across responses.
 #pragma once
 
+#include <map>
+#include <memory>
+#include <string>
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "algorithms/registry.h"
 #include "common/config.h"
 #include "common/timeline.h"
 #include "control/message.h"
@@ -18,9 +23,12 @@ namespace concord {
 
 class Executor {
  public:
-  /// `timeline` receives QUEUE, MEMCPY_IN_FUSION_BUFFER, the algorithm's activity and
-  /// MEMCPY_OUT spans while it is active (only rank 0's is ever started).
-  Executor(Communicator& data, const Config& config, Timeline& timeline);
+  /// `timeline` receives QUEUE, MEMCPY_IN_FUSION_BUFFER, the algorithm's activity (e.g.
+  /// ALLREDUCE_RING) and MEMCPY_OUT spans while it is active (only rank 0's is ever
+  /// started). `cost` and `config` must be equal on every rank (the runtime adopts rank
+  /// 0's); `node_of_rank` gives each rank's node (empty = one node).
+  Executor(Communicator& data, const Config& config, const CostParams& cost,
+           std::vector<int> node_of_rank, Timeline& timeline);
 
   /// Runs `response`. Failures (e.g. CommError) are stored in the affected handles, never
   /// thrown. Collective: every rank executes the same responses in the same order.
@@ -31,15 +39,25 @@ class Executor {
   void allgather(const Response& response, TensorEntry& entry);
   void broadcast(const Response& response, TensorEntry& entry);
 
+  // The registry's choice for `problem`, created on first use and kept.
+  template <typename AlgorithmType>
+  AlgorithmType& algorithm(const std::vector<RegistryEntry<AlgorithmType>>& entries, const Problem& problem,
+                           const std::string& forced, std::string& activity);
+  Problem problem(size_t count, DataType dtype, ReduceOp op) const;
+
   // Opens `activity` on the timeline for every tensor of `response`.
-  void mark(const Response& response, const char* activity);
+  void mark(const Response& response, const std::string& activity);
   void unmark(const Response& response);
 
   Communicator& comm_;
   Timeline& timeline_;
-  size_t ring_chunk_bytes_;
+  const Config& config_;
+  CostParams cost_;
   ScratchBuffer fusion_buffer_;
   ScratchBuffer scratch_;
+  AlgorithmContext context_;
+  int nodes_ = 1;
+  std::map<std::string, std::unique_ptr<Algorithm>> instances_;  // by "collective/name"
 };
 
 }  // namespace concord

@@ -1,8 +1,11 @@
 #include "runtime/runtime.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+
+#include <nlohmann/json.hpp>
 
 #include "common/enforce.h"
 #include "common/logging.h"
@@ -11,29 +14,56 @@
 namespace concord {
 namespace {
 
-// The settings every rank must share, as rank 0 has them.
-struct SharedSettings {
-  double cycle_time_ms;
-  int64_t fusion_threshold_bytes;
-  int64_t ring_chunk_bytes;
-  int64_t cache_capacity;
-};
-
-void adopt_rank0_settings(Communicator& comm, Config& config) {
-  SharedSettings mine{config.cycle_time_ms, config.fusion_threshold_bytes, config.ring_chunk_bytes,
-                      config.cache_capacity};
-  std::vector<uint8_t> bytes(sizeof mine);
-  std::memcpy(bytes.data(), &mine, sizeof mine);
+// The settings every rank must share, as rank 0 has them: fusion and pipelining sizes,
+// the forced algorithms and the cost model, so that every rank selects the same algorithm.
+void adopt_rank0_settings(Communicator& comm, Config& config, CostParams& cost) {
+  auto encode = [&] {
+    return nlohmann::json{{"cycle_time_ms", config.cycle_time_ms},
+                          {"fusion_threshold_bytes", config.fusion_threshold_bytes},
+                          {"ring_chunk_bytes", config.ring_chunk_bytes},
+                          {"cache_capacity", config.cache_capacity},
+                          {"allreduce_algorithm", config.allreduce_algorithm},
+                          {"allgather_algorithm", config.allgather_algorithm},
+                          {"broadcast_algorithm", config.broadcast_algorithm},
+                          {"cost", {cost.alpha, cost.beta, cost.gamma, cost.inter_alpha, cost.inter_beta}}}
+        .dump();
+  };
+  const std::string mine = encode();
+  std::vector<uint8_t> bytes(mine.begin(), mine.end());
   comm.broadcast_bytes(bytes, 0);
-  SharedSettings root;
-  std::memcpy(&root, bytes.data(), sizeof root);
-  if (std::memcmp(&root, &mine, sizeof root) != 0)
-    CONCORD_LOG_WARN("using rank 0's cycle time, fusion threshold, ring chunk size and cache "
-                     "capacity; this rank's CONCORD_* settings differ");
-  config.cycle_time_ms = root.cycle_time_ms;
-  config.fusion_threshold_bytes = root.fusion_threshold_bytes;
-  config.ring_chunk_bytes = root.ring_chunk_bytes;
-  config.cache_capacity = root.cache_capacity;
+  if (std::string(bytes.begin(), bytes.end()) == mine) return;
+  CONCORD_LOG_WARN("using rank 0's cycle time, fusion threshold, chunk size, cache capacity, "
+                   "algorithms and cost model; this rank's CONCORD_* settings differ");
+  const auto root = nlohmann::json::parse(bytes.begin(), bytes.end());
+  config.cycle_time_ms = root.at("cycle_time_ms");
+  config.fusion_threshold_bytes = root.at("fusion_threshold_bytes");
+  config.ring_chunk_bytes = root.at("ring_chunk_bytes");
+  config.cache_capacity = root.at("cache_capacity");
+  config.allreduce_algorithm = root.at("allreduce_algorithm");
+  config.allgather_algorithm = root.at("allgather_algorithm");
+  config.broadcast_algorithm = root.at("broadcast_algorithm");
+  const auto& c = root.at("cost");
+  cost = CostParams{c.at(0), c.at(1), c.at(2), c.at(3), c.at(4)};
+}
+
+// Node index of every rank (0, 1, ... in order of first appearance), from MPI's
+// shared-memory split: ranks that can share memory are on one node.
+std::vector<int> node_of_every_rank(MPI_Comm world, MPI_Comm local) {
+  int world_rank = 0, size = 0;
+  MPI_Comm_rank(world, &world_rank);
+  MPI_Comm_size(world, &size);
+  int leader = world_rank;  // world rank of this node's local rank 0
+  check_mpi(MPI_Bcast(&leader, 1, MPI_INT, 0, local), "MPI_Bcast");
+  std::vector<int> leaders(size);
+  check_mpi(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, world), "MPI_Allgather");
+  std::vector<int> nodes(size);
+  std::vector<int> seen;
+  for (int r = 0; r < size; ++r) {
+    const auto it = std::find(seen.begin(), seen.end(), leaders[r]);
+    nodes[r] = static_cast<int>(it - seen.begin());
+    if (it == seen.end()) seen.push_back(leaders[r]);
+  }
+  return nodes;
 }
 
 void validate(const Request& request, const TensorView& input, const TensorView& output, int size) {
@@ -81,15 +111,17 @@ Runtime::Runtime(const InitOptions& options) : config_(Config::from_env()) {
             "MPI_Comm_split_type");
   MPI_Comm_rank(local, &local_rank_);
   MPI_Comm_size(local, &local_size_);
+  std::vector<int> node_of_rank = node_of_every_rank(control_->comm(), local);
   MPI_Comm_free(&local);
   configure_logging(control_->rank(), config_.log_level);
-  adopt_rank0_settings(*control_, config_);
+  CostParams cost = CostParams::from_env();
+  adopt_rank0_settings(*control_, config_, cost);
   if (!config_.timeline_path.empty()) start_timeline(config_.timeline_path);
   negotiator_ = std::make_unique<Negotiator>(
       *control_, NegotiatorOptions{static_cast<uint32_t>(config_.cache_capacity), config_.stall_warning_seconds,
                                    config_.stall_shutdown_seconds});
   negotiator_->set_timeline(&timeline_);
-  executor_ = std::make_unique<Executor>(*data_, config_, timeline_);
+  executor_ = std::make_unique<Executor>(*data_, config_, cost, std::move(node_of_rank), timeline_);
   thread_ = std::thread([this] { background_loop(); });
 }
 

@@ -2,6 +2,8 @@
 
 #include <thread>
 
+#include "common/enforce.h"
+
 namespace concord {
 
 void wait_all(std::vector<RequestPtr>& requests) {
@@ -19,6 +21,19 @@ void wait_all(std::vector<RequestPtr>& requests) {
     if (done < requests.size()) std::this_thread::yield();
   }
   requests.clear();
+}
+
+}  // namespace concord
+
+namespace concord {
+
+void Communicator::native_allreduce(void*, size_t, DataType dtype, ReduceOp op) {
+  CONCORD_THROW(InvalidArgument, "this transport has no native allreduce for ", dtype_name(dtype), " ",
+                reduce_op_name(op));
+}
+
+std::unique_ptr<Communicator> Communicator::split(int, int) {
+  CONCORD_THROW(InvalidArgument, "this transport cannot split its communicator");
 }
 
 }  // namespace concord

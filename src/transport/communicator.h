@@ -9,6 +9,8 @@
 #include <memory>
 #include <vector>
 
+#include "concord/types.h"
+
 namespace concord {
 
 /// An outstanding isend or irecv. test() returns true once the buffer may be reused (send)
@@ -52,6 +54,22 @@ class Communicator {
   /// Blocking in-place bitwise allreduce of `words` (same length on every rank): AND when
   /// `bitwise_and`, else OR. The response cache's bit-vector coordination runs on it.
   virtual void allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) = 0;
+
+  /// True when native_allreduce() can run `dtype` with `op` (MPI: every dtype and op).
+  virtual bool native_allreduce_supported(DataType dtype, ReduceOp op) const {
+    (void)dtype;
+    (void)op;
+    return false;
+  }
+  /// Blocking in-place allreduce by the transport's own implementation (MPI_Allreduce),
+  /// the baseline Concord's algorithms are measured against. kAverage reduces as kSum.
+  /// Throws InvalidArgument when !native_allreduce_supported(dtype, op).
+  virtual void native_allreduce(void* data, size_t count, DataType dtype, ReduceOp op);
+
+  /// Blocking, collective: a new communicator of the ranks that passed the same `color`,
+  /// ordered by (`key`, rank), as MPI_Comm_split. Counters start at zero. Throws
+  /// InvalidArgument when the transport cannot split.
+  virtual std::unique_ptr<Communicator> split(int color, int key);
 
   const TrafficCounters& counters() const { return counters_; }
   void reset_counters() { counters_ = {}; }

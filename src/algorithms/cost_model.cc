@@ -1,0 +1,82 @@
+#include "algorithms/cost_model.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/config.h"
+#include "common/enforce.h"
+
+namespace concord {
+namespace {
+
+struct Field {
+  const char* key;
+  const char* env;
+  double CostParams::*member;
+};
+constexpr Field kFields[] = {
+    {"alpha", "CONCORD_COST_ALPHA", &CostParams::alpha},
+    {"beta", "CONCORD_COST_BETA", &CostParams::beta},
+    {"gamma", "CONCORD_COST_GAMMA", &CostParams::gamma},
+    {"inter_alpha", "CONCORD_COST_INTER_ALPHA", &CostParams::inter_alpha},
+    {"inter_beta", "CONCORD_COST_INTER_BETA", &CostParams::inter_beta},
+};
+
+std::string default_path() {
+  const char* home = std::getenv("HOME");
+  return home == nullptr ? "" : std::string(home) + "/.cache/concord/cost_model.json";
+}
+
+}  // namespace
+
+CostParams CostParams::load(const std::string& path) {
+  std::ifstream in(path);
+  CONCORD_ENFORCE(in.good(), InvalidArgument, "cannot read cost model file '", path, "'");
+  CostParams params;
+  try {
+    const auto json = nlohmann::json::parse(in);
+    for (const auto& field : kFields)
+      if (json.contains(field.key)) params.*field.member = json.at(field.key).get<double>();
+  } catch (const nlohmann::json::exception& e) {
+    CONCORD_THROW(InvalidArgument, "cost model file '", path, "' is not valid: ", e.what());
+  }
+  for (const auto& field : kFields)
+    CONCORD_ENFORCE(params.*field.member >= 0, InvalidArgument, "cost model file '", path, "': ",
+                    field.key, " is negative");
+  return params;
+}
+
+void CostParams::save(const std::string& path) const {
+  nlohmann::json json;
+  for (const auto& field : kFields) json[field.key] = this->*field.member;
+  const auto parent = std::filesystem::path(path).parent_path();
+  std::error_code ignored;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ignored);
+  std::ofstream out(path);
+  out << json.dump(2) << "\n";
+  CONCORD_ENFORCE(out.good(), InvalidArgument, "cannot write cost model file '", path, "'");
+}
+
+CostParams CostParams::from_env() {
+  CostParams params;
+  std::string path = config_value("CONCORD_COST_MODEL");
+  if (path.empty()) {
+    path = default_path();
+    if (!path.empty() && !std::filesystem::exists(path)) path.clear();
+  }
+  if (!path.empty()) params = load(path);
+  for (const auto& field : kFields) {
+    const std::string text = config_value(field.env);
+    if (text.empty()) continue;
+    char* end = nullptr;
+    const double value = std::strtod(text.c_str(), &end);
+    CONCORD_ENFORCE(end != text.c_str() && *end == '\0' && value >= 0, InvalidArgument, field.env,
+                    "='", text, "' is not a number >= 0 (seconds)");
+    params.*field.member = value;
+  }
+  return params;
+}
+
+}  // namespace concord

@@ -1,0 +1,88 @@
+// The alpha-beta-gamma cost model that ranks algorithms (Hockney's alpha-beta model plus a
+// per-byte reduction cost, as in Thakur, Rabenseifner & Gropp, "Optimization of Collective
+// Communication Operations in MPICH", IJHPCA 2005). Every algorithm describes one call by
+// a Cost: its critical path (message rounds, bytes serialised on a link, bytes reduced)
+// and its exact message and byte counts, which tests compare with the transport's
+// counters. docs/algorithms.md lists each algorithm's formulas.
+//
+// Two link classes: intra-node (shared memory) and inter-node (network). Flat algorithms
+// on several nodes are priced entirely at inter-node cost (their slowest link sets the
+// pace); hierarchical ones split their path between the two.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "concord/types.h"
+
+namespace concord {
+
+/// Machine constants, in seconds. Measured by `concord-calibrate` (tools/calibrate.cc),
+/// stored as JSON and overridable by CONCORD_COST_* variables.
+struct CostParams {
+  double alpha = 4e-6;         ///< intra-node latency per message, s
+  double beta = 1.0 / 4e9;     ///< intra-node transfer time per byte, s/B
+  double gamma = 1.0 / 4e9;    ///< reduction time per byte (float32 sum), s/B
+  double inter_alpha = 30e-6;  ///< inter-node latency per message, s
+  double inter_beta = 1.0 / 1.25e9;  ///< inter-node transfer time per byte, s/B
+
+  /// Reads the JSON written by save(); missing keys keep their defaults. Throws
+  /// InvalidArgument naming the file when it cannot be parsed.
+  static CostParams load(const std::string& path);
+  /// Writes {"alpha": ..., "beta": ..., ...} (seconds). Throws InvalidArgument on I/O error.
+  void save(const std::string& path) const;
+  /// Defaults, then the file named by CONCORD_COST_MODEL (or ~/.cache/concord/cost_model.json
+  /// when that variable is empty and the file exists), then CONCORD_COST_ALPHA/BETA/GAMMA/
+  /// INTER_ALPHA/INTER_BETA when set.
+  static CostParams from_env();
+};
+
+/// What an algorithm is asked to do. For allreduce and reduce-scatter `count` elements of
+/// `element_size` bytes each; for allgather `count` is the total output bytes
+/// (element_size 1); for broadcast the message bytes; for alltoall each rank's total send
+/// bytes (P blocks).
+struct Problem {
+  int ranks = 1;               ///< world size P
+  int nodes = 1;               ///< number of nodes (hosts) the ranks span
+  size_t count = 0;
+  size_t element_size = 4;
+  DataType dtype = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  size_t chunk_bytes = size_t{1} << 19;  ///< pipelining unit (CONCORD_RING_CHUNK_BYTES)
+  bool native_available = false;        ///< the transport offers MPI_Allreduce
+  bool uniform_nodes = true;            ///< every node holds the same number of ranks
+
+  size_t bytes() const { return count * element_size; }
+};
+
+/// One call's cost. Rounds and bytes are along the critical path; the counts are exact.
+struct Cost {
+  double rounds = 0;        ///< intra-node message rounds in sequence (alpha terms)
+  double wire_bytes = 0;    ///< intra-node bytes serialised on the busiest link (beta terms)
+  double inter_rounds = 0;  ///< inter-node message rounds
+  double inter_wire_bytes = 0;
+  double reduce_bytes = 0;  ///< bytes reduced in sequence (gamma terms)
+  uint64_t max_messages_sent = 0;    ///< by the busiest rank
+  uint64_t max_bytes_sent = 0;       ///< by the busiest rank
+  uint64_t total_messages_sent = 0;  ///< summed over all ranks
+  uint64_t total_bytes_sent = 0;     ///< summed over all ranks
+
+  /// Predicted time in seconds.
+  double seconds(const CostParams& params) const {
+    return rounds * params.alpha + wire_bytes * params.beta + inter_rounds * params.inter_alpha +
+           inter_wire_bytes * params.inter_beta + reduce_bytes * params.gamma;
+  }
+  /// For flat algorithms: moves the critical path to the inter-node link when `nodes` > 1.
+  Cost& place(int nodes) {
+    if (nodes > 1) {
+      inter_rounds += rounds;
+      inter_wire_bytes += wire_bytes;
+      rounds = 0;
+      wire_bytes = 0;
+    }
+    return *this;
+  }
+};
+
+}  // namespace concord

@@ -1,0 +1,67 @@
+// The algorithm registry (STYLE.md item 5): every algorithm of every collective with its
+// name, a description, the conditions it supports and its cost model. select() returns
+// the forced algorithm (CONCORD_<COLLECTIVE>_ALGORITHM) when it supports the problem,
+// otherwise the one the cost model predicts fastest; an algorithm that declines (e.g.
+// needs a power-of-two world size) so falls back to the best one that does not.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "algorithms/cost_model.h"
+#include "transport/communicator.h"
+
+namespace concord {
+
+/// What an algorithm instance may use. One instance serves many calls of one collective
+/// on one communicator (its scratch persists across calls).
+struct AlgorithmContext {
+  Communicator& comm;
+  ScratchBuffer& scratch;
+  size_t chunk_bytes = size_t{1} << 19;  ///< pipelining unit in bytes
+  /// Node of every rank (size comm.size()), e.g. from MPI's shared-memory split; empty
+  /// means one node. Hierarchical algorithms split the communicator by it.
+  std::vector<int> node_of_rank;
+};
+
+template <typename AlgorithmType>
+struct RegistryEntry {
+  std::string name;         ///< e.g. "ring", as CONCORD_ALLREDUCE_ALGORITHM spells it
+  std::string description;  ///< one line, shown by concord-info
+  /// "" when the algorithm supports the problem, otherwise why it declines.
+  std::function<std::string(const Problem&)> declines;
+  std::function<Cost(const Problem&)> cost;
+  /// Creates an instance; collective over ctx.comm when the algorithm splits it.
+  std::function<std::unique_ptr<AlgorithmType>(const AlgorithmContext&)> create;
+};
+
+using AllreduceEntry = RegistryEntry<AllreduceAlgorithm>;
+using AllgatherEntry = RegistryEntry<AllgatherAlgorithm>;
+using BroadcastEntry = RegistryEntry<BroadcastAlgorithm>;
+using ReduceScatterEntry = RegistryEntry<ReduceScatterAlgorithm>;
+using AlltoallEntry = RegistryEntry<AlltoallAlgorithm>;
+
+const std::vector<AllreduceEntry>& allreduce_algorithms();
+const std::vector<AllgatherEntry>& allgather_algorithms();
+const std::vector<BroadcastEntry>& broadcast_algorithms();
+const std::vector<ReduceScatterEntry>& reduce_scatter_algorithms();
+const std::vector<AlltoallEntry>& alltoall_algorithms();
+
+/// The entry called `name`. Throws InvalidArgument listing the known names otherwise.
+template <typename AlgorithmType>
+const RegistryEntry<AlgorithmType>& find_algorithm(const std::vector<RegistryEntry<AlgorithmType>>& entries,
+                                                   const std::string& name);
+
+/// The algorithm to run `problem` with: `forced` ("" or "auto" = none) when it supports
+/// the problem, else the supported entry with the lowest predicted time (ties: first
+/// registered). Deterministic, so ranks with the same inputs agree. Throws InvalidArgument
+/// for an unknown forced name, InternalError if nothing supports the problem.
+template <typename AlgorithmType>
+const RegistryEntry<AlgorithmType>& select_algorithm(const std::vector<RegistryEntry<AlgorithmType>>& entries,
+                                                     const Problem& problem, const CostParams& params,
+                                                     const std::string& forced = "");
+
+}  // namespace concord
