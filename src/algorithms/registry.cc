@@ -1,5 +1,8 @@
 #include "algorithms/registry.h"
 
+#include <algorithm>
+#include <map>
+
 #include "algorithms/allgather_ring.h"
 #include "algorithms/allreduce_ring.h"
 #include "algorithms/broadcast_binomial.h"
@@ -12,6 +15,23 @@ namespace {
 std::string always(const Problem&) { return ""; }
 
 }  // namespace
+
+Problem make_problem(const AlgorithmContext& ctx, size_t count, DataType dtype, ReduceOp op) {
+  Problem p;
+  p.ranks = ctx.comm.size();
+  p.count = count;
+  p.element_size = dtype_size(dtype);
+  p.dtype = dtype;
+  p.op = op;
+  p.chunk_bytes = ctx.chunk_bytes;
+  p.native_available = ctx.comm.native_allreduce_supported(dtype, op);
+  std::map<int, int> ranks_per_node;
+  for (int node : ctx.node_of_rank) ++ranks_per_node[node];
+  p.nodes = std::max<int>(static_cast<int>(ranks_per_node.size()), 1);
+  p.uniform_nodes = std::all_of(ranks_per_node.begin(), ranks_per_node.end(),
+                                [&](const auto& node) { return node.second == ranks_per_node.begin()->second; });
+  return p;
+}
 
 const std::vector<AllreduceEntry>& allreduce_algorithms() {
   static const std::vector<AllreduceEntry> entries = {

@@ -38,6 +38,13 @@ struct RegistryEntry {
   std::function<std::unique_ptr<AlgorithmType>(const AlgorithmContext&)> create;
 };
 
+/// The Problem the algorithms of `ctx` are asked to solve: ranks from ctx.comm, nodes and
+/// uniform_nodes from ctx.node_of_rank (empty = one node), chunk_bytes from ctx, and
+/// native_available from ctx.comm.native_allreduce_supported(dtype, op). `count` and
+/// `dtype` as Problem documents per collective (allgather, broadcast, alltoall: bytes as
+/// count with kUInt8).
+Problem make_problem(const AlgorithmContext& ctx, size_t count, DataType dtype, ReduceOp op);
+
 using AllreduceEntry = RegistryEntry<AllreduceAlgorithm>;
 using AllgatherEntry = RegistryEntry<AllgatherAlgorithm>;
 using BroadcastEntry = RegistryEntry<BroadcastAlgorithm>;

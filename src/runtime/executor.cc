@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <set>
 
 #include "common/enforce.h"
 #include "common/reduce.h"
@@ -18,28 +17,10 @@ Executor::Executor(Communicator& data, const Config& config, const CostParams& c
       timeline_(timeline),
       config_(config),
       cost_(cost),
-      context_{data, scratch_, static_cast<size_t>(config.ring_chunk_bytes), std::move(node_of_rank)} {
-  nodes_ = static_cast<int>(std::set<int>(context_.node_of_rank.begin(), context_.node_of_rank.end()).size());
-  nodes_ = std::max(nodes_, 1);
-}
+      context_{data, scratch_, static_cast<size_t>(config.ring_chunk_bytes), std::move(node_of_rank)} {}
 
 Problem Executor::problem(size_t count, DataType dtype, ReduceOp op) const {
-  Problem p;
-  p.ranks = comm_.size();
-  p.nodes = nodes_;
-  p.count = count;
-  p.element_size = dtype_size(dtype);
-  p.dtype = dtype;
-  p.op = op;
-  p.chunk_bytes = context_.chunk_bytes;
-  p.native_available = comm_.native_allreduce_supported(dtype, op);
-  p.uniform_nodes = true;
-  if (!context_.node_of_rank.empty()) {
-    std::vector<int> per_node(nodes_, 0);
-    for (int node : context_.node_of_rank) ++per_node[node];
-    p.uniform_nodes = std::all_of(per_node.begin(), per_node.end(), [&](int n) { return n == per_node[0]; });
-  }
-  return p;
+  return make_problem(context_, count, dtype, op);
 }
 
 template <typename AlgorithmType>

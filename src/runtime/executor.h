@@ -56,7 +56,6 @@ class Executor {
   ScratchBuffer fusion_buffer_;
   ScratchBuffer scratch_;
   AlgorithmContext context_;
-  int nodes_ = 1;
   std::map<std::string, std::unique_ptr<Algorithm>> instances_;  // by "collective/name"
 };
 

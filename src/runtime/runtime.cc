@@ -46,26 +46,6 @@ void adopt_rank0_settings(Communicator& comm, Config& config, CostParams& cost) 
   cost = CostParams{c.at(0), c.at(1), c.at(2), c.at(3), c.at(4)};
 }
 
-// Node index of every rank (0, 1, ... in order of first appearance), from MPI's
-// shared-memory split: ranks that can share memory are on one node.
-std::vector<int> node_of_every_rank(MPI_Comm world, MPI_Comm local) {
-  int world_rank = 0, size = 0;
-  MPI_Comm_rank(world, &world_rank);
-  MPI_Comm_size(world, &size);
-  int leader = world_rank;  // world rank of this node's local rank 0
-  check_mpi(MPI_Bcast(&leader, 1, MPI_INT, 0, local), "MPI_Bcast");
-  std::vector<int> leaders(size);
-  check_mpi(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, world), "MPI_Allgather");
-  std::vector<int> nodes(size);
-  std::vector<int> seen;
-  for (int r = 0; r < size; ++r) {
-    const auto it = std::find(seen.begin(), seen.end(), leaders[r]);
-    nodes[r] = static_cast<int>(it - seen.begin());
-    if (it == seen.end()) seen.push_back(leaders[r]);
-  }
-  return nodes;
-}
-
 void validate(const Request& request, const TensorView& input, const TensorView& output, int size) {
   const std::string& name = request.name;
   CONCORD_ENFORCE(!name.empty(), InvalidArgument, collective_name(request.type),

@@ -166,4 +166,37 @@ void MpiCommunicator::allreduce_bits(std::vector<uint64_t>& words, bool bitwise_
   counters_.bytes_received += words.size() * sizeof(uint64_t);
 }
 
+std::vector<int> node_of_every_rank(MPI_Comm world, MPI_Comm local) {
+  int world_rank = 0, size = 0;
+  MPI_Comm_rank(world, &world_rank);
+  MPI_Comm_size(world, &size);
+  int leader = world_rank;  // world rank of this node's local rank 0
+  check_mpi(MPI_Bcast(&leader, 1, MPI_INT, 0, local), "MPI_Bcast");
+  std::vector<int> leaders(size);
+  check_mpi(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, world), "MPI_Allgather");
+  std::vector<int> nodes(size);
+  std::vector<int> seen;
+  for (int r = 0; r < size; ++r) {
+    const auto it = std::find(seen.begin(), seen.end(), leaders[r]);
+    nodes[r] = static_cast<int>(it - seen.begin());
+    if (it == seen.end()) seen.push_back(leaders[r]);
+  }
+  return nodes;
+}
+
+std::vector<int> node_of_every_rank(MPI_Comm world) {
+  MPI_Comm local = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
+            "MPI_Comm_split_type");
+  std::vector<int> nodes;
+  try {
+    nodes = node_of_every_rank(world, local);
+  } catch (...) {
+    MPI_Comm_free(&local);
+    throw;
+  }
+  MPI_Comm_free(&local);
+  return nodes;
+}
+
 }  // namespace concord

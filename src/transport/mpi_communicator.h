@@ -41,6 +41,14 @@ class MpiCommunicator : public Communicator {
   int size_ = 1;
 };
 
+/// Node index of every rank of `world` (size = world's size; 0, 1, ... in order of each
+/// node's lowest rank), where `local` is this rank's MPI_Comm_split_type(world,
+/// MPI_COMM_TYPE_SHARED) communicator: ranks that can share memory are on one node.
+/// Collective over `world`. Throws CommError when an MPI call fails.
+std::vector<int> node_of_every_rank(MPI_Comm world, MPI_Comm local);
+/// The same, splitting `world` by shared memory itself (collective over `world`).
+std::vector<int> node_of_every_rank(MPI_Comm world);
+
 /// Throws CommError("<what> failed: <MPI error string>") when `code` is not MPI_SUCCESS.
 void check_mpi(int code, const char* what);
 

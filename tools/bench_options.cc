@@ -1,0 +1,154 @@
+#include "tools/bench_options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "common/enforce.h"
+
+namespace concord::bench {
+namespace {
+
+const std::map<std::string, Collective>& collectives() {
+  static const std::map<std::string, Collective> names = {
+      {"allreduce", Collective::kAllreduce},           {"allgather", Collective::kAllgather},
+      {"broadcast", Collective::kBroadcast},           {"reduce_scatter", Collective::kReduceScatter},
+      {"alltoall", Collective::kAlltoall}};
+  return names;
+}
+
+const std::map<std::string, ReduceOp>& ops() {
+  static const std::map<std::string, ReduceOp> names = {{"sum", ReduceOp::kSum},
+                                                        {"avg", ReduceOp::kAverage},
+                                                        {"min", ReduceOp::kMin},
+                                                        {"max", ReduceOp::kMax},
+                                                        {"prod", ReduceOp::kProduct}};
+  return names;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, ',');)
+    if (!part.empty()) parts.push_back(part);
+  return parts;
+}
+
+// A CLI11 check that accepts what parse_size accepts.
+CLI::Validator size_validator() {
+  return CLI::Validator(
+      [](std::string& text) {
+        try {
+          parse_size(text);
+          return std::string();
+        } catch (const std::exception& error) {
+          return std::string(error.what());
+        }
+      },
+      "BYTES");
+}
+
+CLI::Validator dtype_validator() {
+  return CLI::Validator(
+      [](std::string& text) {
+        try {
+          dtype_from_name(text);
+          return std::string();
+        } catch (const std::exception& error) {
+          return std::string(error.what());
+        }
+      },
+      "DTYPE");
+}
+
+}  // namespace
+
+const char* collective_name(Collective collective) {
+  for (const auto& [name, value] : collectives())
+    if (value == collective) return name.c_str();
+  return "unknown";
+}
+
+double bus_factor(Collective collective, int ranks) {
+  const double p = ranks;
+  switch (collective) {
+    case Collective::kAllreduce: return 2.0 * (p - 1) / p;
+    case Collective::kBroadcast: return 1.0;
+    case Collective::kAllgather:
+    case Collective::kReduceScatter:
+    case Collective::kAlltoall: return (p - 1) / p;
+  }
+  return 1.0;
+}
+
+bool has_op(Collective collective) {
+  return collective == Collective::kAllreduce || collective == Collective::kReduceScatter;
+}
+
+size_t row_count(Collective collective, size_t bytes, size_t element_size, int ranks) {
+  const size_t count = bytes / element_size;
+  if (collective == Collective::kAllreduce || collective == Collective::kBroadcast)
+    return std::max<size_t>(count, 1);
+  const size_t p = static_cast<size_t>(ranks);
+  return std::max<size_t>(count / p, 1) * p;
+}
+
+size_t parse_size(const std::string& text) {
+  size_t end = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception&) {
+    CONCORD_THROW(InvalidArgument, "size '", text, "' is not a number");
+  }
+  const std::string suffix = text.substr(end);
+  double scale = 1;
+  if (suffix == "K" || suffix == "k") scale = 1024.0;
+  else if (suffix == "M" || suffix == "m") scale = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "g") scale = 1024.0 * 1024 * 1024;
+  else if (!suffix.empty()) CONCORD_THROW(InvalidArgument, "bad size suffix in '", text, "': use K, M or G");
+  CONCORD_ENFORCE(value >= 0, InvalidArgument, "size '", text, "' is negative");
+  return static_cast<size_t>(value * scale);
+}
+
+std::optional<BenchOptions> parse_options(const tools::MpiTool& mpi, int argc, char** argv, int& exit_code) {
+  CLI::App app{"concord-bench: collective benchmark in the nccl-tests format"};
+  BenchOptions options;
+  std::string min_bytes = "1K", max_bytes = "64M", dtype = "float32", collective = "allreduce";
+  std::string algorithms = "auto,mpi";
+  int check = 1;
+  app.add_option("-b,--minbytes", min_bytes, "smallest size (bytes; K, M, G suffixes)")->check(size_validator());
+  app.add_option("-e,--maxbytes", max_bytes, "largest size (bytes; K, M, G suffixes)")->check(size_validator());
+  app.add_option("-f,--stepfactor", options.step_factor, "multiply the size by this factor between rows")
+      ->check(CLI::Range(1.0 + 1e-9, 1e9));
+  app.add_option("-n,--iters", options.iterations, "timed iterations per row")->check(CLI::Range(1, 1 << 30));
+  app.add_option("-w,--warmup_iters", options.warmup, "untimed iterations per row")->check(CLI::NonNegativeNumber);
+  app.add_option("-c,--check", check, "1: check every element of one call's result; 0: do not");
+  app.add_option("-o,--op", options.op_name, "sum, avg, min, max or prod (allreduce, reduce_scatter)")
+      ->check(CLI::IsMember({"sum", "avg", "min", "max", "prod"}));
+  app.add_option("-d,--datatype", dtype, "float32, float64, float16, bfloat16, int32, int64, int8, uint8")
+      ->check(dtype_validator());
+  app.add_option("-C,--collective", collective, "allreduce, allgather, broadcast, reduce_scatter or alltoall")
+      ->check(CLI::IsMember({"allreduce", "allgather", "broadcast", "reduce_scatter", "alltoall"}));
+  app.add_option("-a,--algorithms", algorithms,
+                 "comma-separated: registry names, mpi, runtime (allreduce), auto, or all "
+                 "(every registered algorithm + mpi + auto); registry:NAME names a registry entry "
+                 "whose name is taken by mpi, runtime or auto");
+  app.add_option("-J,--json", options.json_path, "write every measurement to this JSON file (rank 0)");
+  if (const auto code = mpi.parse(app, argc, argv)) {
+    exit_code = *code;
+    return std::nullopt;
+  }
+  options.min_bytes = parse_size(min_bytes);
+  options.max_bytes = parse_size(max_bytes);
+  options.check = check != 0;
+  options.op = ops().at(options.op_name);
+  options.dtype = dtype_from_name(dtype);
+  options.collective = collectives().at(collective);
+  options.algorithms = split_list(algorithms);
+  return options;
+}
+
+}  // namespace concord::bench

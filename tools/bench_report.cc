@@ -1,0 +1,179 @@
+#include "tools/bench_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/enforce.h"
+
+namespace concord::bench {
+namespace {
+
+// The half-row the comparison uses: in place, except for alltoall (registry algorithms
+// measure it out of place only).
+bool compared_in_place(const Report& report) { return report.options.collective != Collective::kAlltoall; }
+
+const Record* find(const Report& report, const std::string& algorithm, size_t bytes, bool in_place) {
+  for (const auto& record : report.records)
+    if (record.algorithm == algorithm && record.bytes == bytes && record.in_place == in_place &&
+        record.measurement.measured)
+      return &record;
+  return nullptr;
+}
+
+double algbw(const Record& record) { return record.bytes / record.measurement.seconds / 1e9; }
+
+std::string op_column(const Report& report) {
+  return has_op(report.options.collective) ? report.options.op_name : "none";
+}
+
+void print_half(const Report& report, const Record& record) {
+  const Measurement& m = record.measurement;
+  if (!m.measured) {
+    std::printf("   %10s %8s %8s %6s", "N/A", "N/A", "N/A", "N/A");
+    return;
+  }
+  const double bw = algbw(record);
+  std::printf("   %10.2f %8.3f %8.3f", m.seconds * 1e6, bw, bw * bus_factor(report.options.collective, report.ranks));
+  if (m.wrong < 0) std::printf(" %6s", "N/A");
+  else std::printf(" %6ld", m.wrong);
+}
+
+std::string bench_name_of_choice(const Report& report, const std::string& choice) {
+  for (const auto& name : report.algorithms)
+    if (name == choice || name == "registry:" + choice) return name;
+  return "";
+}
+
+}  // namespace
+
+void print_header(const Report& report) {
+  const auto& o = report.options;
+  std::printf("# concord-bench %s: %d ranks on %d node(s), %s, op %s, %d iterations, %d warm-up, check %s\n",
+              collective_name(o.collective), report.ranks, report.nodes, dtype_name(o.dtype),
+              op_column(report).c_str(), o.iterations, o.warmup, o.check ? "on" : "off");
+  std::printf("# busbw = algbw * %.3f (nccl-tests factor for %s)%s\n#\n", bus_factor(o.collective, report.ranks),
+              collective_name(o.collective), o.collective == Collective::kBroadcast ? "; root 0" : "");
+  std::printf("#%11s %12s %9s %6s   %10s %8s %8s %6s   %10s %8s %8s %6s\n", "", "", "", "", "out-of-place", "", "",
+              "", "in-place", "", "", "");
+  std::printf("#%11s %12s %9s %6s   %10s %8s %8s %6s   %10s %8s %8s %6s\n", "size", "count", "type", "redop", "time",
+              "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+  std::printf("#%11s %12s %9s %6s   %10s %8s %8s %6s   %10s %8s %8s %6s\n", "(B)", "(elements)", "", "", "(us)",
+              "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+}
+
+void print_algorithm_title(const std::string& algorithm) { std::printf("# algorithm %s\n", algorithm.c_str()); }
+
+void print_row(const Report& report, const Record& out_of_place, const Record& in_place) {
+  for (const Record* half : {&out_of_place, &in_place}) {
+    const Measurement& m = half->measurement;
+    if (!m.measured)
+      std::printf("#  %s %s skips %zu B: %s\n", half->algorithm.c_str(), half->in_place ? "in-place" : "out-of-place",
+                  half->bytes, m.skip_reason.c_str());
+  }
+  if (out_of_place.algorithm == "auto" && out_of_place.measurement.measured)
+    std::printf("#  auto picks %s for %zu B\n", out_of_place.measurement.chosen.c_str(), out_of_place.bytes);
+  std::printf(" %11zu %12zu %9s %6s", out_of_place.bytes, out_of_place.count, dtype_name(report.options.dtype),
+              op_column(report).c_str());
+  print_half(report, out_of_place);
+  print_half(report, in_place);
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+void print_comparison(const Report& report) {
+  const bool in_place = compared_in_place(report);
+  const bool with_mpi = std::find(report.algorithms.begin(), report.algorithms.end(), "mpi") != report.algorithms.end();
+  std::printf("#\n# comparison (%s times in us; x/mpi = mpi time / time, > 1 = faster than MPI; best excludes auto "
+              "and runtime; ok = the cost model's choice is within 10%% of the best)\n",
+              in_place ? "in-place" : "out-of-place");
+  std::printf("#%11s", "size");
+  for (const auto& name : report.algorithms) std::printf(" %12s", name.c_str());
+  if (with_mpi)
+    for (const auto& name : report.algorithms)
+      if (name != "mpi") std::printf(" %12s", (name + "/mpi").c_str());
+  std::printf(" %14s %14s %3s\n", "best", "model choice", "ok");
+  for (const auto& [bytes, choice] : report.choices) {
+    std::printf(" %11zu", bytes);
+    const Record* mpi = find(report, "mpi", bytes, in_place);
+    const Record* best = nullptr;
+    for (const auto& name : report.algorithms) {
+      const Record* record = find(report, name, bytes, in_place);
+      if (record == nullptr) {
+        std::printf(" %12s", "-");
+        continue;
+      }
+      std::printf(" %12.2f", record->measurement.seconds * 1e6);
+      if (name != "auto" && name != "runtime" && (best == nullptr || record->measurement.seconds < best->measurement.seconds))
+        best = record;
+    }
+    if (with_mpi)
+      for (const auto& name : report.algorithms) {
+        if (name == "mpi") continue;
+        const Record* record = find(report, name, bytes, in_place);
+        if (record == nullptr || mpi == nullptr) std::printf(" %12s", "-");
+        else std::printf(" %12.2f", mpi->measurement.seconds / record->measurement.seconds);
+      }
+    const Record* chosen = find(report, "auto", bytes, in_place);
+    if (chosen == nullptr) chosen = find(report, bench_name_of_choice(report, choice), bytes, in_place);
+    const char* ok = chosen == nullptr || best == nullptr ? "-"
+                     : chosen->measurement.seconds <= 1.1 * best->measurement.seconds ? "yes" : "no";
+    std::printf(" %14s %14s %3s\n", best ? best->algorithm.c_str() : "-", choice.empty() ? "-" : choice.c_str(), ok);
+  }
+  std::printf("#\n# minor page faults per call on rank 0 (getrusage ru_minflt; fresh scratch per call shows here)\n");
+  std::printf("#%11s", "size");
+  for (const auto& name : report.algorithms) std::printf(" %12s", name.c_str());
+  std::printf("\n");
+  for (const auto& [bytes, choice] : report.choices) {
+    std::printf(" %11zu", bytes);
+    for (const auto& name : report.algorithms) {
+      const Record* record = find(report, name, bytes, in_place);
+      if (record == nullptr) std::printf(" %12s", "-");
+      else std::printf(" %12.1f", record->measurement.page_faults);
+    }
+    std::printf("\n");
+  }
+  std::fflush(stdout);
+}
+
+void write_json(const Report& report, const std::string& path) {
+  const auto& o = report.options;
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& record : report.records) {
+    const Measurement& m = record.measurement;
+    if (!m.measured) continue;
+    const double bw = algbw(record);
+    results.push_back({{"collective", collective_name(o.collective)},
+                       {"algorithm", record.algorithm},
+                       {"chosen", m.chosen},
+                       {"size", record.bytes},
+                       {"count", record.count},
+                       {"in_place", record.in_place},
+                       {"time_us", m.seconds * 1e6},
+                       {"algbw", bw},
+                       {"busbw", bw * bus_factor(o.collective, report.ranks)},
+                       {"wrong", m.wrong},
+                       {"page_faults", m.page_faults},
+                       {"ranks", report.ranks},
+                       {"nodes", report.nodes}});
+  }
+  nlohmann::json choices = nlohmann::json::array();
+  for (const auto& [bytes, choice] : report.choices) choices.push_back({{"size", bytes}, {"model_choice", choice}});
+  const nlohmann::json root = {{"collective", collective_name(o.collective)},
+                               {"dtype", dtype_name(o.dtype)},
+                               {"op", op_column(report)},
+                               {"ranks", report.ranks},
+                               {"nodes", report.nodes},
+                               {"iterations", o.iterations},
+                               {"warmup", o.warmup},
+                               {"units", {{"size", "bytes"}, {"time_us", "microseconds"}, {"algbw", "GB/s"},
+                                          {"busbw", "GB/s"}, {"page_faults", "minor faults per call, rank 0"}}},
+                               {"model_choices", choices},
+                               {"results", results}};
+  std::ofstream out(path);
+  out << root.dump(1) << "\n";
+  CONCORD_ENFORCE(out.good(), InvalidArgument, "cannot write '", path, "'");
+}
+
+}  // namespace concord::bench

@@ -1,0 +1,192 @@
+// concord-calibrate: measures the machine constants of the alpha-beta-gamma cost model
+// (src/algorithms/cost_model.h) and writes them with CostParams::save, so that the
+// registry's "auto" choice ranks algorithms with this machine's numbers.
+//
+//   mpirun -np 4 build/tools/concord-calibrate [-o ~/.cache/concord/cost_model.json] [-s 4M] [-n 200]
+//
+// Steps (all through Communicator isend/irecv, as the algorithms send):
+//   1. alpha: ranks are paired within their node (local ranks 0-1, 2-3, ...; nodes from
+//      MPI's shared-memory split) and all pairs ping-pong 8-byte messages at once;
+//      alpha = half the mean round trip, averaged over pairs.
+//   2. beta: the same pairs ping-pong -s bytes; beta = (half round trip - alpha) / bytes.
+//   3. gamma: every rank times reduce_inplace of -s bytes of float32 (sum);
+//      gamma = seconds / byte, averaged over ranks.
+//   4. inter_alpha, inter_beta: as 1 and 2 with rank l of node 2k paired with rank l of
+//      node 2k+1, when the ranks span more than one node; otherwise the intra-node values
+//      are copied (and the output says so).
+// Phases are separated by barriers; pairs run concurrently, as ranks do in a collective.
+// Needs at least 2 ranks on one node for the intra-node values (else they keep their
+// defaults, and the output says so). Exit status: 0; 1 with fewer than 2 ranks; 2 on an
+// error; CLI11's code for a bad flag.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "algorithms/cost_model.h"
+#include "common/reduce.h"
+#include "tools/bench_options.h"
+#include "tools/mpi_tool.h"
+#include "transport/mpi_communicator.h"
+
+using namespace concord;
+
+namespace {
+
+constexpr size_t kSmallBytes = 8;
+constexpr int kTag = 7;
+
+// This rank's partner in one phase, or peer -1 when it sits the phase out.
+struct Pairing {
+  int peer = -1;
+  bool initiator = false;
+};
+
+// Pairs local ranks 0-1, 2-3, ... within each node (`inter` false), or local rank l of
+// node 2k with local rank l of node 2k+1 (`inter` true).
+Pairing pairing(const std::vector<int>& node_of_rank, int rank, bool inter) {
+  auto local_index = [&](int r) {
+    int index = 0;
+    for (int q = 0; q < r; ++q) index += node_of_rank[q] == node_of_rank[r];
+    return index;
+  };
+  auto rank_of = [&](int node, int index) {
+    for (int q = 0; q < static_cast<int>(node_of_rank.size()); ++q)
+      if (node_of_rank[q] == node && index-- == 0) return q;
+    return -1;
+  };
+  const int node = node_of_rank[rank], local = local_index(rank);
+  Pairing result;
+  if (inter) {
+    result.peer = rank_of(node ^ 1, local);
+    result.initiator = node % 2 == 0;
+  } else {
+    result.peer = rank_of(node, local ^ 1);
+    result.initiator = local % 2 == 0;
+  }
+  return result;
+}
+
+// Half the mean round trip of `bytes`-byte messages with `pairing.peer`, on the initiator;
+// the responder returns -1. `iterations` timed round trips after a few untimed ones.
+double half_round_trip(Communicator& comm, const Pairing& pairing, size_t bytes, int iterations) {
+  std::vector<uint8_t> send(bytes, 1), recv(bytes);
+  std::vector<RequestPtr> requests;
+  double start = 0;
+  const int warmup = 3;
+  for (int i = 0; i < warmup + iterations; ++i) {
+    if (i == warmup) start = MPI_Wtime();
+    if (pairing.initiator) {
+      requests.push_back(comm.isend(send.data(), bytes, pairing.peer, kTag));
+      requests.push_back(comm.irecv(recv.data(), bytes, pairing.peer, kTag));
+      wait_all(requests);
+    } else {
+      requests.push_back(comm.irecv(recv.data(), bytes, pairing.peer, kTag));
+      wait_all(requests);
+      requests.push_back(comm.isend(send.data(), bytes, pairing.peer, kTag));
+      wait_all(requests);
+    }
+  }
+  return pairing.initiator ? (MPI_Wtime() - start) / iterations / 2 : -1;
+}
+
+// Mean over ranks of `value`, ignoring ranks that pass a negative value; -1 when none
+// measured. Collective.
+double mean_over_ranks(double value) {
+  double in[2] = {value >= 0 ? value : 0, value >= 0 ? 1.0 : 0.0}, out[2] = {0, 0};
+  MPI_Allreduce(in, out, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  return out[1] > 0 ? out[0] / out[1] : -1;
+}
+
+// alpha and beta over the pairs of one phase; negative when no pair exists.
+std::pair<double, double> link_constants(Communicator& comm, const Pairing& pairing, size_t large_bytes,
+                                         int iterations) {
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double small = pairing.peer >= 0 ? half_round_trip(comm, pairing, kSmallBytes, iterations) : -1;
+  const double alpha = mean_over_ranks(small);
+  const double large =
+      pairing.peer >= 0 ? half_round_trip(comm, pairing, large_bytes, std::max(iterations / 20, 5)) : -1;
+  const double large_mean = mean_over_ranks(large);
+  if (alpha < 0) return {-1, -1};
+  return {alpha, std::max(large_mean - alpha, 1e-12) / static_cast<double>(large_bytes)};
+}
+
+double reduction_seconds_per_byte(size_t bytes, int iterations) {
+  const size_t count = std::max<size_t>(bytes / 4, 1);
+  std::vector<float> dst(count, 1.0f), src(count, 0.5f);
+  reduce_inplace(dst.data(), src.data(), count, DataType::kFloat32, ReduceOp::kSum);  // fault the pages in
+  const int repeats = std::max(iterations / 20, 5);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double start = MPI_Wtime();
+  for (int i = 0; i < repeats; ++i) reduce_inplace(dst.data(), src.data(), count, DataType::kFloat32, ReduceOp::kSum);
+  return mean_over_ranks((MPI_Wtime() - start) / repeats / static_cast<double>(count * 4));
+}
+
+std::string default_output() {
+  const char* home = std::getenv("HOME");
+  return std::string(home ? home : ".") + "/.cache/concord/cost_model.json";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  tools::MpiTool mpi(argc, argv);
+  CLI::App app{"concord-calibrate: measure alpha, beta, gamma of the cost model"};
+  std::string output = default_output(), large = "4M";
+  int iterations = 200;
+  app.add_option("-o,--output", output, "JSON file to write (CostParams::save)");
+  app.add_option("-s,--size", large, "large message and reduction size (bytes; K, M, G suffixes)");
+  app.add_option("-n,--iters", iterations, "small-message round trips (large ones: n/20, at least 5)")
+      ->check(CLI::Range(1, 1 << 30));
+  if (const auto code = mpi.parse(app, argc, argv)) return *code;
+  if (mpi.size() < 2) {
+    if (mpi.rank() == 0) std::fprintf(stderr, "concord-calibrate: run under mpirun with at least 2 ranks\n");
+    return 1;
+  }
+  try {
+    const size_t large_bytes = std::max<size_t>(bench::parse_size(large), kSmallBytes);
+    MpiCommunicator comm(MPI_COMM_WORLD);
+    const std::vector<int> nodes = node_of_every_rank(MPI_COMM_WORLD);
+    const bool several_nodes = *std::max_element(nodes.begin(), nodes.end()) > 0;
+    CostParams params;  // defaults, kept for whatever cannot be measured
+    const auto [alpha, beta] = link_constants(comm, pairing(nodes, comm.rank(), false), large_bytes, iterations);
+    const bool intra_measured = alpha >= 0;
+    if (intra_measured) {
+      params.alpha = alpha;
+      params.beta = beta;
+    }
+    params.gamma = reduction_seconds_per_byte(large_bytes, iterations);
+    bool inter_measured = false;
+    if (several_nodes) {
+      const auto [inter_alpha, inter_beta] =
+          link_constants(comm, pairing(nodes, comm.rank(), true), large_bytes, iterations);
+      inter_measured = inter_alpha >= 0;
+      if (inter_measured) {
+        params.inter_alpha = inter_alpha;
+        params.inter_beta = inter_beta;
+      }
+    } else {
+      params.inter_alpha = params.alpha;
+      params.inter_beta = params.beta;
+    }
+    if (comm.rank() == 0) {
+      std::printf("# concord-calibrate: %d ranks on %d node(s), %zu-byte large messages\n", comm.size(),
+                  *std::max_element(nodes.begin(), nodes.end()) + 1, large_bytes);
+      std::printf("alpha       %.3e s        (%s)\n", params.alpha, intra_measured ? "measured" : "no two ranks share a node: default");
+      std::printf("beta        %.3e s/B      (%.2f GB/s)\n", params.beta, 1e-9 / params.beta);
+      std::printf("gamma       %.3e s/B      (%.2f GB/s float32 sum)\n", params.gamma, 1e-9 / params.gamma);
+      const char* inter_note = !several_nodes ? "one node: copied from the intra-node values"
+                               : inter_measured ? "measured" : "no inter-node pair: default";
+      std::printf("inter_alpha %.3e s        (%s)\n", params.inter_alpha, inter_note);
+      std::printf("inter_beta  %.3e s/B      (%.2f GB/s)\n", params.inter_beta, 1e-9 / params.inter_beta);
+      params.save(output);
+      std::printf("# written to %s\n", output.c_str());
+    }
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "concord-calibrate (rank %d): %s\n", mpi.rank(), error.what());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+  return 0;
+}
