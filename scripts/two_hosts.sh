@@ -73,12 +73,16 @@ done
 unshare --net --uts true 2>/dev/null ||
   skip "cannot create network/UTS namespaces here (unshare -n -u failed: no CAP_SYS_ADMIN, or a restricted container)"
 
+mkdir -p "$(dirname "$LOCK")"
 exec 9>"$LOCK"
 flock -w 600 9 || fail "another two_hosts.sh run held $LOCK for 10 minutes"
 
 teardown() {
   local i
   for i in 0 1; do
+    # Processes still in a namespace (daemons or ranks of a run killed with SIGKILL) were
+    # started by this script; end them before the namespace goes.
+    ip netns pids "${NS[$i]}" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
     ip netns del "${NS[$i]}" 2>/dev/null || true  # deleting a namespace deletes its veth end
     rm -rf "/etc/netns/${NS[$i]}"
   done
@@ -113,13 +117,13 @@ done
 # netem is missing from the kernel.
 shape_link() {
   local spec="$1" i rate="" words
-  if ip netns exec "${NS[0]}" tc qdisc add dev "${VETH[0]}" root netem $spec 2>/dev/null; then
-    ip netns exec "${NS[1]}" tc qdisc add dev "${VETH[1]}" root netem $spec
+  read -ra words <<<"$spec"
+  if ip netns exec "${NS[0]}" tc qdisc add dev "${VETH[0]}" root netem "${words[@]}" 2>/dev/null; then
+    ip netns exec "${NS[1]}" tc qdisc add dev "${VETH[1]}" root netem "${words[@]}"
     echo "two_hosts: inter-host link shaped with netem: $spec" >&2
     return
   fi
   echo "two_hosts: tc netem is not available (no sch_netem kernel module): link delay/loss skipped" >&2
-  read -ra words <<<"$spec"
   for i in "${!words[@]}"; do [ "${words[$i]}" != rate ] || rate="${words[$((i + 1))]:-}"; done
   [ -n "$rate" ] || return 0
   for i in 0 1; do
@@ -149,6 +153,7 @@ exec ip netns exec "\$ns" unshare --uts sh -c 'hostname "\$1"; shift; exec sh -c
 EOF
 chmod +x "$workdir/agent"
 
+# shellcheck disable=SC2054  # the commas in "tcp,self,vader" belong to the value
 mpirun_flags=(
   --allow-run-as-root
   -np $((2 * ranks_per_host)) --hostfile "$workdir/hostfile"
@@ -162,6 +167,7 @@ done < <(env | grep -E "^CONCORD_[A-Za-z0-9_]*=" | grep -v "^CONCORD_TWO_HOSTS_"
 [ -z "${CONCORD_TWO_HOSTS_MPIRUN_FLAGS:-}" ] || mpirun_flags+=($CONCORD_TWO_HOSTS_MPIRUN_FLAGS)
 
 status=0
+# shellcheck disable=SC2016  # $1 and $@ are expanded by the inner sh
 ip netns exec "${NS[0]}" unshare --uts sh -c 'hostname "$1"; shift; exec "$@"' two_hosts "${HOSTS[0]}" \
   mpirun "${mpirun_flags[@]}" "$@" 9>&- || status=$?
 exit "$status"
