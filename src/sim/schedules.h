@@ -69,6 +69,11 @@ TreeShape binary_shape(int size, int index);
 /// Whole-world schedules of the flat allreduce algorithms for `problem` (ranks, count,
 /// element_size, chunk_bytes).
 Schedule ring_schedule(const Problem& problem);
+/// Whole-vector recursive doubling with the MPICH fold (AllreduceRecursiveDoubling).
+Schedule recursive_doubling_schedule(const Problem& problem);
+/// Rabenseifner: fold, recursive-halving reduce-scatter, recursive-doubling allgather,
+/// unfold (AllreduceHalvingDoubling).
+Schedule halving_doubling_schedule(const Problem& problem);
 /// Pipelined binary tree (AllreduceTree): reduce all chunks to rank 0, then broadcast them.
 Schedule tree_schedule(const Problem& problem);
 /// Double binary tree (AllreduceDoubleTree): first half of the buffer on tree 0, second half

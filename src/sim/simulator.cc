@@ -1,6 +1,7 @@
 #include "sim/simulator.h"
 
 #include "common/enforce.h"
+#include "patterns/recursive_doubling.h"
 #include "patterns/ring.h"
 #include "sim/closed_form.h"
 #include "sim/schedules.h"
@@ -29,6 +30,19 @@ std::vector<SimAlgorithm> build() {
       {"ring", "ring reduce-scatter + allgather, chunk-pipelined", applies,
        [](const Problem& p, const Topology&) { return ring_schedule(p); },
        [](const Problem& p, const Topology&) { return ring_messages(p.ranks, p); }, ring_closed_form});
+  const auto doubling_messages = [](const Problem& p, int rounds_per_rank) -> uint64_t {
+    if (trivial(p)) return 0;
+    const int pof2 = patterns::floor_pow2(p.ranks);
+    return static_cast<uint64_t>(pof2) * rounds_per_rank * patterns::log2_pow2(pof2) + 2ull * (p.ranks - pof2);
+  };
+  entries.push_back({"halving_doubling", "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling allgather",
+                     applies, [](const Problem& p, const Topology&) { return halving_doubling_schedule(p); },
+                     [=](const Problem& p, const Topology&) { return doubling_messages(p, 2); },
+                     halving_doubling_closed_form});
+  entries.push_back({"recursive_doubling", "whole vector exchanged with the partner each round", applies,
+                     [](const Problem& p, const Topology&) { return recursive_doubling_schedule(p); },
+                     [=](const Problem& p, const Topology&) { return doubling_messages(p, 1); },
+                     recursive_doubling_closed_form});
   entries.push_back(
       {"tree", "pipelined binary tree: reduce to rank 0, then broadcast", applies,
        [](const Problem& p, const Topology&) { return tree_schedule(p); },
