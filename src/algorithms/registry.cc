@@ -1,8 +1,12 @@
 #include "algorithms/registry.h"
 
 #include "algorithms/allgather_ring.h"
+#include "algorithms/allreduce_double_tree.h"
 #include "algorithms/allreduce_ring.h"
+#include "algorithms/allreduce_tree.h"
+#include "algorithms/alltoall_pairwise.h"
 #include "algorithms/broadcast_binomial.h"
+#include "algorithms/broadcast_chain.h"
 #include "common/enforce.h"
 #include "common/logging.h"
 
@@ -19,6 +23,16 @@ const std::vector<AllreduceEntry>& allreduce_algorithms() {
        AllreduceRing::cost,
        [](const AlgorithmContext& ctx) {
          return std::make_unique<AllreduceRing>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
+       }},
+      {"tree", "binary tree reduce then broadcast, chunk-pipelined (log P latency)", always,
+       AllreducePipelinedTree::cost,
+       [](const AlgorithmContext& ctx) {
+         return std::make_unique<AllreducePipelinedTree>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
+       }},
+      {"double_tree", "two complementary binary trees, half the data each, chunk-pipelined (NCCL)", always,
+       AllreduceDoubleTree::cost,
+       [](const AlgorithmContext& ctx) {
+         return std::make_unique<AllreduceDoubleTree>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
        }},
   };
   return entries;
@@ -37,6 +51,8 @@ const std::vector<BroadcastEntry>& broadcast_algorithms() {
       {"binomial", "binomial tree, whole message per edge, ceil(log2 P) rounds", always,
        BroadcastBinomial::cost,
        [](const AlgorithmContext& ctx) { return std::make_unique<BroadcastBinomial>(ctx.comm); }},
+      {"chain", "pipelined chain root -> root+1 -> ..., chunked (large messages)", always, BroadcastChain::cost,
+       [](const AlgorithmContext& ctx) { return std::make_unique<BroadcastChain>(ctx.comm, ctx.chunk_bytes); }},
   };
   return entries;
 }
@@ -47,7 +63,10 @@ const std::vector<ReduceScatterEntry>& reduce_scatter_algorithms() {
 }
 
 const std::vector<AlltoallEntry>& alltoall_algorithms() {
-  static const std::vector<AlltoallEntry> entries = {};
+  static const std::vector<AlltoallEntry> entries = {
+      {"pairwise", "pairwise exchange, P-1 steps, one partner per step", always, AlltoallPairwise::cost,
+       [](const AlgorithmContext& ctx) { return std::make_unique<AlltoallPairwise>(ctx.comm); }},
+  };
   return entries;
 }
 

@@ -72,12 +72,20 @@ TEST_P(BinaryTreePattern, BinaryTreeIsInOrderWithOddLeaves) {
   const int P = GetParam();
   for (int r = 0; r < P; ++r) {
     const TreeNode node = binary_tree(r, P);
-    if (r % 2 == 1) EXPECT_TRUE(node.is_leaf()) << "P=" << P << " odd rank " << r << " must be a leaf";
+    if (r % 2 == 1) {
+      EXPECT_TRUE(node.is_leaf()) << "P=" << P << " odd rank " << r << " must be a leaf";
+    }
     // In-order: the left child is smaller, the right child larger than the node (not the root).
-    if (r > 0 && node.children[0] >= 0) EXPECT_LT(node.children[0], r) << "P=" << P << " rank " << r;
-    if (node.children[1] >= 0) EXPECT_GT(node.children[1], r) << "P=" << P << " rank " << r;
+    if (r > 0 && node.children[0] >= 0) {
+      EXPECT_LT(node.children[0], r) << "P=" << P << " rank " << r;
+    }
+    if (node.children[1] >= 0) {
+      EXPECT_GT(node.children[1], r) << "P=" << P << " rank " << r;
+    }
   }
-  if (P > 1) EXPECT_EQ(binary_tree(0, P).child_count(), 1) << "P=" << P << ": the root has one child";
+  if (P > 1) {
+    EXPECT_EQ(binary_tree(0, P).child_count(), 1) << "P=" << P << ": the root has one child";
+  }
 }
 
 TEST_P(BinaryTreePattern, DoubleTreeRanksAreInnerInAtMostOneTree) {
@@ -86,9 +94,12 @@ TEST_P(BinaryTreePattern, DoubleTreeRanksAreInnerInAtMostOneTree) {
     const bool inner0 = !double_binary_tree(r, P, 0).is_leaf();
     const bool inner1 = !double_binary_tree(r, P, 1).is_leaf();
     // NCCL's shift-by-one for odd P leaves rank 0 (tree 0's root, one child) inner in both.
-    if (P > 2 && !(P % 2 == 1 && r == 0))
+    if (P > 2 && !(P % 2 == 1 && r == 0)) {
       EXPECT_FALSE(inner0 && inner1) << "P=" << P << " rank " << r << " is inner in both trees";
-    if (P % 2 == 1 && r == 0) EXPECT_EQ(double_binary_tree(0, P, 0).child_count(), P > 1 ? 1 : 0);
+    }
+    if (P % 2 == 1 && r == 0) {
+      EXPECT_EQ(double_binary_tree(0, P, 0).child_count(), P > 1 ? 1 : 0);
+    }
   }
 }
 
