@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "patterns/binary_tree.h"
+#include "patterns/chunking.h"
 #include "patterns/ring.h"
 #include "sim/schedules.h"
 
@@ -40,8 +41,7 @@ double ring_time(int P, const Problem& problem, const LinkParams& link, double g
 double tree_time(int P, size_t count, const Problem& problem, const LinkParams& link, double gamma) {
   if (P == 1 || count == 0) return 0;
   const int h = patterns::tree_height(P);
-  const size_t bytes = count * problem.element_size;
-  const int K = chunk_count(bytes, problem.chunk_bytes);
+  const int K = patterns::ChunkPlan::make(count, problem.element_size, problem.chunk_bytes).chunks;
   const double m = static_cast<double>(patterns::segment(count, K, 0).count * problem.element_size);
   const double T = message(link, m), G = gamma * m;
   if (P == 2) return T + G + (K - 1) * std::max(T, G) + K * T;
@@ -95,7 +95,7 @@ double double_tree_closed_form(const Problem& problem, const Topology& topology,
   if (P > 4 && half > 0) {
     // Each rank's uplink carries its inner-tree sends and its leaf-tree sends; the leaf sends
     // (all ready at once) go first, which costs one message time per chunk in the engine.
-    const int K = chunk_count(half * problem.element_size, problem.chunk_bytes);
+    const int K = patterns::ChunkPlan::make(half, problem.element_size, problem.chunk_bytes).chunks;
     const double m = static_cast<double>(patterns::segment(half, K, 0).count * problem.element_size);
     seconds += (K - 1) * message(link, m);
   }
@@ -105,11 +105,14 @@ double double_tree_closed_form(const Problem& problem, const Topology& topology,
 double hierarchical_closed_form(const Problem& problem, const Topology& topology, double gamma) {
   if (problem.ranks == 1 || problem.count == 0) return 0;
   const int R = std::min(topology.ranks_per_node(), problem.ranks);
-  const double n = static_cast<double>(problem.bytes());
-  const int levels = patterns::tree_height(R);
-  const double intra = message(topology.intra(), n);
+  const int d = patterns::tree_height(R);  // children of a node's leader
+  const int K = patterns::ChunkPlan::make(problem.count, problem.element_size, problem.chunk_bytes).chunks;
+  const double m = static_cast<double>(patterns::segment(problem.count, K, 0).count * problem.element_size);
+  const double T = message(topology.intra(), m), G = gamma * m;
+  const double reduce = d * (T + G) + (K - 1) * d * std::max(T, G);
+  const double broadcast = d * T + (K - 1) * d * T;
   const LinkParams inter = topology.nodes() > 1 ? topology.inter() : topology.intra();
-  return levels * (intra + gamma * n) + ring_time(topology.nodes(), problem, inter, gamma) + levels * intra;
+  return reduce + ring_time(topology.nodes(), problem, inter, gamma) + broadcast;
 }
 
 }  // namespace concord::sim

@@ -16,9 +16,10 @@
 //     down T + (h-1) 2T + (K-1) 2T
 //   double binary tree: the tree's formula at n/2 (both trees run at once, every rank is
 //     inner in one tree, so its links carry the same load as one tree with half the data).
-//   hierarchical (R ranks per node, N nodes): binomial reduce ceil(log2 R)(T_i(n) + G(n)),
-//     ring among the N node leaders at inter-node constants, binomial broadcast
-//     ceil(log2 R) T_i(n).
+//   hierarchical (R ranks per node, N nodes, K chunks of m bytes, d = ceil(log2 R) children
+//     at a node's leader, intra-node T_i): binomial reduce d (T_i + G) + (K-1) d max(T_i, G),
+//     the ring formula among the N leaders at inter-node constants, binomial broadcast
+//     d T_i + (K-1) d T_i.
 #pragma once
 
 #include "algorithms/cost_model.h"

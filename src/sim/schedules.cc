@@ -4,6 +4,7 @@
 
 #include "patterns/binary_tree.h"
 #include "patterns/binomial_tree.h"
+#include "patterns/chunking.h"
 #include "patterns/ring.h"
 
 namespace concord::sim {
@@ -135,7 +136,7 @@ namespace {
 void append_tree_allreduce(Schedule& schedule, const Group& group, const TreeShape& tree, int root,
                            size_t count, size_t element_size, size_t chunk_bytes) {
   if (group.size() == 1 || count == 0) return;
-  const int chunks = chunk_count(count * element_size, chunk_bytes);
+  const int chunks = patterns::ChunkPlan::make(count, element_size, chunk_bytes).chunks;
   const auto reduced = append_tree_reduce(schedule, group, tree, root, count, element_size, chunks);
   const OpId all_reduced = schedule.join(group.ranks[root], reduced);
   append_tree_broadcast(schedule, group, tree, root, count, element_size, chunks,
@@ -161,31 +162,63 @@ Schedule double_tree_schedule(const Problem& problem) {
   return schedule;
 }
 
-Schedule hierarchical_schedule(const Problem& problem, int ranks_per_node) {
+std::vector<OpId> embed(Schedule& schedule, const Schedule& part, const Group& group) {
+  const auto& ops = part.ops();
+  const auto& deps = part.deps();
+  const OpId base = static_cast<OpId>(schedule.size());
+  std::vector<std::vector<OpId>> received(group.size());
+  std::vector<OpId> mapped;
+  for (OpId id = 0; id < ops.size(); ++id) {
+    const Op& op = ops[id];
+    mapped.clear();
+    for (uint32_t k = 0; k < op.dep_count; ++k) mapped.push_back(base + deps[op.first_dep + k]);
+    mapped.push_back(group.ready[op.src]);  // every op waits for its member to be ready
+    if (op.join) {
+      schedule.join(group.ranks[op.src], mapped);
+    } else {
+      schedule.send(group.ranks[op.src], group.ranks[op.dst], op.bytes, op.reduce_bytes, mapped);
+      received[op.dst].push_back(base + id);
+    }
+  }
+  std::vector<OpId> done(group.size());
+  for (int m = 0; m < group.size(); ++m) {
+    received[m].push_back(group.ready[m]);
+    done[m] = schedule.join(group.ranks[m], received[m]);
+  }
+  return done;
+}
+
+Schedule hierarchical_schedule(const Problem& problem, int ranks_per_node,
+                               const std::function<Schedule(const Problem&)>& inter) {
   const int P = problem.ranks;
   Schedule schedule(P);
   if (P == 1 || problem.count == 0) return schedule;
   const int R = std::max(1, ranks_per_node);
   const int nodes = (P + R - 1) / R;
+  const int chunks = patterns::ChunkPlan::make(problem.count, problem.element_size, problem.chunk_bytes).chunks;
+  const auto local_group = [&](int node) {
+    Group local;
+    for (int r = node * R; r < std::min(P, (node + 1) * R); ++r) local.ranks.push_back(r);
+    local.ready.assign(local.ranks.size(), kNoOp);
+    return local;
+  };
   Group leaders;
   for (int node = 0; node < nodes; ++node) {
-    Group local;
-    for (int r = node * R; r < std::min(P, (node + 1) * R); ++r) local.ranks.push_back(r);
-    local.ready.assign(local.ranks.size(), kNoOp);
+    const Group local = local_group(node);
     const auto reduced = append_tree_reduce(schedule, local, binomial_shape(local.size()), 0, problem.count,
-                                            problem.element_size, 1);
+                                            problem.element_size, chunks);
     leaders.ranks.push_back(local.ranks[0]);
-    leaders.ready.push_back(local.size() > 1 ? reduced[0] : kNoOp);
+    leaders.ready.push_back(local.size() > 1 ? schedule.join(local.ranks[0], reduced) : kNoOp);
   }
-  const auto allreduced = append_ring_allreduce(schedule, leaders, problem.count, problem.element_size,
-                                                problem.chunk_bytes);
+  Problem among = problem;
+  among.ranks = nodes;
+  among.nodes = nodes;
+  const auto allreduced = embed(schedule, inter(among), leaders);
   for (int node = 0; node < nodes; ++node) {
-    Group local;
-    for (int r = node * R; r < std::min(P, (node + 1) * R); ++r) local.ranks.push_back(r);
-    local.ready.assign(local.ranks.size(), kNoOp);
+    const Group local = local_group(node);
     if (local.size() > 1)
-      append_tree_broadcast(schedule, local, binomial_shape(local.size()), 0, problem.count, problem.element_size, 1,
-                            {allreduced[node]});
+      append_tree_broadcast(schedule, local, binomial_shape(local.size()), 0, problem.count, problem.element_size,
+                            chunks, std::vector<OpId>(chunks, allreduced[node]));
   }
   return schedule;
 }

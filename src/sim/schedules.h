@@ -79,8 +79,16 @@ Schedule tree_schedule(const Problem& problem);
 /// Double binary tree (AllreduceDoubleTree): first half of the buffer on tree 0, second half
 /// on tree 1, both pipelined and run concurrently.
 Schedule double_tree_schedule(const Problem& problem);
-/// Hierarchical allreduce on nodes of `ranks_per_node` consecutive ranks: binomial reduce to
-/// each node's first rank, ring allreduce among those, binomial broadcast inside each node.
-Schedule hierarchical_schedule(const Problem& problem, int ranks_per_node);
+/// Hierarchical allreduce (AllreduceHierarchical) on nodes of `ranks_per_node` consecutive
+/// ranks: binomial reduce to each node's first rank in K chunks (patterns::ChunkPlan), the
+/// allreduce scheduled by `inter` among those leaders (a flat schedule on N = nodes ranks,
+/// e.g. ring_schedule), binomial broadcast inside each node in K chunks.
+Schedule hierarchical_schedule(const Problem& problem, int ranks_per_node,
+                               const std::function<Schedule(const Problem&)>& inter);
+
+/// Copies `part` (a schedule over group.size() ranks) into `schedule` on the group's ranks;
+/// member m's operations also wait for group.ready[m]. Returns, per member, a join after
+/// which it has received everything `part` sends it.
+std::vector<OpId> embed(Schedule& schedule, const Schedule& part, const Group& group);
 
 }  // namespace concord::sim

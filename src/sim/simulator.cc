@@ -1,6 +1,7 @@
 #include "sim/simulator.h"
 
 #include "common/enforce.h"
+#include "patterns/chunking.h"
 #include "patterns/recursive_doubling.h"
 #include "patterns/ring.h"
 #include "sim/closed_form.h"
@@ -21,7 +22,7 @@ uint64_t ring_messages(int P, const Problem& problem) {
 
 uint64_t tree_messages(int P, size_t count, const Problem& problem) {
   if (P == 1 || count == 0) return 0;
-  return 2ull * (P - 1) * chunk_count(count * problem.element_size, problem.chunk_bytes);
+  return 2ull * (P - 1) * patterns::ChunkPlan::make(count, problem.element_size, problem.chunk_bytes).chunks;
 }
 
 std::vector<SimAlgorithm> build() {
@@ -55,16 +56,17 @@ std::vector<SimAlgorithm> build() {
                      },
                      double_tree_closed_form});
   entries.push_back(
-      {"hierarchical", "intra-node binomial reduce, ring among node leaders, intra-node binomial broadcast",
+      {"hierarchical", "intra-node pipelined binomial reduce, ring among node leaders, intra-node pipelined binomial broadcast",
        [](const Problem&, const Topology& t) -> std::string {
          if (t.is_flat() || t.nodes() == 1) return "needs several nodes of several ranks";
          return "";
        },
-       [](const Problem& p, const Topology& t) { return hierarchical_schedule(p, t.ranks_per_node()); },
+       [](const Problem& p, const Topology& t) { return hierarchical_schedule(p, t.ranks_per_node(), ring_schedule); },
        [](const Problem& p, const Topology& t) -> uint64_t {
          if (trivial(p)) return 0;
-         // Every non-leader sends once up and receives once down in its node.
-         return 2ull * (p.ranks - t.nodes()) + ring_messages(t.nodes(), p);
+         // Every non-leader sends each chunk once up and receives it once down in its node.
+         const int chunks = patterns::ChunkPlan::make(p.count, p.element_size, p.chunk_bytes).chunks;
+         return 2ull * (p.ranks - t.nodes()) * chunks + ring_messages(t.nodes(), p);
        },
        hierarchical_closed_form});
   return entries;
