@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "algorithms/cost_model.h"
 #include "concord/errors.h"
@@ -27,14 +26,6 @@ using namespace concord;
 using namespace concord::sim;
 
 namespace {
-
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> parts;
-  std::stringstream in(text);
-  for (std::string part; std::getline(in, part, ',');)
-    if (!part.empty()) parts.push_back(part);
-  return parts;
-}
 
 void print_sweep(const std::vector<SweepRow>& rows, bool best_only) {
   if (!best_only) {
@@ -93,7 +84,9 @@ int main(int argc, char** argv) {
   size_t min_bytes = 4, max_bytes = size_t{1} << 30, chunk_bytes = size_t{1} << 19;
   double factor = 4;
   int min_ranks = 2, max_ranks = 32768, ranks_per_node = 1;
-  std::string ranks_list, algorithms, json_path, validate_path;
+  std::vector<int> ranks_list;
+  std::vector<std::string> algorithms;
+  std::string json_path, validate_path;
   bool best_only = false;
   uint64_t max_messages = SimOptions{}.max_messages;
   app.add_option("-b,--minbytes", min_bytes, "smallest message (bytes; K, M, G suffixes)")
@@ -104,12 +97,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1.0001, 1e6));
   app.add_option("--min-ranks", min_ranks, "smallest world size (powers of two from here)")->check(CLI::PositiveNumber);
   app.add_option("--max-ranks", max_ranks, "largest world size")->check(CLI::Range(1, 1 << 20));
-  app.add_option("-P,--ranks", ranks_list, "comma-separated world sizes (instead of powers of two)");
+  app.add_option("-P,--ranks", ranks_list, "comma-separated world sizes (instead of powers of two)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
   app.add_option("-r,--ranks-per-node", ranks_per_node,
                  "ranks per node: 1 = flat switch at inter-node constants; >1 = two-level topology "
                  "(for --validate default: all ranks on one node)")
       ->check(CLI::PositiveNumber);
-  app.add_option("-a,--algorithms", algorithms, "comma-separated algorithms (default: all modelled)");
+  app.add_option("-a,--algorithms", algorithms, "comma-separated algorithms (default: all modelled)")->delimiter(',');
   app.add_option("-c,--chunk-bytes", chunk_bytes, "pipelining chunk (CONCORD_RING_CHUNK_BYTES)")
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--max-messages", max_messages, "largest schedule simulated step by step; larger: closed form");
@@ -130,12 +125,8 @@ int main(int argc, char** argv) {
     }
     SweepSpec spec;
     spec.sizes = geometric_sizes(min_bytes, max_bytes, factor);
-    if (ranks_list.empty()) {
-      spec.ranks = power_of_two_ranks(min_ranks, max_ranks);
-    } else {
-      for (const auto& text : split(ranks_list)) spec.ranks.push_back(std::stoi(text));
-    }
-    spec.algorithms = split(algorithms);
+    spec.ranks = ranks_list.empty() ? power_of_two_ranks(min_ranks, max_ranks) : ranks_list;
+    spec.algorithms = algorithms;
     spec.ranks_per_node = ranks_per_node;
     spec.chunk_bytes = chunk_bytes;
     spec.options.max_messages = max_messages;
