@@ -133,11 +133,13 @@ TEST(SimSweep, CoversEveryPointAndPicksTheFastest) {
   ASSERT_EQ(rows.size(), spec.sizes.size() * spec.ranks.size() * flat_models);
   const auto best = best_per_point(rows);
   ASSERT_EQ(best.size(), spec.sizes.size() * spec.ranks.size());
-  for (const SweepRow& b : best)
-    for (const SweepRow& row : rows)
-      if (row.bytes == b.bytes && row.ranks == b.ranks)
-        EXPECT_LE(b.seconds, row.seconds) << "best " << b.algorithm << " vs " << row.algorithm << " P=" << b.ranks
-                                          << " n=" << b.bytes;
+  for (const SweepRow& b : best) {
+    for (const SweepRow& row : rows) {
+      if (row.bytes != b.bytes || row.ranks != b.ranks) continue;
+      EXPECT_LE(b.seconds, row.seconds) << "best " << b.algorithm << " vs " << row.algorithm << " P=" << b.ranks
+                                        << " n=" << b.bytes;
+    }
+  }
 }
 
 TEST(SimValidate, ReadsBenchJsonAndComparesModelledAlgorithms) {
