@@ -36,18 +36,15 @@ std::vector<ExchangeStep> AllgatherRecursiveDoubling::steps(int rank, const std:
   if (ranks == 1 || offset[ranks] == 0) return result;
   const patterns::RecursiveDoubling pattern{rank, ranks};
   const patterns::Segment whole{0, offset[ranks]};
-  const auto block = [&](int r) { return patterns::Segment{offset[r], block_bytes[r]}; };
-  if (pattern.folds_out()) {
-    result.push_back(send_step(pattern.fold_partner(), block(rank)));
-    result.push_back(recv_step(pattern.fold_partner(), whole, Combine::kCopy));
-    return result;
-  }
-  if (pattern.folds_in()) result.push_back(recv_step(pattern.fold_partner(), block(pattern.fold_partner()), Combine::kCopy));
+  // The rank that folds out sends its own block and gets the whole output back.
+  const int out = pattern.folds_out() ? rank : pattern.fold_partner();
+  const patterns::Segment sent = out < 0 ? patterns::Segment{0, 0} : patterns::Segment{offset[out], block_bytes[out]};
+  if (append_fold(result, pattern, sent, whole, Combine::kCopy)) return result;
   append_doubling_steps(result, pattern, [&](patterns::BlockRange range) {
     const size_t begin = offset[pattern.first_real_block(range.begin)];
     return patterns::Segment{begin, offset[pattern.first_real_block(range.end)] - begin};
   });
-  if (pattern.folds_in()) result.push_back(send_step(pattern.fold_partner(), whole));
+  append_unfold(result, pattern, whole);
   return result;
 }
 

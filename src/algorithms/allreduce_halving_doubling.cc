@@ -11,32 +11,21 @@ constexpr int kDataTag = 11;
 }
 
 AllreduceHalvingDoubling::AllreduceHalvingDoubling(Communicator& comm, ScratchBuffer& scratch)
-    : comm_(comm), schedule_(comm, scratch, kDataTag) {}
-
-void AllreduceHalvingDoubling::start(void* data, size_t count, DataType dtype, ReduceOp op) {
-  schedule_.start(static_cast<uint8_t*>(data), steps(comm_.rank(), comm_.size(), count, dtype_size(dtype)), dtype, op);
-}
-
-Progress AllreduceHalvingDoubling::progress() { return schedule_.progress(); }
+    : ScheduledReduction(comm, scratch, kDataTag) {}
 
 std::vector<ExchangeStep> AllreduceHalvingDoubling::steps(int rank, int ranks, size_t count, size_t element_size) {
   std::vector<ExchangeStep> result;
   if (ranks == 1 || count == 0) return result;
   const patterns::RecursiveDoubling pattern{rank, ranks};
   const patterns::Segment whole{0, count * element_size};
-  if (pattern.folds_out()) {
-    result.push_back(send_step(pattern.fold_partner(), whole));
-    result.push_back(recv_step(pattern.fold_partner(), whole, Combine::kCopy));
-    return result;
-  }
-  if (pattern.folds_in()) result.push_back(recv_step(pattern.fold_partner(), whole, Combine::kReduce));
+  if (append_fold(result, pattern, whole, whole, Combine::kReduce)) return result;
   const BlockSpan span = [&](patterns::BlockRange range) {
     const auto elements = patterns::even_blocks(count, pattern.pof2(), range);
     return patterns::Segment{elements.offset * element_size, elements.count * element_size};
   };
   append_halving_steps(result, pattern, span);
   append_doubling_steps(result, pattern, span);
-  if (pattern.folds_in()) result.push_back(send_step(pattern.fold_partner(), whole));
+  append_unfold(result, pattern, whole);
   return result;
 }
 

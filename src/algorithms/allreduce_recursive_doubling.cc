@@ -9,32 +9,21 @@ constexpr int kDataTag = 12;
 }
 
 AllreduceRecursiveDoubling::AllreduceRecursiveDoubling(Communicator& comm, ScratchBuffer& scratch)
-    : comm_(comm), schedule_(comm, scratch, kDataTag) {}
-
-void AllreduceRecursiveDoubling::start(void* data, size_t count, DataType dtype, ReduceOp op) {
-  schedule_.start(static_cast<uint8_t*>(data), steps(comm_.rank(), comm_.size(), count, dtype_size(dtype)), dtype, op);
-}
-
-Progress AllreduceRecursiveDoubling::progress() { return schedule_.progress(); }
+    : ScheduledReduction(comm, scratch, kDataTag) {}
 
 std::vector<ExchangeStep> AllreduceRecursiveDoubling::steps(int rank, int ranks, size_t count, size_t element_size) {
   std::vector<ExchangeStep> result;
   if (ranks == 1 || count == 0) return result;
   const patterns::RecursiveDoubling pattern{rank, ranks};
   const patterns::Segment whole{0, count * element_size};
-  if (pattern.folds_out()) {
-    result.push_back(send_step(pattern.fold_partner(), whole));
-    result.push_back(recv_step(pattern.fold_partner(), whole, Combine::kCopy));
-    return result;
-  }
-  if (pattern.folds_in()) result.push_back(recv_step(pattern.fold_partner(), whole, Combine::kReduce));
+  if (append_fold(result, pattern, whole, whole, Combine::kReduce)) return result;
   for (int k = 0; k < pattern.rounds(); ++k) {
     // The lower virtual rank's vector is the left operand on both partners.
     const bool lower = (pattern.virtual_rank() & pattern.doubling_distance(k)) == 0;
     result.push_back(exchange_step(pattern.doubling_partner(k), whole, whole,
                                    lower ? Combine::kReduce : Combine::kReduceLeft));
   }
-  if (pattern.folds_in()) result.push_back(send_step(pattern.fold_partner(), whole));
+  append_unfold(result, pattern, whole);
   return result;
 }
 

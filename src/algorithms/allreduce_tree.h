@@ -19,33 +19,21 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/cost_model.h"
 #include "algorithms/tree_pipeline.h"
-#include "concord/types.h"
 #include "transport/communicator.h"
 
 namespace concord {
 
-class AllreducePipelinedTree : public AllreduceAlgorithm {
+class AllreducePipelinedTree : public TreeAllreduce {
  public:
   /// Default chunk size in bytes of one pipelined message.
   static constexpr size_t kDefaultChunkBytes = size_t{1} << 19;
 
   /// `scratch` persists across calls (2 x TreePipeline::kWindow chunks); `chunk_bytes` is the
-  /// pipelining unit (at least one element per chunk).
+  /// pipelining unit (at least one element per chunk). start() and progress(): TreeAllreduce.
   AllreducePipelinedTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = kDefaultChunkBytes);
-
-  /// Starts an in-place allreduce of `count` elements of `dtype` at `data` with `op`
-  /// (kAverage reduces as kSum; the caller scales). Every rank must call it with the same
-  /// count, dtype and op. `data` must stay valid until progress() returns kDone.
-  void start(void* data, size_t count, DataType dtype, ReduceOp op) override;
-  Progress progress() override;
 
   /// Exact messages and bytes of one call, and its critical path (header comment).
   static Cost cost(const Problem& problem);
-
- private:
-  ScratchBuffer& scratch_;
-  size_t chunk_bytes_;
-  TreePipeline pipeline_;
 };
 
 }  // namespace concord

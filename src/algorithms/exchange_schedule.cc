@@ -8,6 +8,33 @@
 
 namespace concord {
 
+ExchangeStep send_step(int peer, patterns::Segment bytes) {
+  ExchangeStep step;
+  step.send_peer = peer;
+  step.send_offset = bytes.offset;
+  step.send_bytes = bytes.count;
+  return step;
+}
+
+ExchangeStep recv_step(int peer, patterns::Segment bytes, Combine combine) {
+  ExchangeStep step;
+  step.recv_peer = peer;
+  step.recv_offset = bytes.offset;
+  step.recv_bytes = bytes.count;
+  step.combine = combine;
+  return step;
+}
+
+ExchangeStep sendrecv_step(int send_peer, patterns::Segment out, int recv_peer, patterns::Segment in,
+                           Combine combine) {
+  ExchangeStep step = send_step(send_peer, out);
+  step.recv_peer = recv_peer;
+  step.recv_offset = in.offset;
+  step.recv_bytes = in.count;
+  step.combine = combine;
+  return step;
+}
+
 ExchangeSchedule::ExchangeSchedule(Communicator& comm, ScratchBuffer& scratch, int tag)
     : comm_(comm), scratch_(scratch), tag_(tag) {}
 

@@ -23,6 +23,7 @@
 #include "algorithms/algorithm.h"
 #include "algorithms/cost_model.h"
 #include "concord/types.h"
+#include "patterns/ring.h"
 #include "transport/communicator.h"
 
 namespace concord {
@@ -44,6 +45,18 @@ struct ExchangeStep {
   size_t recv_bytes = 0;
   Combine combine = Combine::kCopy;
 };
+
+/// A step that only sends `bytes` of the buffer to `peer`.
+ExchangeStep send_step(int peer, patterns::Segment bytes);
+/// A step that sends `out` to `send_peer` and receives `in` from `recv_peer` (a sendrecv).
+ExchangeStep sendrecv_step(int send_peer, patterns::Segment out, int recv_peer, patterns::Segment in,
+                           Combine combine);
+/// A sendrecv with one peer.
+inline ExchangeStep exchange_step(int peer, patterns::Segment out, patterns::Segment in, Combine combine) {
+  return sendrecv_step(peer, out, peer, in, combine);
+}
+/// A step that only receives `bytes` of the buffer from `peer` and combines them.
+ExchangeStep recv_step(int peer, patterns::Segment bytes, Combine combine);
 
 class ExchangeSchedule {
  public:
@@ -75,6 +88,32 @@ class ExchangeSchedule {
   bool posted_ = false;
   RequestPtr send_;
   RequestPtr recv_;
+};
+
+/// Base of an in-place reduction collective (Interface = AllreduceAlgorithm or
+/// ReduceScatterAlgorithm) whose every call runs the step list
+/// `Derived::steps(rank, P, count, element_size)` (a static function of the algorithm) on an
+/// ExchangeSchedule.
+template <typename Interface, typename Derived>
+class ScheduledReduction : public Interface {
+ public:
+  /// Starts reducing `count` elements of `dtype` at `data` with `op` (kAverage as kSum; the
+  /// caller scales), in place. Every rank must pass the same count, dtype and op; `data`
+  /// must stay valid until progress() returns kDone.
+  void start(void* data, size_t count, DataType dtype, ReduceOp op) override {
+    schedule_.start(static_cast<uint8_t*>(data), Derived::steps(comm_.rank(), comm_.size(), count, dtype_size(dtype)),
+                    dtype, op);
+  }
+  Progress progress() override { return schedule_.progress(); }
+
+ protected:
+  /// Messages go over `comm` with `tag`; `scratch` persists across calls.
+  ScheduledReduction(Communicator& comm, ScratchBuffer& scratch, int tag)
+      : comm_(comm), schedule_(comm, scratch, tag) {}
+
+ private:
+  Communicator& comm_;
+  ExchangeSchedule schedule_;
 };
 
 /// Sets `cost`'s exact counts (max and total messages and bytes sent) from the step list

@@ -15,32 +15,22 @@ patterns::Segment in_bytes(patterns::Segment elements, size_t element_size) {
 }  // namespace
 
 ReduceScatterHalving::ReduceScatterHalving(Communicator& comm, ScratchBuffer& scratch)
-    : comm_(comm), schedule_(comm, scratch, kDataTag) {}
-
-void ReduceScatterHalving::start(void* data, size_t count, DataType dtype, ReduceOp op) {
-  schedule_.start(static_cast<uint8_t*>(data), steps(comm_.rank(), comm_.size(), count, dtype_size(dtype)), dtype, op);
-}
-
-Progress ReduceScatterHalving::progress() { return schedule_.progress(); }
+    : ScheduledReduction(comm, scratch, kDataTag) {}
 
 std::vector<ExchangeStep> ReduceScatterHalving::steps(int rank, int ranks, size_t count, size_t element_size) {
   std::vector<ExchangeStep> result;
   if (ranks == 1 || count == 0) return result;
   const patterns::RecursiveDoubling pattern{rank, ranks};
   const patterns::Segment whole{0, count * element_size};
-  if (pattern.folds_out()) {
-    result.push_back(send_step(pattern.fold_partner(), whole));
-    result.push_back(recv_step(pattern.fold_partner(), in_bytes(patterns::segment(count, ranks, rank), element_size),
-                               Combine::kCopy));
-    return result;
-  }
-  if (pattern.folds_in()) result.push_back(recv_step(pattern.fold_partner(), whole, Combine::kReduce));
+  // The rank that folds out gets its own block back.
+  const int out = pattern.folds_out() ? rank : pattern.fold_partner();
+  const patterns::Segment returned =
+      out < 0 ? patterns::Segment{0, 0} : in_bytes(patterns::segment(count, ranks, out), element_size);
+  if (append_fold(result, pattern, whole, returned, Combine::kReduce)) return result;
   append_halving_steps(result, pattern, [&](patterns::BlockRange range) {
     return in_bytes(patterns::rank_blocks(count, pattern, range), element_size);
   });
-  if (pattern.folds_in())
-    result.push_back(send_step(pattern.fold_partner(),
-                               in_bytes(patterns::segment(count, ranks, pattern.fold_partner()), element_size)));
+  append_unfold(result, pattern, returned);
   return result;
 }
 

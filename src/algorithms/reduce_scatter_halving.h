@@ -22,33 +22,20 @@
 
 #include <vector>
 
-#include "algorithms/algorithm.h"
 #include "algorithms/cost_model.h"
 #include "algorithms/exchange_schedule.h"
-#include "transport/communicator.h"
 
 namespace concord {
 
-class ReduceScatterHalving : public ReduceScatterAlgorithm {
+class ReduceScatterHalving : public ScheduledReduction<ReduceScatterAlgorithm, ReduceScatterHalving> {
  public:
   /// `scratch` persists across calls; it grows to n/2 bytes (n when P is not a power of two).
   ReduceScatterHalving(Communicator& comm, ScratchBuffer& scratch);
-
-  /// Starts an in-place reduce-scatter of `count` elements of `dtype` at `data` with `op`
-  /// (kAverage reduces as kSum): afterwards elements patterns::segment(count, P, rank) hold
-  /// the reduction over all ranks, the rest of `data` is unspecified. Every rank must pass
-  /// the same count, dtype and op; `data` must stay valid until progress() returns kDone.
-  void start(void* data, size_t count, DataType dtype, ReduceOp op) override;
-  Progress progress() override;
 
   /// The exchange steps of `rank` of `ranks` for `count` elements of `element_size` bytes.
   static std::vector<ExchangeStep> steps(int rank, int ranks, size_t count, size_t element_size);
   /// Exact messages and bytes of one call (from steps()) and the critical path above.
   static Cost cost(const Problem& problem);
-
- private:
-  Communicator& comm_;
-  ExchangeSchedule schedule_;
 };
 
 }  // namespace concord

@@ -8,13 +8,7 @@ constexpr int kDataTag = 13;
 }
 
 ReduceScatterRing::ReduceScatterRing(Communicator& comm, ScratchBuffer& scratch)
-    : comm_(comm), schedule_(comm, scratch, kDataTag) {}
-
-void ReduceScatterRing::start(void* data, size_t count, DataType dtype, ReduceOp op) {
-  schedule_.start(static_cast<uint8_t*>(data), steps(comm_.rank(), comm_.size(), count, dtype_size(dtype)), dtype, op);
-}
-
-Progress ReduceScatterRing::progress() { return schedule_.progress(); }
+    : ScheduledReduction(comm, scratch, kDataTag) {}
 
 std::vector<ExchangeStep> ReduceScatterRing::steps(int rank, int ranks, size_t count, size_t element_size) {
   std::vector<ExchangeStep> result;
@@ -26,15 +20,8 @@ std::vector<ExchangeStep> ReduceScatterRing::steps(int rank, int ranks, size_t c
   for (int s = 0; s < ring.steps(); ++s) {
     const auto out = patterns::segment(count, ranks, shifted.reduce_scatter_send(s));
     const auto in = patterns::segment(count, ranks, shifted.reduce_scatter_recv(s));
-    ExchangeStep step;
-    step.send_peer = ring.right();
-    step.send_offset = out.offset * element_size;
-    step.send_bytes = out.count * element_size;
-    step.recv_peer = ring.left();
-    step.recv_offset = in.offset * element_size;
-    step.recv_bytes = in.count * element_size;
-    step.combine = Combine::kReduce;
-    result.push_back(step);
+    result.push_back(sendrecv_step(ring.right(), {out.offset * element_size, out.count * element_size}, ring.left(),
+                                   {in.offset * element_size, in.count * element_size}, Combine::kReduce));
   }
   return result;
 }

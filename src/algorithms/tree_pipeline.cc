@@ -101,13 +101,39 @@ Progress TreePipeline::progress() {
   return Progress::kDone;
 }
 
+TreeAllreduce::TreeAllreduce(ScratchBuffer& scratch, size_t chunk_bytes, std::vector<TreePipeline> trees)
+    : scratch_(scratch), chunk_bytes_(std::max<size_t>(chunk_bytes, 1)), trees_(std::move(trees)) {}
+
+void TreeAllreduce::start(void* data, size_t count, DataType dtype, ReduceOp op) {
+  const int T = static_cast<int>(trees_.size());
+  const size_t element_size = dtype_size(dtype);
+  std::vector<patterns::ChunkPlan> plans;
+  size_t scratch_bytes = 0;
+  for (int t = 0; t < T; ++t) {
+    plans.push_back(patterns::ChunkPlan::make(patterns::segment(count, T, t).count, element_size, chunk_bytes_));
+    scratch_bytes += TreePipeline::scratch_bytes(plans.back());
+  }
+  uint8_t* scratch = scratch_.get(scratch_bytes);
+  for (int t = 0; t < T; ++t) {
+    trees_[t].start(static_cast<uint8_t*>(data) + patterns::segment(count, T, t).offset * element_size, plans[t],
+                    dtype, op, scratch);
+    scratch += TreePipeline::scratch_bytes(plans[t]);
+  }
+}
+
+Progress TreeAllreduce::progress() {
+  bool done = true;
+  for (auto& tree : trees_) done = (tree.progress() == Progress::kDone) && done;
+  return done ? Progress::kDone : Progress::kInProgress;
+}
+
 Cost tree_allreduce_cost(const Problem& problem, int trees) {
   Cost cost;
   const int P = problem.ranks;
   if (P == 1 || problem.count == 0) return cost;
   std::array<patterns::ChunkPlan, 2> plans{};
   for (int t = 0; t < trees; ++t) {
-    const size_t count = trees == 1 ? problem.count : patterns::segment(problem.count, 2, t).count;
+    const size_t count = patterns::segment(problem.count, trees, t).count;
     plans[t] = patterns::ChunkPlan::make(count, problem.element_size, problem.chunk_bytes);
   }
   int fan_in = 0;

@@ -73,6 +73,28 @@ class TreePipeline {
   RequestQueue sends_;
 };
 
+/// Allreduce over T TreePipelines run concurrently, tree t on elements
+/// patterns::segment(count, T, t): the common body of AllreducePipelinedTree (T = 1) and
+/// AllreduceDoubleTree (T = 2), which only choose the trees and their tags.
+class TreeAllreduce : public AllreduceAlgorithm {
+ public:
+  /// Starts an in-place allreduce of `count` elements of `dtype` at `data` with `op`
+  /// (kAverage reduces as kSum; the caller scales). Every rank must call it with the same
+  /// count, dtype and op. `data` must stay valid until progress() returns kDone.
+  void start(void* data, size_t count, DataType dtype, ReduceOp op) override;
+  Progress progress() override;
+
+ protected:
+  /// `scratch` persists across calls (T x 2 x TreePipeline::kWindow chunks); `chunk_bytes`
+  /// is the pipelining unit (at least one element per chunk).
+  TreeAllreduce(ScratchBuffer& scratch, size_t chunk_bytes, std::vector<TreePipeline> trees);
+
+ private:
+  ScratchBuffer& scratch_;
+  size_t chunk_bytes_;
+  std::vector<TreePipeline> trees_;
+};
+
 /// Cost of reduce-then-broadcast over `trees` (1: the binary tree on all elements; 2: the
 /// double binary tree, tree t on half t = patterns::segment(count, 2, t)). Exact counts
 /// from the tree tables. Critical path with D = tree height ceil(log2 P), K chunks of at

@@ -15,8 +15,7 @@ namespace concord::testing_util {
 
 /// Expects max and summed messages and bytes sent over `counters` (one entry per rank) to
 /// equal `cost`'s exact counts; `what` names the algorithm and problem in the messages.
-inline void expect_counts_match(const std::vector<TrafficCounters>& counters, const Cost& cost,
-                                const std::string& what) {
+inline void expect_counts(const std::string& what, const Cost& cost, const std::vector<TrafficCounters>& counters) {
   uint64_t max_messages = 0, max_bytes = 0, total_messages = 0, total_bytes = 0;
   for (const auto& c : counters) {
     max_messages = std::max(max_messages, c.messages_sent);
