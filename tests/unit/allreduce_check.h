@@ -1,5 +1,5 @@
-// Inputs and the reference check shared by the allreduce unit tests: deterministic
-// per-rank inputs chosen per op, a float64 / modular-integer reference, and the rule that
+// Inputs and the reference check shared by the allreduce and reduce-scatter unit tests:
+// deterministic per-rank inputs chosen per op, a float64 / modular-integer reference, and the rule that
 // every rank's result is bit-identical to rank 0's. Failure messages name the rank, the
 // element and `what` (algorithm, P, n, dtype, op).
 #pragma once
@@ -42,55 +42,61 @@ inline void fill_input(void* buffer, size_t count, DataType dtype, ReduceOp op, 
   }
 }
 
+/// Checks element `i` of `result` against the reduction with `op` over every rank's
+/// `inputs` (float64 reference within P unit roundoffs, or exact modulo 2^bits for
+/// integers); `who` names the rank in the failure message. Returns whether it matched.
+inline bool expect_reduced_element(const std::vector<std::vector<uint8_t>>& inputs, const void* result, size_t i,
+                                   DataType dtype, ReduceOp op, const std::string& who, const std::string& what) {
+  const int P = static_cast<int>(inputs.size());
+  if (is_integer(dtype)) {
+    uint64_t acc = static_cast<uint64_t>(load_int(inputs[0].data(), i, dtype));
+    int64_t extreme = load_int(inputs[0].data(), i, dtype);
+    for (int r = 1; r < P; ++r) {
+      const int64_t x = load_int(inputs[r].data(), i, dtype);
+      if (op == ReduceOp::kProduct) acc *= static_cast<uint64_t>(x);
+      else acc += static_cast<uint64_t>(x);
+      if (op == ReduceOp::kMin) extreme = std::min(extreme, x);
+      if (op == ReduceOp::kMax) extreme = std::max(extreme, x);
+    }
+    std::vector<uint8_t> expected(dtype_size(dtype));
+    store_int(expected.data(), 0, dtype,
+              (op == ReduceOp::kMin || op == ReduceOp::kMax) ? extreme : static_cast<int64_t>(acc));
+    const int64_t want = load_int(expected.data(), 0, dtype);
+    const int64_t got = load_int(result, i, dtype);
+    EXPECT_EQ(got, want) << who << " element " << i << " (" << what << ")";
+    return got == want;
+  }
+  double reference = load(inputs[0].data(), i, dtype), magnitude = std::fabs(reference);
+  for (int r = 1; r < P; ++r) {
+    const double x = load(inputs[r].data(), i, dtype);
+    switch (op) {
+      case ReduceOp::kSum:
+      case ReduceOp::kAverage: reference += x; magnitude += std::fabs(x); break;
+      case ReduceOp::kProduct: reference *= x; break;
+      case ReduceOp::kMin: reference = std::min(reference, x); break;
+      case ReduceOp::kMax: reference = std::max(reference, x); break;
+    }
+  }
+  // Each of the at most P - 1 reductions on an element's chain rounds once to the dtype.
+  double tolerance = 0;
+  if (op == ReduceOp::kSum || op == ReduceOp::kAverage) tolerance = P * unit_roundoff(dtype) * magnitude;
+  if (op == ReduceOp::kProduct) tolerance = P * unit_roundoff(dtype) * std::fabs(reference);
+  const double got = load(result, i, dtype);
+  EXPECT_NEAR(got, reference, tolerance) << who << " element " << i << " (" << what << ")";
+  return std::fabs(got - reference) <= tolerance;
+}
+
 /// Checks P ranks' `results` (n elements each) of an allreduce of `inputs` with `op`.
 inline void expect_allreduce_results(const std::vector<std::vector<uint8_t>>& inputs,
                                      const std::vector<std::vector<uint8_t>>& results, size_t n, DataType dtype,
                                      ReduceOp op, const std::string& what) {
   const int P = static_cast<int>(inputs.size());
-  const size_t element = dtype_size(dtype);
   // Reference, then rank 0 against it.
   int failures = 0;
-  for (size_t i = 0; i < n && failures < 10; ++i) {
-    if (is_integer(dtype)) {
-      uint64_t acc = static_cast<uint64_t>(load_int(inputs[0].data(), i, dtype));
-      int64_t extreme = load_int(inputs[0].data(), i, dtype);
-      for (int r = 1; r < P; ++r) {
-        const int64_t x = load_int(inputs[r].data(), i, dtype);
-        if (op == ReduceOp::kProduct) acc *= static_cast<uint64_t>(x);
-        else acc += static_cast<uint64_t>(x);
-        if (op == ReduceOp::kMin) extreme = std::min(extreme, x);
-        if (op == ReduceOp::kMax) extreme = std::max(extreme, x);
-      }
-      std::vector<uint8_t> expected(element);
-      store_int(expected.data(), 0, dtype,
-                (op == ReduceOp::kMin || op == ReduceOp::kMax) ? extreme : static_cast<int64_t>(acc));
-      const int64_t want = load_int(expected.data(), 0, dtype);
-      const int64_t got = load_int(results[0].data(), i, dtype);
-      EXPECT_EQ(got, want) << "rank 0 element " << i << " (" << what << ")";
-      failures += got != want;
-    } else {
-      double reference = load(inputs[0].data(), i, dtype), magnitude = std::fabs(reference);
-      for (int r = 1; r < P; ++r) {
-        const double x = load(inputs[r].data(), i, dtype);
-        switch (op) {
-          case ReduceOp::kSum:
-          case ReduceOp::kAverage: reference += x; magnitude += std::fabs(x); break;
-          case ReduceOp::kProduct: reference *= x; break;
-          case ReduceOp::kMin: reference = std::min(reference, x); break;
-          case ReduceOp::kMax: reference = std::max(reference, x); break;
-        }
-      }
-      // Each of the P - 1 reductions of the chain rounds once to the dtype.
-      double tolerance = 0;
-      if (op == ReduceOp::kSum || op == ReduceOp::kAverage) tolerance = P * unit_roundoff(dtype) * magnitude;
-      if (op == ReduceOp::kProduct) tolerance = P * unit_roundoff(dtype) * std::fabs(reference);
-      const double got = load(results[0].data(), i, dtype);
-      EXPECT_NEAR(got, reference, tolerance) << "rank 0 element " << i << " (" << what << ")";
-      failures += !(std::fabs(got - reference) <= tolerance);
-    }
-  }
+  for (size_t i = 0; i < n && failures < 10; ++i)
+    failures += !expect_reduced_element(inputs, results[0].data(), i, dtype, op, "rank 0", what);
   for (int r = 1; r < P; ++r) {
-    const long diff = first_difference(results[r], results[0], element);
+    const long diff = first_difference(results[r], results[0], dtype_size(dtype));
     EXPECT_EQ(diff, -1) << "rank " << r << " differs from rank 0 at element " << diff << " (" << what << ")";
   }
 }

@@ -17,6 +17,7 @@
 
 #include "algorithms/registry.h"
 #include "allreduce_check.h"
+#include "cost_check.h"
 #include "common/enforce.h"
 #include "dtype_util.h"
 #include "patterns/ring.h"
@@ -30,6 +31,7 @@ using testing_util::all_dtypes;
 using testing_util::all_ops;
 using testing_util::cat;
 using testing_util::drive;
+using testing_util::expect_counts;
 using testing_util::expect_allreduce_results;
 using testing_util::fill_input;
 using testing_util::run_ranks;
@@ -158,20 +160,6 @@ INSTANTIATE_TEST_SUITE_P(AllAlgorithms, RegistryAllreducePipelined,
 
 // ---------------------------------------------------------------------------------------
 // cost() counts == transport counters, for every collective.
-
-void expect_counts(const std::string& what, const Cost& cost, const std::vector<TrafficCounters>& counters) {
-  uint64_t max_messages = 0, max_bytes = 0, total_messages = 0, total_bytes = 0;
-  for (const auto& c : counters) {
-    max_messages = std::max(max_messages, c.messages_sent);
-    max_bytes = std::max(max_bytes, c.bytes_sent);
-    total_messages += c.messages_sent;
-    total_bytes += c.bytes_sent;
-  }
-  EXPECT_EQ(cost.max_messages_sent, max_messages) << what << ": messages sent by the busiest rank";
-  EXPECT_EQ(cost.max_bytes_sent, max_bytes) << what << ": bytes sent by the busiest rank";
-  EXPECT_EQ(cost.total_messages_sent, total_messages) << what << ": messages sent by all ranks";
-  EXPECT_EQ(cost.total_bytes_sent, total_bytes) << what << ": bytes sent by all ranks";
-}
 
 using CountParam = std::tuple<int, size_t>;  // P, n
 const auto kCountParams = ::testing::Combine(::testing::Range(1, 17),
