@@ -15,30 +15,31 @@
 namespace concord::bench {
 namespace {
 
-class AllreduceRunner : public CollectiveRunner {
+class AllreduceRunner : public RunnerBase<AllreduceAlgorithm> {
  public:
   AllreduceRunner(BenchContext& context, const Resolution& resolution, const RowSpec& spec)
-      : context_(context), resolution_(resolution), spec_(spec), bytes_(spec.count * dtype_size(spec.dtype)),
+      : RunnerBase(context, resolution, spec, allreduce_algorithms()), bytes_(spec.count * dtype_size(spec.dtype)),
         input_(bytes_), output_(spec.in_place ? 0 : bytes_) {
-    if (resolution.kind == Resolution::Kind::kRegistry)
-      algorithm_ = &context.instance(allreduce_algorithms(), resolution.registry_name);
     if (resolution.kind == Resolution::Kind::kRuntime) context.start_runtime();
-    if (resolution.kind == Resolution::Kind::kMpi) mpi_reduction_types(spec.dtype, spec.op, mpi_dtype_, mpi_op_);
   }
 
   void fill() override {
-    fill_reduction_input(input_.data(), 0, spec_.count, spec_.dtype, context_.rank(), spec_.op);
+    fill_reduction_input(input_.data(), 0, spec_.count, spec_.dtype, rank(), spec_.op);
   }
 
   void run() override {
     uint8_t* result = spec_.in_place ? input_.data() : output_.data();
     const bool average = spec_.op == ReduceOp::kAverage;
     switch (resolution_.kind) {
-      case Resolution::Kind::kMpi:
+      case Resolution::Kind::kMpi: {
+        MPI_Datatype mpi_dtype;
+        MPI_Op mpi_op;
+        mpi_reduction_types(spec_.dtype, spec_.op, mpi_dtype, mpi_op);  // make_runner checked it
         check_mpi(MPI_Allreduce(spec_.in_place ? MPI_IN_PLACE : input_.data(), result, static_cast<int>(spec_.count),
-                                mpi_dtype_, mpi_op_, MPI_COMM_WORLD),
+                                mpi_dtype, mpi_op, MPI_COMM_WORLD),
                   "MPI_Allreduce");
         break;
+      }
       case Resolution::Kind::kRuntime: {
         const std::vector<int64_t> shape{static_cast<int64_t>(spec_.count)};
         concord::allreduce_async("concord-bench", TensorView{input_.data(), spec_.dtype, shape},
@@ -53,24 +54,18 @@ class AllreduceRunner : public CollectiveRunner {
         break;
       case Resolution::Kind::kSkip: return;
     }
-    if (average) scale_buffer(result, result, spec_.count, spec_.dtype, 1.0 / context_.size());
+    if (average) scale_buffer(result, result, spec_.count, spec_.dtype, 1.0 / size());
   }
 
   long count_wrong() const override {
     const uint8_t* result = spec_.in_place ? input_.data() : output_.data();
-    return count_wrong_reduction(result, 0, spec_.count, spec_.dtype, context_.size(), spec_.op);
+    return count_wrong_reduction(result, 0, spec_.count, spec_.dtype, size(), spec_.op);
   }
 
  private:
-  BenchContext& context_;
-  Resolution resolution_;
-  RowSpec spec_;
   size_t bytes_;
   std::vector<uint8_t> input_;
   std::vector<uint8_t> output_;
-  AllreduceAlgorithm* algorithm_ = nullptr;
-  MPI_Datatype mpi_dtype_ = MPI_DATATYPE_NULL;
-  MPI_Op mpi_op_ = MPI_OP_NULL;
 };
 
 }  // namespace

@@ -13,23 +13,20 @@
 namespace concord::bench {
 namespace {
 
-class AlltoallRunner : public CollectiveRunner {
+class AlltoallRunner : public RunnerBase<AlltoallAlgorithm> {
  public:
   AlltoallRunner(BenchContext& context, const Resolution& resolution, const RowSpec& spec)
-      : context_(context), resolution_(resolution), spec_(spec), block_(spec.count / context.size()),
+      : RunnerBase(context, resolution, spec, alltoall_algorithms()), block_(spec.count / context.size()),
         block_bytes_(block_ * dtype_size(spec.dtype)), send_(spec.in_place ? 0 : spec.count * dtype_size(spec.dtype)),
-        recv_(spec.count * dtype_size(spec.dtype)) {
-    if (resolution.kind == Resolution::Kind::kRegistry)
-      algorithm_ = &context.instance(alltoall_algorithms(), resolution.registry_name);
-  }
+        recv_(spec.count * dtype_size(spec.dtype)) {}
 
   void fill() override {
-    fill_pattern(spec_.in_place ? recv_.data() : send_.data(), 0, spec_.count, spec_.dtype, context_.rank());
+    fill_pattern(spec_.in_place ? recv_.data() : send_.data(), 0, spec_.count, spec_.dtype, rank());
   }
 
   void run() override {
     const int block = static_cast<int>(block_bytes_);
-    if (resolution_.kind == Resolution::Kind::kMpi) {
+    if (is_mpi()) {
       check_mpi(MPI_Alltoall(spec_.in_place ? MPI_IN_PLACE : send_.data(), block, MPI_BYTE, recv_.data(), block,
                              MPI_BYTE, MPI_COMM_WORLD),
                 "MPI_Alltoall");
@@ -41,21 +38,17 @@ class AlltoallRunner : public CollectiveRunner {
 
   long count_wrong() const override {
     long wrong = 0;
-    const size_t first = static_cast<size_t>(context_.rank()) * block_;
-    for (int i = 0; i < context_.size(); ++i)
+    const size_t first = static_cast<size_t>(rank()) * block_;
+    for (int i = 0; i < size(); ++i)
       wrong += count_wrong_pattern(recv_.data() + i * block_bytes_, first, block_, spec_.dtype, i);
     return wrong;
   }
 
  private:
-  BenchContext& context_;
-  Resolution resolution_;
-  RowSpec spec_;
   size_t block_;        ///< elements per block
   size_t block_bytes_;  ///< bytes per block
   std::vector<uint8_t> send_;
   std::vector<uint8_t> recv_;
-  AlltoallAlgorithm* algorithm_ = nullptr;
 };
 
 }  // namespace

@@ -13,25 +13,22 @@ namespace {
 
 constexpr int kRoot = 0;
 
-class BroadcastRunner : public CollectiveRunner {
+class BroadcastRunner : public RunnerBase<BroadcastAlgorithm> {
  public:
   BroadcastRunner(BenchContext& context, const Resolution& resolution, const RowSpec& spec)
-      : context_(context), resolution_(resolution), spec_(spec), bytes_(spec.count * dtype_size(spec.dtype)),
-        input_(bytes_), output_(spec.in_place ? 0 : bytes_) {
-    if (resolution.kind == Resolution::Kind::kRegistry)
-      algorithm_ = &context.instance(broadcast_algorithms(), resolution.registry_name);
-  }
+      : RunnerBase(context, resolution, spec, broadcast_algorithms()), bytes_(spec.count * dtype_size(spec.dtype)),
+        input_(bytes_), output_(spec.in_place ? 0 : bytes_) {}
 
   void fill() override {
     // Non-roots start from their own pattern, so a missed element is counted as wrong.
-    fill_pattern(input_.data(), 0, spec_.count, spec_.dtype, context_.rank());
-    if (!spec_.in_place) fill_pattern(output_.data(), 0, spec_.count, spec_.dtype, context_.rank() + 1);
+    fill_pattern(input_.data(), 0, spec_.count, spec_.dtype, rank());
+    if (!spec_.in_place) fill_pattern(output_.data(), 0, spec_.count, spec_.dtype, rank() + 1);
   }
 
   void run() override {
     uint8_t* buffer = spec_.in_place ? input_.data() : output_.data();
-    if (!spec_.in_place && context_.rank() == kRoot && bytes_ > 0) std::memcpy(buffer, input_.data(), bytes_);
-    if (resolution_.kind == Resolution::Kind::kMpi) {
+    if (!spec_.in_place && rank() == kRoot && bytes_ > 0) std::memcpy(buffer, input_.data(), bytes_);
+    if (is_mpi()) {
       check_mpi(MPI_Bcast(buffer, static_cast<int>(bytes_), MPI_BYTE, kRoot, MPI_COMM_WORLD), "MPI_Bcast");
       return;
     }
@@ -45,13 +42,9 @@ class BroadcastRunner : public CollectiveRunner {
   }
 
  private:
-  BenchContext& context_;
-  Resolution resolution_;
-  RowSpec spec_;
   size_t bytes_;
   std::vector<uint8_t> input_;
   std::vector<uint8_t> output_;
-  BroadcastAlgorithm* algorithm_ = nullptr;
 };
 
 }  // namespace

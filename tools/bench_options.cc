@@ -36,31 +36,19 @@ std::vector<std::string> split_list(const std::string& text) {
   return parts;
 }
 
-// A CLI11 check that accepts what parse_size accepts.
-CLI::Validator size_validator() {
+// A CLI11 check that accepts what `parse` accepts (its exception's message otherwise).
+template <typename Parse>
+CLI::Validator accepted_by(Parse parse, const char* name) {
   return CLI::Validator(
-      [](std::string& text) {
+      [parse](std::string& text) {
         try {
-          parse_size(text);
+          parse(text);
           return std::string();
         } catch (const std::exception& error) {
           return std::string(error.what());
         }
       },
-      "BYTES");
-}
-
-CLI::Validator dtype_validator() {
-  return CLI::Validator(
-      [](std::string& text) {
-        try {
-          dtype_from_name(text);
-          return std::string();
-        } catch (const std::exception& error) {
-          return std::string(error.what());
-        }
-      },
-      "DTYPE");
+      name);
 }
 
 }  // namespace
@@ -88,6 +76,7 @@ bool has_op(Collective collective) {
 }
 
 size_t row_count(Collective collective, size_t bytes, size_t element_size, int ranks) {
+  if (bytes == 0) return 0;
   const size_t count = bytes / element_size;
   if (collective == Collective::kAllreduce || collective == Collective::kBroadcast)
     return std::max<size_t>(count, 1);
@@ -119,8 +108,9 @@ std::optional<BenchOptions> parse_options(const tools::MpiTool& mpi, int argc, c
   std::string min_bytes = "1K", max_bytes = "64M", dtype = "float32", collective = "allreduce";
   std::string algorithms = "auto,mpi";
   int check = 1;
-  app.add_option("-b,--minbytes", min_bytes, "smallest size (bytes; K, M, G suffixes)")->check(size_validator());
-  app.add_option("-e,--maxbytes", max_bytes, "largest size (bytes; K, M, G suffixes)")->check(size_validator());
+  app.add_option("-b,--minbytes", min_bytes, "smallest size (bytes; K, M, G suffixes)")->check(accepted_by(parse_size, "BYTES"));
+  app.add_option("-e,--maxbytes", max_bytes, "largest size (bytes; K, M, G suffixes)")
+      ->check(accepted_by(parse_size, "BYTES"));
   app.add_option("-f,--stepfactor", options.step_factor, "multiply the size by this factor between rows")
       ->check(CLI::Range(1.0 + 1e-9, 1e9));
   app.add_option("-n,--iters", options.iterations, "timed iterations per row")->check(CLI::Range(1, 1 << 30));
@@ -129,7 +119,7 @@ std::optional<BenchOptions> parse_options(const tools::MpiTool& mpi, int argc, c
   app.add_option("-o,--op", options.op_name, "sum, avg, min, max or prod (allreduce, reduce_scatter)")
       ->check(CLI::IsMember({"sum", "avg", "min", "max", "prod"}));
   app.add_option("-d,--datatype", dtype, "float32, float64, float16, bfloat16, int32, int64, int8, uint8")
-      ->check(dtype_validator());
+      ->check(accepted_by(dtype_from_name, "DTYPE"));
   app.add_option("-C,--collective", collective, "allreduce, allgather, broadcast, reduce_scatter or alltoall")
       ->check(CLI::IsMember({"allreduce", "allgather", "broadcast", "reduce_scatter", "alltoall"}));
   app.add_option("-a,--algorithms", algorithms,

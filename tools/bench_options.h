@@ -31,7 +31,7 @@ bool has_op(Collective collective);
 
 /// Elements a row of `bytes` bytes holds: bytes / element size, rounded down to a multiple of
 /// P for the collectives made of P equal blocks (allgather, reduce_scatter, alltoall), at
-/// least one element (one per rank for those).
+/// least one element (one per rank for those) unless `bytes` is 0 (then 0).
 size_t row_count(Collective collective, size_t bytes, size_t element_size, int ranks);
 
 /// Everything the flags set.

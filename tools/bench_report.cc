@@ -66,11 +66,15 @@ void print_header(const Report& report) {
 void print_algorithm_title(const std::string& algorithm) { std::printf("# algorithm %s\n", algorithm.c_str()); }
 
 void print_row(const Report& report, const Record& out_of_place, const Record& in_place) {
-  for (const Record* half : {&out_of_place, &in_place}) {
-    const Measurement& m = half->measurement;
-    if (!m.measured)
-      std::printf("#  %s %s skips %zu B: %s\n", half->algorithm.c_str(), half->in_place ? "in-place" : "out-of-place",
-                  half->bytes, m.skip_reason.c_str());
+  const Measurement& out = out_of_place.measurement;
+  const Measurement& in = in_place.measurement;
+  if (!out.measured && !in.measured && out.skip_reason == in.skip_reason) {
+    std::printf("#  %s skips %zu B: %s\n", out_of_place.algorithm.c_str(), out_of_place.bytes, out.skip_reason.c_str());
+  } else {
+    for (const Record* half : {&out_of_place, &in_place})
+      if (!half->measurement.measured)
+        std::printf("#  %s %s skips %zu B: %s\n", half->algorithm.c_str(), half->in_place ? "in-place" : "out-of-place",
+                    half->bytes, half->measurement.skip_reason.c_str());
   }
   if (out_of_place.algorithm == "auto" && out_of_place.measurement.measured)
     std::printf("#  auto picks %s for %zu B\n", out_of_place.measurement.chosen.c_str(), out_of_place.bytes);

@@ -35,6 +35,27 @@ class CollectiveRunner {
   virtual long count_wrong() const = 0;
 };
 
+/// What every collective's runner holds: the context, how its algorithm name resolved, the
+/// row, and (for a registry entry) the entry's persistent instance.
+template <typename AlgorithmType>
+class RunnerBase : public CollectiveRunner {
+ protected:
+  RunnerBase(BenchContext& context, const Resolution& resolution, const RowSpec& spec,
+             const std::vector<RegistryEntry<AlgorithmType>>& entries)
+      : context_(context), resolution_(resolution), spec_(spec) {
+    if (resolution.kind == Resolution::Kind::kRegistry)
+      algorithm_ = &context.instance(entries, resolution.registry_name);
+  }
+  bool is_mpi() const { return resolution_.kind == Resolution::Kind::kMpi; }
+  int rank() const { return context_.rank(); }
+  int size() const { return context_.size(); }
+
+  BenchContext& context_;
+  Resolution resolution_;
+  RowSpec spec_;
+  AlgorithmType* algorithm_ = nullptr;  ///< kRegistry only
+};
+
 /// The runner of `algorithm` for `spec`, or nullptr with `resolution` saying why the row is
 /// skipped (the algorithm declines, MPI has no datatype for float16, in-place alltoall...).
 /// `resolution` also names the registry entry "auto" chose. Collective over the world

@@ -17,6 +17,7 @@
 // CLI11's code for a bad flag.
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/enforce.h"
@@ -34,7 +35,7 @@ std::vector<size_t> row_sizes(const BenchOptions& options, int ranks) {
   const size_t element = dtype_size(options.dtype);
   std::vector<size_t> sizes;
   for (double bytes = static_cast<double>(options.min_bytes); bytes <= static_cast<double>(options.max_bytes);
-       bytes *= options.step_factor) {
+       bytes = std::max(bytes * options.step_factor, bytes + 1)) {
     const size_t row = row_count(options.collective, static_cast<size_t>(bytes), element, ranks) * element;
     if (sizes.empty() || row > sizes.back()) sizes.push_back(row);
   }

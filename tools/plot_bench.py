@@ -19,6 +19,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+# The baseline and the model's choice stand out from the algorithms.
+STYLES = {"mpi": {"color": "black", "linestyle": "--"}, "auto": {"color": "grey", "linestyle": ":"}}
+
+
 def load(paths, out_of_place):
     """Returns {P: {label: [(size, busbw), ...]}} from the files' "results" lists."""
     rows = []
@@ -42,7 +46,8 @@ def plot(panels, output, title):
     for ax, p in zip(axes[0], ranks):
         for label, points in sorted(panels[p].items()):
             points.sort()
-            ax.plot([s for s, _ in points], [b for _, b in points], marker="o", markersize=3, label=label)
+            style = STYLES.get(label.split("/")[-1], {})
+            ax.plot([s for s, _ in points], [b for _, b in points], marker="o", markersize=3, label=label, **style)
         ax.set_xscale("log", base=2)
         ax.set_xlabel("size (bytes)")
         ax.set_ylabel("busbw (GB/s)")
