@@ -154,12 +154,12 @@ void write_json(const Report& report, const std::string& path) {
                        {"size", record.bytes},
                        {"count", record.count},
                        {"in_place", record.in_place},
-                       {"time_us", m.seconds * 1e6},
+                       {"time", m.seconds * 1e6},
                        {"algbw", bw},
                        {"busbw", bw * bus_factor(o.collective, report.ranks)},
                        {"wrong", m.wrong},
                        {"page_faults", m.page_faults},
-                       {"ranks", report.ranks},
+                       {"P", report.ranks},
                        {"nodes", report.nodes}});
   }
   nlohmann::json choices = nlohmann::json::array();
@@ -171,7 +171,7 @@ void write_json(const Report& report, const std::string& path) {
                                {"nodes", report.nodes},
                                {"iterations", o.iterations},
                                {"warmup", o.warmup},
-                               {"units", {{"size", "bytes"}, {"time_us", "microseconds"}, {"algbw", "GB/s"},
+                               {"units", {{"size", "bytes"}, {"time", "microseconds"}, {"algbw", "GB/s"},
                                           {"busbw", "GB/s"}, {"page_faults", "minor faults per call, rank 0"}}},
                                {"model_choices", choices},
                                {"results", results}};

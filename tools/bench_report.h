@@ -48,8 +48,10 @@ void print_row(const Report& report, const Record& out_of_place, const Record& i
 /// best. In-place times, except for alltoall (out of place).
 void print_comparison(const Report& report);
 /// Writes the report as JSON: run settings and one object per record (collective,
-/// algorithm, chosen, size, count, in_place, time_us, algbw, busbw, wrong, page_faults,
-/// ranks, nodes). Throws InvalidArgument when the file cannot be written.
+/// algorithm, chosen, size in bytes, count, in_place, time in microseconds, algbw and busbw
+/// in GB/s, wrong (-1 = not checked), page_faults per call, P, nodes) under "results", the
+/// format tools/plot_bench.py and concord-sim --validate read. Throws InvalidArgument when the
+/// file cannot be written.
 void write_json(const Report& report, const std::string& path);
 
 }  // namespace concord::bench

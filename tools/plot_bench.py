@@ -36,7 +36,7 @@ def load(paths, out_of_place):
         if row["in_place"] != in_place_wanted:
             continue
         label = row["algorithm"] if len(collectives) == 1 else f'{row["collective"]}/{row["algorithm"]}'
-        panels[row["ranks"]][label].append((row["size"], row["busbw"]))
+        panels[row["P"]][label].append((row["size"], row["busbw"]))
     return panels
 
 
