@@ -1,6 +1,8 @@
 #include "algorithms/registry.h"
 
 #include "algorithms/allgather_ring.h"
+#include "algorithms/allreduce_hierarchical.h"
+#include "algorithms/allreduce_mpi.h"
 #include "algorithms/allreduce_ring.h"
 #include "algorithms/broadcast_binomial.h"
 #include "common/enforce.h"
@@ -20,6 +22,13 @@ const std::vector<AllreduceEntry>& allreduce_algorithms() {
        [](const AlgorithmContext& ctx) {
          return std::make_unique<AllreduceRing>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
        }},
+      {"hierarchical",
+       "intra-node binomial reduce, inter-node allreduce of the local roots, intra-node broadcast",
+       AllreduceHierarchical::declines, AllreduceHierarchical::cost,
+       [](const AlgorithmContext& ctx) { return std::make_unique<AllreduceHierarchical>(ctx); }},
+      {"mpi", "the transport's MPI_Allreduce (baseline; blocking; cost estimated, not counted)",
+       AllreduceMpi::declines, AllreduceMpi::cost,
+       [](const AlgorithmContext& ctx) { return std::make_unique<AllreduceMpi>(ctx.comm); }},
   };
   return entries;
 }

@@ -18,7 +18,7 @@ Executor::Executor(Communicator& data, const Config& config, const CostParams& c
       timeline_(timeline),
       config_(config),
       cost_(cost),
-      context_{data, scratch_, static_cast<size_t>(config.ring_chunk_bytes), std::move(node_of_rank)} {
+      context_{data, scratch_, static_cast<size_t>(config.ring_chunk_bytes), std::move(node_of_rank), cost} {
   nodes_ = static_cast<int>(std::set<int>(context_.node_of_rank.begin(), context_.node_of_rank.end()).size());
   nodes_ = std::max(nodes_, 1);
 }

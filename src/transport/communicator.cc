@@ -32,8 +32,27 @@ void Communicator::native_allreduce(void*, size_t, DataType dtype, ReduceOp op) 
                 reduce_op_name(op));
 }
 
-std::unique_ptr<Communicator> Communicator::split(int, int) {
-  CONCORD_THROW(InvalidArgument, "this transport cannot split its communicator");
+void Communicator::record_sent(uint64_t bytes, uint64_t messages) {
+  counters_->bytes_sent += bytes;
+  counters_->messages_sent += messages;
+  for (auto& ancestor : ancestors_) {
+    ancestor->bytes_sent += bytes;
+    ancestor->messages_sent += messages;
+  }
+}
+
+void Communicator::record_received(uint64_t bytes, uint64_t messages) {
+  counters_->bytes_received += bytes;
+  counters_->messages_received += messages;
+  for (auto& ancestor : ancestors_) {
+    ancestor->bytes_received += bytes;
+    ancestor->messages_received += messages;
+  }
+}
+
+void Communicator::adopt(Communicator& child) const {
+  child.ancestors_ = ancestors_;
+  child.ancestors_.push_back(counters_);
 }
 
 }  // namespace concord
