@@ -65,14 +65,16 @@ void ensure_mpi_initialized() {
                   MPI_THREAD_SERIALIZED, ") or higher; initialise MPI with MPI_Init_thread");
 }
 
-MpiCommunicator::MpiCommunicator(MPI_Comm parent) {
-  check_mpi(MPI_Comm_dup(parent, &comm_), "MPI_Comm_dup");
-  MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &size_);
+MPI_Comm duplicate(MPI_Comm parent) {
+  MPI_Comm comm = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_dup(parent, &comm), "MPI_Comm_dup");
+  return comm;
 }
 
+MpiCommunicator::MpiCommunicator(MPI_Comm parent) : MpiCommunicator(duplicate(parent), Adopt{}) {}
+
 MpiCommunicator::MpiCommunicator(MPI_Comm comm, Adopt) : comm_(comm) {
+  std::fill(&user_ops_[0][0], &user_ops_[0][0] + sizeof user_ops_ / sizeof(MPI_Op), MPI_OP_NULL);
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
@@ -82,7 +84,7 @@ MpiCommunicator::~MpiCommunicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
-  for (auto& row : half_ops_)
+  for (auto& row : user_ops_)
     for (auto& op : row)
       if (op != MPI_OP_NULL) MPI_Op_free(&op);
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);

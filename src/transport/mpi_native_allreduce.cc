@@ -5,7 +5,9 @@
 // MPI_INT64_T, MPI_INT8_T, MPI_UINT8_T with the builtin MPI_SUM/MIN/MAX/PROD (kAverage is
 // MPI_SUM; the caller scales). MPI has no 16-bit float type, so float16 and bfloat16 travel
 // as MPI_UINT16_T with a commutative user-defined op (MPI-3.1 section 5.9.5) that calls
-// Concord's own reduce_inplace, rounding to nearest even once per combination.
+// Concord's own reduce_inplace, rounding to nearest even once per combination. 8-bit sums
+// also use such an op: Open MPI 4.1's AVX reduction component saturates int8/uint8 sums
+// instead of wrapping (open-mpi/ompi#8045), and Concord's sums wrap.
 #include <algorithm>
 #include <climits>
 
@@ -19,27 +21,42 @@ namespace {
 // Elements per MPI_Allreduce call (MPI counts are ints).
 constexpr size_t kMaxCallCount = size_t{1} << 30;
 
-// MPI_User_function for 16-bit floats: inout[i] = inout[i] op in[i]. The op is
+// MPI_User_function calling Concord's kernel: inout[i] = inout[i] op in[i]. The op is
 // commutative, so MPI may combine in any order; the result is the same on every rank
 // because MPI_Allreduce returns one value to all.
 template <DataType kDtype, ReduceOp kOp>
-void half_user_op(void* in, void* inout, int* length, MPI_Datatype*) {
+void concord_user_op(void* in, void* inout, int* length, MPI_Datatype*) {
   reduce_inplace(inout, in, static_cast<size_t>(*length), kDtype, kOp);
 }
 
 template <DataType kDtype>
-MPI_User_function* half_function(ReduceOp op) {
+MPI_User_function* user_function(ReduceOp op) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAverage: return &half_user_op<kDtype, ReduceOp::kSum>;
-    case ReduceOp::kMin: return &half_user_op<kDtype, ReduceOp::kMin>;
-    case ReduceOp::kMax: return &half_user_op<kDtype, ReduceOp::kMax>;
-    case ReduceOp::kProduct: return &half_user_op<kDtype, ReduceOp::kProduct>;
+    case ReduceOp::kAverage: return &concord_user_op<kDtype, ReduceOp::kSum>;
+    case ReduceOp::kMin: return &concord_user_op<kDtype, ReduceOp::kMin>;
+    case ReduceOp::kMax: return &concord_user_op<kDtype, ReduceOp::kMax>;
+    case ReduceOp::kProduct: return &concord_user_op<kDtype, ReduceOp::kProduct>;
   }
   return nullptr;
 }
 
-bool is_half(DataType dtype) { return dtype == DataType::kFloat16 || dtype == DataType::kBFloat16; }
+// Combinations that MPI has no builtin for, or gets wrong (see the file comment).
+bool needs_user_op(DataType dtype, ReduceOp op) {
+  if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) return true;
+  const bool sum = op == ReduceOp::kSum || op == ReduceOp::kAverage;
+  return sum && (dtype == DataType::kInt8 || dtype == DataType::kUInt8);
+}
+
+MPI_User_function* user_function(DataType dtype, ReduceOp op) {
+  switch (dtype) {
+    case DataType::kFloat16: return user_function<DataType::kFloat16>(op);
+    case DataType::kBFloat16: return user_function<DataType::kBFloat16>(op);
+    case DataType::kInt8: return user_function<DataType::kInt8>(op);
+    case DataType::kUInt8: return user_function<DataType::kUInt8>(op);
+    default: return nullptr;
+  }
+}
 
 MPI_Datatype mpi_datatype(DataType dtype) {
   switch (dtype) {
@@ -77,13 +94,9 @@ bool MpiCommunicator::native_allreduce_supported(DataType dtype, ReduceOp op) co
 }
 
 MPI_Op MpiCommunicator::mpi_op(DataType dtype, ReduceOp op) {
-  if (!is_half(dtype)) return builtin_op(op);
-  MPI_Op& slot = half_ops_[dtype == DataType::kBFloat16 ? 1 : 0][static_cast<int>(op)];
-  if (slot == MPI_OP_NULL) {
-    MPI_User_function* function = dtype == DataType::kBFloat16 ? half_function<DataType::kBFloat16>(op)
-                                                                : half_function<DataType::kFloat16>(op);
-    check_mpi(MPI_Op_create(function, /*commute=*/1, &slot), "MPI_Op_create");
-  }
+  if (!needs_user_op(dtype, op)) return builtin_op(op);
+  MPI_Op& slot = user_ops_[static_cast<int>(dtype)][static_cast<int>(op)];
+  if (slot == MPI_OP_NULL) check_mpi(MPI_Op_create(user_function(dtype, op), /*commute=*/1, &slot), "MPI_Op_create");
   return slot;
 }
 
