@@ -1,10 +1,19 @@
 #include "algorithms/registry.h"
 
+#include "algorithms/allgather_recursive_doubling.h"
 #include "algorithms/allgather_ring.h"
+#include "algorithms/allreduce_double_tree.h"
+#include "algorithms/allreduce_halving_doubling.h"
 #include "algorithms/allreduce_hierarchical.h"
 #include "algorithms/allreduce_mpi.h"
+#include "algorithms/allreduce_recursive_doubling.h"
 #include "algorithms/allreduce_ring.h"
+#include "algorithms/allreduce_tree.h"
+#include "algorithms/alltoall_pairwise.h"
 #include "algorithms/broadcast_binomial.h"
+#include "algorithms/broadcast_chain.h"
+#include "algorithms/reduce_scatter_halving.h"
+#include "algorithms/reduce_scatter_ring.h"
 #include "common/enforce.h"
 #include "common/logging.h"
 
@@ -22,6 +31,30 @@ const std::vector<AllreduceEntry>& allreduce_algorithms() {
        [](const AlgorithmContext& ctx) {
          return std::make_unique<AllreduceRing>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
        }},
+      {"tree", "binary tree reduce then broadcast, chunk-pipelined (log P latency)", always,
+       AllreducePipelinedTree::cost,
+       [](const AlgorithmContext& ctx) {
+         return std::make_unique<AllreducePipelinedTree>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
+       }},
+      {"double_tree", "two complementary binary trees, half the data each, chunk-pipelined (NCCL)", always,
+       AllreduceDoubleTree::cost,
+       [](const AlgorithmContext& ctx) {
+         return std::make_unique<AllreduceDoubleTree>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
+       }},
+      {"halving_doubling",
+       "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling allgather, "
+       "2 log2 P rounds (fold when P is not a power of two)",
+       always, AllreduceHalvingDoubling::cost,
+       [](const AlgorithmContext& ctx) {
+         return std::make_unique<AllreduceHalvingDoubling>(ctx.comm, ctx.scratch);
+       }},
+      {"recursive_doubling",
+       "whole vector exchanged and reduced log2 P rounds, for small messages "
+       "(fold when P is not a power of two)",
+       always, AllreduceRecursiveDoubling::cost,
+       [](const AlgorithmContext& ctx) {
+         return std::make_unique<AllreduceRecursiveDoubling>(ctx.comm, ctx.scratch);
+       }},
       {"hierarchical",
        "intra-node binomial reduce, inter-node allreduce of the local roots, intra-node broadcast",
        AllreduceHierarchical::declines, AllreduceHierarchical::cost,
@@ -37,6 +70,13 @@ const std::vector<AllgatherEntry>& allgather_algorithms() {
   static const std::vector<AllgatherEntry> entries = {
       {"ring", "ring allgather of variable-size blocks, P-1 steps", always, AllgatherRing::cost,
        [](const AlgorithmContext& ctx) { return std::make_unique<AllgatherRing>(ctx.comm); }},
+      {"recursive_doubling",
+       "recursive-doubling allgather of variable-size blocks, log2 P rounds "
+       "(fold when P is not a power of two)",
+       always, AllgatherRecursiveDoubling::cost,
+       [](const AlgorithmContext& ctx) {
+         return std::make_unique<AllgatherRecursiveDoubling>(ctx.comm, ctx.scratch);
+       }},
   };
   return entries;
 }
@@ -46,17 +86,29 @@ const std::vector<BroadcastEntry>& broadcast_algorithms() {
       {"binomial", "binomial tree, whole message per edge, ceil(log2 P) rounds", always,
        BroadcastBinomial::cost,
        [](const AlgorithmContext& ctx) { return std::make_unique<BroadcastBinomial>(ctx.comm); }},
+      {"chain", "pipelined chain root -> root+1 -> ..., chunked (large messages)", always, BroadcastChain::cost,
+       [](const AlgorithmContext& ctx) { return std::make_unique<BroadcastChain>(ctx.comm, ctx.chunk_bytes); }},
   };
   return entries;
 }
 
 const std::vector<ReduceScatterEntry>& reduce_scatter_algorithms() {
-  static const std::vector<ReduceScatterEntry> entries = {};
+  static const std::vector<ReduceScatterEntry> entries = {
+      {"ring", "ring reduce-scatter, P-1 steps (bandwidth-optimal); rank r gets block r", always,
+       ReduceScatterRing::cost,
+       [](const AlgorithmContext& ctx) { return std::make_unique<ReduceScatterRing>(ctx.comm, ctx.scratch); }},
+      {"halving", "recursive-halving reduce-scatter, log2 P rounds (fold when P is not a power of two)",
+       always, ReduceScatterHalving::cost,
+       [](const AlgorithmContext& ctx) { return std::make_unique<ReduceScatterHalving>(ctx.comm, ctx.scratch); }},
+  };
   return entries;
 }
 
 const std::vector<AlltoallEntry>& alltoall_algorithms() {
-  static const std::vector<AlltoallEntry> entries = {};
+  static const std::vector<AlltoallEntry> entries = {
+      {"pairwise", "pairwise exchange, P-1 steps, one partner per step", always, AlltoallPairwise::cost,
+       [](const AlgorithmContext& ctx) { return std::make_unique<AlltoallPairwise>(ctx.comm); }},
+  };
   return entries;
 }
 

@@ -9,6 +9,7 @@
 
 #include "common/enforce.h"
 #include "common/logging.h"
+#include "algorithms/registry.h"
 #include "runtime/fusion.h"
 
 namespace concord {
@@ -44,6 +45,22 @@ void adopt_rank0_settings(Communicator& comm, Config& config, CostParams& cost) 
   config.broadcast_algorithm = root.at("broadcast_algorithm");
   const auto& c = root.at("cost");
   cost = CostParams{c.at(0), c.at(1), c.at(2), c.at(3), c.at(4)};
+}
+
+// Fails init() with InvalidArgument listing the known names when a forced algorithm does
+// not exist (rather than failing every later collective).
+void check_algorithm_names(const Config& config) {
+  auto check = [](const auto& entries, const std::string& name, const char* variable) {
+    if (name.empty() || name == "auto") return;
+    try {
+      find_algorithm(entries, name);
+    } catch (const InvalidArgument& e) {
+      CONCORD_THROW(InvalidArgument, variable, "=", name, ": ", e.what());
+    }
+  };
+  check(allreduce_algorithms(), config.allreduce_algorithm, "CONCORD_ALLREDUCE_ALGORITHM");
+  check(allgather_algorithms(), config.allgather_algorithm, "CONCORD_ALLGATHER_ALGORITHM");
+  check(broadcast_algorithms(), config.broadcast_algorithm, "CONCORD_BROADCAST_ALGORITHM");
 }
 
 // Node index of every rank (0, 1, ... in order of first appearance), from MPI's
@@ -116,6 +133,7 @@ Runtime::Runtime(const InitOptions& options) : config_(Config::from_env()) {
   configure_logging(control_->rank(), config_.log_level);
   CostParams cost = CostParams::from_env();
   adopt_rank0_settings(*control_, config_, cost);
+  check_algorithm_names(config_);
   if (!config_.timeline_path.empty()) start_timeline(config_.timeline_path);
   negotiator_ = std::make_unique<Negotiator>(
       *control_, NegotiatorOptions{static_cast<uint32_t>(config_.cache_capacity), config_.stall_warning_seconds,

@@ -1,4 +1,6 @@
 // Process-level queries against what MPI itself reports.
+#include <cstdlib>
+
 #include "mpi_test_util.h"
 
 namespace concord::mpitest {
@@ -25,6 +27,28 @@ TEST(Basics, LocalRankAndSizeMatchSharedMemorySplit) {
   MPI_Comm_free(&local);
   EXPECT_EQ(concord::local_rank(), local_rank) << "[rank " << world_rank() << "] local_rank()";
   EXPECT_EQ(concord::local_size(), local_size) << "[rank " << world_rank() << "] local_size()";
+}
+
+// The node layout the launcher promised, for runs across (emulated) hosts: with
+// CONCORD_EXPECT_SIZE / CONCORD_EXPECT_LOCAL_SIZE set (e.g. 4 and 2 by the multihost.np4 test,
+// which runs 2 hosts x 2 ranks through scripts/two_hosts.sh), size() and local_size() must
+// equal them on every rank; unset, the test is skipped. Catches a launch where Open MPI
+// treated both "hosts" as one node (local_size() == size()).
+TEST(Basics, NodeLayoutMatchesLauncher) {
+  const char* expect_size = std::getenv("CONCORD_EXPECT_SIZE");
+  const char* expect_local_size = std::getenv("CONCORD_EXPECT_LOCAL_SIZE");
+  if (expect_size == nullptr && expect_local_size == nullptr)
+    GTEST_SKIP() << "CONCORD_EXPECT_SIZE and CONCORD_EXPECT_LOCAL_SIZE are not set";
+  if (expect_size != nullptr) {
+    EXPECT_EQ(concord::size(), std::atoi(expect_size))
+        << "[rank " << world_rank() << "] size() != CONCORD_EXPECT_SIZE=" << expect_size;
+  }
+  if (expect_local_size != nullptr) {
+    EXPECT_EQ(concord::local_size(), std::atoi(expect_local_size))
+        << "[rank " << world_rank() << "] local_size() != CONCORD_EXPECT_LOCAL_SIZE=" << expect_local_size
+        << " (size() = " << concord::size() << "): the launcher's hosts were not seen as separate nodes";
+  }
+  EXPECT_LT(concord::local_rank(), concord::local_size()) << "[rank " << world_rank() << "] local_rank()";
 }
 
 TEST(Basics, InitTwiceIsANoOp) {

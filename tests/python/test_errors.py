@@ -326,6 +326,11 @@ LIFECYCLE_SCRIPT = textwrap.dedent("""
     attempt("bad_env.is_initialized", hvd.is_initialized)
     del os.environ["CONCORD_CYCLE_TIME"]
 
+    os.environ["CONCORD_ALLREDUCE_ALGORITHM"] = "no_such_algorithm"
+    attempt("bad_algorithm.init", hvd.init)
+    attempt("bad_algorithm.is_initialized", hvd.is_initialized)
+    del os.environ["CONCORD_ALLREDUCE_ALGORITHM"]
+
     attempt("init", hvd.init)
     attempt("init_again", hvd.init)
     attempt("during.is_initialized", hvd.is_initialized)
@@ -425,6 +430,13 @@ def test_lifecycle_before_init_raises_state_error(lifecycle):
 def test_lifecycle_malformed_environment_variable(lifecycle):
     _expect(lifecycle, "bad_env.init", "InvalidArgumentError", contains="CONCORD_CYCLE_TIME='not-a-number'")
     _expect(lifecycle, "bad_env.is_initialized", "ok", False)
+
+
+def test_lifecycle_unknown_algorithm_name(lifecycle):
+    _expect(lifecycle, "bad_algorithm.init", "InvalidArgumentError",
+            contains="CONCORD_ALLREDUCE_ALGORITHM=no_such_algorithm")
+    _expect(lifecycle, "bad_algorithm.init", "InvalidArgumentError", contains="known: ring")
+    _expect(lifecycle, "bad_algorithm.is_initialized", "ok", False)
 
 
 def test_lifecycle_single_process_is_rank_0_of_1(lifecycle):

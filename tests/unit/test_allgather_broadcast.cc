@@ -1,6 +1,7 @@
-// AllgatherRing and BroadcastBinomial (src/algorithms/) on the in-process multi-rank
-// transport (threads as ranks) for P = 1..16: variable and empty blocks, every root, and
-// several algorithms progressed together by one loop on one communicator.
+// Every registered allgather algorithm (ring, recursive_doubling) and BroadcastBinomial
+// (src/algorithms/) on the in-process multi-rank transport (threads as ranks) for
+// P = 1..16: variable and empty blocks, every root, and several algorithms progressed
+// together by one loop on one communicator.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -8,6 +9,7 @@
 #include "algorithms/allgather_ring.h"
 #include "algorithms/allreduce_ring.h"
 #include "algorithms/broadcast_binomial.h"
+#include "algorithms/registry.h"
 #include "dtype_util.h"
 #include "rank_runner.h"
 
@@ -20,7 +22,7 @@ using testing_util::first_difference;
 using testing_util::run_ranks;
 
 // ---------------------------------------------------------------------------------------
-// AllgatherRing: variable block sizes, including empty blocks.
+// Every registered allgather: variable block sizes, including empty blocks.
 
 enum class Blocks { kAllEmpty, kOneByte, kVariableWithEmpty, kLarge };
 
@@ -46,8 +48,8 @@ const char* blocks_name(Blocks blocks) {
 
 uint8_t block_byte(int rank, size_t j) { return static_cast<uint8_t>(rank * 131 + j * 7 + 1); }
 
-void check_allgather(int P, Blocks blocks) {
-  SCOPED_TRACE(::testing::Message() << "AllgatherRing P=" << P << " blocks=" << blocks_name(blocks));
+void check_allgather(const AllgatherEntry& entry, int P, Blocks blocks) {
+  SCOPED_TRACE(::testing::Message() << "allgather " << entry.name << " P=" << P << " blocks=" << blocks_name(blocks));
   std::vector<size_t> sizes(P);
   size_t total = 0;
   for (int r = 0; r < P; ++r) total += sizes[r] = block_bytes(blocks, r);
@@ -58,11 +60,12 @@ void check_allgather(int P, Blocks blocks) {
   std::vector<std::vector<uint8_t>> outputs(P, std::vector<uint8_t>(total + kGuard, 0xEE));
   for (int rank = 0, offset = 0; rank < P; offset += static_cast<int>(sizes[rank]), ++rank)
     for (size_t j = 0; j < sizes[rank]; ++j) outputs[rank][offset + j] = block_byte(rank, j);
+  std::vector<ScratchBuffer> scratch(P);
   ASSERT_EQ(run_ranks(P,
                       [&](Communicator& comm, const AbortFlag& aborted) {
-                        AllgatherRing gather(comm);
-                        gather.start(outputs[comm.rank()].data(), sizes);
-                        drive(gather, aborted);
+                        auto gather = entry.create(AlgorithmContext{comm, scratch[comm.rank()]});
+                        gather->start(outputs[comm.rank()].data(), sizes);
+                        drive(*gather, aborted);
                       }),
             "");
   for (int r = 0; r < P; ++r) {
@@ -73,15 +76,25 @@ void check_allgather(int P, Blocks blocks) {
   }
 }
 
-class AllgatherRingTest : public ::testing::TestWithParam<int> {};
+class AllgatherTest : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
 
-TEST_P(AllgatherRingTest, EveryRankGetsEveryBlockInRankOrder) {
+TEST_P(AllgatherTest, EveryRankGetsEveryBlockInRankOrder) {
+  const auto& [name, P] = GetParam();
   for (Blocks blocks : {Blocks::kAllEmpty, Blocks::kOneByte, Blocks::kVariableWithEmpty, Blocks::kLarge})
-    check_allgather(GetParam(), blocks);
+    check_allgather(find_algorithm(allgather_algorithms(), name), P, blocks);
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes1To16, AllgatherRingTest, ::testing::Range(1, 17),
-                         [](const auto& info) { return testing_util::cat("P", info.param); });
+std::vector<std::string> allgather_names() {
+  std::vector<std::string> names;
+  for (const auto& entry : allgather_algorithms()) names.push_back(entry.name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, AllgatherTest,
+                         ::testing::Combine(::testing::ValuesIn(allgather_names()), ::testing::Range(1, 17)),
+                         [](const auto& info) {
+                           return testing_util::cat(std::get<0>(info.param), "_P", std::get<1>(info.param));
+                         });
 
 // ---------------------------------------------------------------------------------------
 // BroadcastBinomial from every root.

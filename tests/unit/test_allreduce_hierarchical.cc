@@ -14,6 +14,7 @@
 
 #include "algorithms/allreduce_hierarchical.h"
 #include "algorithms/registry.h"
+#include "cost_check.h"
 #include "dtype_util.h"
 #include "rank_runner.h"
 #include "test_support/exact_reduction.h"
@@ -74,18 +75,7 @@ void check(int P, const NodeMap& map, size_t n, DataType dtype, ReduceOp op, siz
   problem.count = n;
   problem.element_size = element;
   problem.chunk_bytes = chunk_bytes;
-  const Cost cost = AllreduceHierarchical::cost(problem);
-  uint64_t max_messages = 0, max_bytes = 0, total_messages = 0, total_bytes = 0;
-  for (const auto& t : traffic) {
-    max_messages = std::max(max_messages, t.messages_sent);
-    max_bytes = std::max(max_bytes, t.bytes_sent);
-    total_messages += t.messages_sent;
-    total_bytes += t.bytes_sent;
-  }
-  EXPECT_EQ(max_messages, cost.max_messages_sent) << what;
-  EXPECT_EQ(max_bytes, cost.max_bytes_sent) << what;
-  EXPECT_EQ(total_messages, cost.total_messages_sent) << what;
-  EXPECT_EQ(total_bytes, cost.total_bytes_sent) << what;
+  testing_util::expect_counts(what, AllreduceHierarchical::cost(problem), traffic);
 }
 
 using Param = std::tuple<int, int>;  // P, NodeMap::per_node

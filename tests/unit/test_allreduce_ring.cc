@@ -1,7 +1,7 @@
-// AllreduceRing (src/algorithms/allreduce_ring.h) on the in-process multi-rank transport
-// (threads as ranks): P = 1..16, empty, odd and large sizes, every dtype and op, pipelined
-// chunks. Results are compared against a float64 / modular-integer reference computed here,
-// and every rank's result must be bit-identical to rank 0's. Also the bytes on the wire.
+// Ring-specific tests of AllreduceRing (src/algorithms/allreduce_ring.h) on the in-process
+// transport: pipelining with tiny chunks, chunks that do not divide an element, reuse of one
+// object and scratch buffer, and the ring's bytes per rank per step. Correctness over
+// P = 1..16 x sizes x dtypes x ops is in test_algorithm_registry.cc, for every algorithm.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "algorithms/allreduce_ring.h"
+#include "allreduce_check.h"
 #include "dtype_util.h"
 #include "patterns/ring.h"
 #include "rank_runner.h"
@@ -22,6 +23,8 @@ using testing_util::AbortFlag;
 using testing_util::all_dtypes;
 using testing_util::all_ops;
 using testing_util::drive;
+using testing_util::expect_allreduce_results;
+using testing_util::fill_input;
 using testing_util::first_difference;
 using testing_util::is_integer;
 using testing_util::load;
@@ -60,33 +63,6 @@ const char* size_name(Size size) {
   return "?";
 }
 
-uint64_t mix(int rank, size_t index, uint64_t salt) {
-  uint64_t h = (index + 1) * 0x9E3779B97F4A7C15ull ^ (static_cast<uint64_t>(rank) + 1) * 0xC2B2AE3D27D4EB4Full ^ salt;
-  h = (h ^ (h >> 31)) * 0xBF58476D1CE4E5B9ull;
-  return h ^ (h >> 29);
-}
-
-// Deterministic input of `rank` at `index`, chosen per op so that the float64 reference is
-// meaningful: sums of values in [-4, 4]; products of values near 1 (no overflow); min/max
-// of spread values. Integers use all their bits (sums and products wrap).
-void fill_input(void* buffer, size_t count, DataType dtype, ReduceOp op, int rank) {
-  for (size_t i = 0; i < count; ++i) {
-    const uint64_t h = mix(rank, i, static_cast<uint64_t>(op));
-    if (is_integer(dtype)) {
-      store_int(buffer, i, dtype, static_cast<int64_t>(op == ReduceOp::kProduct ? (h | 1) : h));
-      continue;
-    }
-    double v;
-    switch (op) {
-      case ReduceOp::kProduct: v = 1.0 + (static_cast<int>(h % 17) - 8) / 64.0; break;
-      case ReduceOp::kMin:
-      case ReduceOp::kMax: v = (static_cast<int>(h % 20001) - 10000) / 8.0; break;
-      default: v = (static_cast<int>(h % 2049) - 1024) / 256.0; break;
-    }
-    store(buffer, i, dtype, v);
-  }
-}
-
 std::string describe(const char* algorithm, int P, size_t n, DataType dtype, ReduceOp op, size_t chunk) {
   std::ostringstream out;
   out << algorithm << " P=" << P << " n=" << n << " dtype=" << dtype_name(dtype) << " op=" << reduce_op_name(op);
@@ -121,100 +97,10 @@ void check_allreduce(int P, size_t n, DataType dtype, ReduceOp op,
     for (size_t b = n * element; b < n * element + kGuard; ++b)
       ASSERT_EQ(results[r][b], 0x5A) << "rank " << r << " wrote past the end of the buffer (byte " << b << ")";
 
-  // Reference, then rank 0 against it.
-  int failures = 0;
-  for (size_t i = 0; i < n && failures < 10; ++i) {
-    if (is_integer(dtype)) {
-      uint64_t acc = static_cast<uint64_t>(load_int(inputs[0].data(), i, dtype));
-      int64_t extreme = load_int(inputs[0].data(), i, dtype);
-      for (int r = 1; r < P; ++r) {
-        const int64_t x = load_int(inputs[r].data(), i, dtype);
-        if (op == ReduceOp::kProduct) acc *= static_cast<uint64_t>(x);
-        else acc += static_cast<uint64_t>(x);
-        if (op == ReduceOp::kMin) extreme = std::min(extreme, x);
-        if (op == ReduceOp::kMax) extreme = std::max(extreme, x);
-      }
-      std::vector<uint8_t> expected(element);
-      store_int(expected.data(), 0, dtype,
-                (op == ReduceOp::kMin || op == ReduceOp::kMax) ? extreme : static_cast<int64_t>(acc));
-      const int64_t want = load_int(expected.data(), 0, dtype);
-      const int64_t got = load_int(results[0].data(), i, dtype);
-      EXPECT_EQ(got, want) << "rank 0 element " << i << " (" << what << ")";
-      failures += got != want;
-    } else {
-      double reference = load(inputs[0].data(), i, dtype), magnitude = std::fabs(reference);
-      for (int r = 1; r < P; ++r) {
-        const double x = load(inputs[r].data(), i, dtype);
-        switch (op) {
-          case ReduceOp::kSum:
-          case ReduceOp::kAverage: reference += x; magnitude += std::fabs(x); break;
-          case ReduceOp::kProduct: reference *= x; break;
-          case ReduceOp::kMin: reference = std::min(reference, x); break;
-          case ReduceOp::kMax: reference = std::max(reference, x); break;
-        }
-      }
-      // Each of the P - 1 reductions of the chain rounds once to the dtype.
-      double tolerance = 0;
-      if (op == ReduceOp::kSum || op == ReduceOp::kAverage) tolerance = P * unit_roundoff(dtype) * magnitude;
-      if (op == ReduceOp::kProduct) tolerance = P * unit_roundoff(dtype) * std::fabs(reference);
-      const double got = load(results[0].data(), i, dtype);
-      EXPECT_NEAR(got, reference, tolerance) << "rank 0 element " << i << " (" << what << ")";
-      failures += !(std::fabs(got - reference) <= tolerance);
-    }
-  }
-  for (int r = 1; r < P; ++r) {
-    const long diff = first_difference(results[r], results[0], element);
-    EXPECT_EQ(diff, -1) << "rank " << r << " differs from rank 0 at element " << diff << " (" << what << ")";
-  }
+  expect_allreduce_results(inputs, results, n, dtype, op, what);
 }
 
 const Size kSmallSizes[] = {Size::k0, Size::k1, Size::kPMinus1, Size::kPPlus1, Size::k7};
-
-// Every P, every dtype, every op, every small or odd size (n = 0, n < P, n = P +- 1, ...).
-class AllreduceRingSmall : public ::testing::TestWithParam<std::tuple<int, DataType>> {};
-
-TEST_P(AllreduceRingSmall, EveryOpAndSmallSizeMatchesReferenceOnEveryRank) {
-  const auto [P, dtype] = GetParam();
-  for (ReduceOp op : all_ops())
-    for (Size size : kSmallSizes) check_allreduce(P, elements(size, P), dtype, op);
-}
-
-INSTANTIATE_TEST_SUITE_P(AllSizesAndDtypes, AllreduceRingSmall,
-                         ::testing::Combine(::testing::Range(1, 17), ::testing::ValuesIn(all_dtypes())),
-                         [](const auto& info) {
-                           return testing_util::cat("P", std::get<0>(info.param), "_",
-                                                    dtype_name(std::get<1>(info.param)));
-                         });
-
-// Larger sizes, one allreduce per test.
-using AllreduceParam = std::tuple<int, Size, DataType, ReduceOp>;
-
-class AllreduceRingLarge : public ::testing::TestWithParam<AllreduceParam> {};
-
-TEST_P(AllreduceRingLarge, MatchesReferenceOnEveryRank) {
-  const auto [P, size, dtype, op] = GetParam();
-  check_allreduce(P, elements(size, P), dtype, op);
-}
-
-std::string allreduce_name(const ::testing::TestParamInfo<AllreduceParam>& info) {
-  const auto [P, size, dtype, op] = info.param;
-  return testing_util::cat("P", P, "_", size_name(size), "_", dtype_name(dtype), "_", reduce_op_name(op));
-}
-
-// The sum (the op of gradient averaging) for every world size and dtype.
-INSTANTIATE_TEST_SUITE_P(Sum, AllreduceRingLarge,
-                         ::testing::Combine(::testing::Range(1, 17),
-                                            ::testing::Values(Size::k1023, Size::k100003),
-                                            ::testing::ValuesIn(all_dtypes()), ::testing::Values(ReduceOp::kSum)),
-                         allreduce_name);
-
-// The other ops on a few world sizes.
-INSTANTIATE_TEST_SUITE_P(OtherOps, AllreduceRingLarge,
-                         ::testing::Combine(::testing::Values(2, 3, 7, 16), ::testing::Values(Size::k1023),
-                                            ::testing::ValuesIn(all_dtypes()),
-                                            ::testing::Values(ReduceOp::kAverage, ReduceOp::kMin, ReduceOp::kMax,
-                                                              ReduceOp::kProduct)),
-                         allreduce_name);
 
 // A tiny chunk size: many pipelined messages per segment, and segments of different sizes
 // cut into the same number of chunks (some of them empty when n is small).

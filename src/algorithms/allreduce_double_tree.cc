@@ -1,0 +1,23 @@
+#include "algorithms/allreduce_double_tree.h"
+
+#include "patterns/binary_tree.h"
+
+namespace concord {
+namespace {
+constexpr int kUpTag[2] = {42, 44};
+constexpr int kDownTag[2] = {43, 45};
+
+std::vector<TreePipeline> double_tree_pipelines(Communicator& comm) {
+  std::vector<TreePipeline> trees;
+  for (int t = 0; t < 2; ++t)
+    trees.emplace_back(comm, patterns::double_binary_tree(comm.rank(), comm.size(), t), kUpTag[t], kDownTag[t]);
+  return trees;
+}
+}  // namespace
+
+AllreduceDoubleTree::AllreduceDoubleTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes)
+    : TreeAllreduce(scratch, chunk_bytes, double_tree_pipelines(comm)) {}
+
+Cost AllreduceDoubleTree::cost(const Problem& problem) { return tree_allreduce_cost(problem, 2); }
+
+}  // namespace concord

@@ -1,0 +1,47 @@
+#include "algorithms/allreduce_halving_doubling.h"
+
+#include <algorithm>
+
+#include "algorithms/doubling_steps.h"
+#include "patterns/recursive_doubling.h"
+
+namespace concord {
+namespace {
+constexpr int kDataTag = 11;
+}
+
+AllreduceHalvingDoubling::AllreduceHalvingDoubling(Communicator& comm, ScratchBuffer& scratch)
+    : ScheduledReduction(comm, scratch, kDataTag) {}
+
+std::vector<ExchangeStep> AllreduceHalvingDoubling::steps(int rank, int ranks, size_t count, size_t element_size) {
+  std::vector<ExchangeStep> result;
+  if (ranks == 1 || count == 0) return result;
+  const patterns::RecursiveDoubling pattern{rank, ranks};
+  const patterns::Segment whole{0, count * element_size};
+  if (append_fold(result, pattern, whole, whole, Combine::kReduce)) return result;
+  const BlockSpan span = [&](patterns::BlockRange range) {
+    const auto elements = patterns::even_blocks(count, pattern.pof2(), range);
+    return patterns::Segment{elements.offset * element_size, elements.count * element_size};
+  };
+  append_halving_steps(result, pattern, span);
+  append_doubling_steps(result, pattern, span);
+  append_unfold(result, pattern, whole);
+  return result;
+}
+
+Cost AllreduceHalvingDoubling::cost(const Problem& problem) {
+  Cost cost;
+  const int P = problem.ranks;
+  if (P == 1 || problem.count == 0) return cost;
+  tally_traffic(cost, P, [&](int rank) { return steps(rank, P, problem.count, problem.element_size); });
+  const int pof2 = patterns::floor_pow2(P);
+  const int fold = P != pof2 ? 1 : 0;
+  const double n = static_cast<double>(problem.bytes());
+  const double block = static_cast<double>(patterns::segment(problem.count, pof2, 0).count * problem.element_size);
+  cost.rounds = 2.0 * patterns::log2_pow2(pof2) + 2 * fold;
+  cost.wire_bytes = 2.0 * (pof2 - 1) * block + 2.0 * fold * n;
+  cost.reduce_bytes = (pof2 - 1) * block + fold * n;
+  return cost.place(problem.nodes);
+}
+
+}  // namespace concord

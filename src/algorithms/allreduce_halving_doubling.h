@@ -1,0 +1,42 @@
+// AllreduceHalvingDoubling: Rabenseifner's allreduce, a recursive-halving reduce-scatter
+// followed by a recursive-doubling allgather (Rabenseifner, "Optimization of Collective
+// Reduction Operations", ICCS 2004; Thakur, Rabenseifner & Gropp, IJHPCA 2005, sec. 4.4),
+// with MPICH's fold for a world size that is not a power of two.
+//
+// Steps for P ranks and n bytes (pof2 = largest power of two <= P, L = log2 pof2, the
+// buffer cut into pof2 near-equal blocks, patterns/recursive_doubling.h):
+//   fold (P != pof2): each even rank r < 2(P - pof2) sends all n bytes to r + 1, which
+//     reduces them into its buffer; r sits out until the last step.
+//   L halving rounds: at distance pof2/2, pof2/4, ..., 1 each participant sends the half
+//     of its current range it does not keep (n/2, n/4, ..., n/pof2 bytes) and reduces the
+//     partner's copy of the other half; virtual rank v ends owning block v.
+//   L doubling rounds: at distance 1, 2, ..., pof2/2 partners swap what they own
+//     (n/pof2, ..., n/2 bytes), in place.
+//   unfold (P != pof2): each odd rank r < 2(P - pof2) sends the n-byte result to r - 1.
+// Each participant sends 2 (pof2-1)/pof2 n bytes in 2L messages; a fold pair's odd rank n
+// more in 1 more, its even rank n in 1. Critical path with b = the largest block:
+//   T = (2L + 2f) alpha + (2 (pof2-1) b + 2 f n) beta + ((pof2-1) b + f n) gamma,
+// f = 1 if P != pof2 else 0; on a power of two 2 log P alpha + 2 (P-1)/P n beta +
+// (P-1)/P n gamma. Every element is reduced by one chain (its block's owner) and then
+// copied, so all ranks end bit-identical. P = 1 or n = 0 sends nothing.
+#pragma once
+
+#include <vector>
+
+#include "algorithms/cost_model.h"
+#include "algorithms/exchange_schedule.h"
+
+namespace concord {
+
+class AllreduceHalvingDoubling : public ScheduledReduction<AllreduceAlgorithm, AllreduceHalvingDoubling> {
+ public:
+  /// `scratch` persists across calls; it grows to n/2 bytes (n when P is not a power of two).
+  AllreduceHalvingDoubling(Communicator& comm, ScratchBuffer& scratch);
+
+  /// The exchange steps of `rank` of `ranks` for `count` elements of `element_size` bytes.
+  static std::vector<ExchangeStep> steps(int rank, int ranks, size_t count, size_t element_size);
+  /// Exact messages and bytes of one call (from steps()) and the critical path above.
+  static Cost cost(const Problem& problem);
+};
+
+}  // namespace concord

@@ -1,0 +1,45 @@
+#include "algorithms/allreduce_recursive_doubling.h"
+
+#include "algorithms/doubling_steps.h"
+#include "patterns/recursive_doubling.h"
+
+namespace concord {
+namespace {
+constexpr int kDataTag = 12;
+}
+
+AllreduceRecursiveDoubling::AllreduceRecursiveDoubling(Communicator& comm, ScratchBuffer& scratch)
+    : ScheduledReduction(comm, scratch, kDataTag) {}
+
+std::vector<ExchangeStep> AllreduceRecursiveDoubling::steps(int rank, int ranks, size_t count, size_t element_size) {
+  std::vector<ExchangeStep> result;
+  if (ranks == 1 || count == 0) return result;
+  const patterns::RecursiveDoubling pattern{rank, ranks};
+  const patterns::Segment whole{0, count * element_size};
+  if (append_fold(result, pattern, whole, whole, Combine::kReduce)) return result;
+  for (int k = 0; k < pattern.rounds(); ++k) {
+    // The lower virtual rank's vector is the left operand on both partners.
+    const bool lower = (pattern.virtual_rank() & pattern.doubling_distance(k)) == 0;
+    result.push_back(exchange_step(pattern.doubling_partner(k), whole, whole,
+                                   lower ? Combine::kReduce : Combine::kReduceLeft));
+  }
+  append_unfold(result, pattern, whole);
+  return result;
+}
+
+Cost AllreduceRecursiveDoubling::cost(const Problem& problem) {
+  Cost cost;
+  const int P = problem.ranks;
+  if (P == 1 || problem.count == 0) return cost;
+  tally_traffic(cost, P, [&](int rank) { return steps(rank, P, problem.count, problem.element_size); });
+  const int pof2 = patterns::floor_pow2(P);
+  const int fold = P != pof2 ? 1 : 0;
+  const int rounds = patterns::log2_pow2(pof2);
+  const double n = static_cast<double>(problem.bytes());
+  cost.rounds = rounds + 2 * fold;
+  cost.wire_bytes = (rounds + 2 * fold) * n;
+  cost.reduce_bytes = (rounds + fold) * n;
+  return cost.place(problem.nodes);
+}
+
+}  // namespace concord

@@ -1,0 +1,22 @@
+#include "algorithms/allreduce_tree.h"
+
+#include "patterns/binary_tree.h"
+
+namespace concord {
+namespace {
+constexpr int kUpTag = 40;
+constexpr int kDownTag = 41;
+
+std::vector<TreePipeline> binary_tree_pipeline(Communicator& comm) {
+  std::vector<TreePipeline> trees;
+  trees.emplace_back(comm, patterns::binary_tree(comm.rank(), comm.size()), kUpTag, kDownTag);
+  return trees;
+}
+}  // namespace
+
+AllreducePipelinedTree::AllreducePipelinedTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes)
+    : TreeAllreduce(scratch, chunk_bytes, binary_tree_pipeline(comm)) {}
+
+Cost AllreducePipelinedTree::cost(const Problem& problem) { return tree_allreduce_cost(problem, 1); }
+
+}  // namespace concord

@@ -1,0 +1,39 @@
+// AllreducePipelinedTree: reduce up a binary tree, then broadcast down it, each phase
+// pipelined in K chunks (Sanders, Speck & Traeff, "Two-tree algorithms for full bandwidth
+// broadcast, reduction and scan", Parallel Computing 2009; NCCL's tree algorithm). The tree is
+// patterns::binary_tree (rank 0 the root, height D = ceil(log2 P)); the engine is
+// TreePipeline (algorithms/tree_pipeline.h). Baseline: the broadcast starts only after the
+// root has reduced every chunk (C-Cube overlaps them; that is a separate algorithm).
+//
+// Steps and bytes on the wire for P ranks, n bytes, K = ceil(n / chunk_bytes) chunks of
+// c <= chunk_bytes bytes: reduce phase D + K - 1 pipeline steps, broadcast phase D + K - 1
+// steps. Rank r with k children sends (k + 1) n bytes in (k + 1) K messages (the root k n
+// in k K). Totals 2 (P-1) n bytes, 2 (P-1) K messages.
+// Cost (one port per rank; an inner node receives, reduces, and sends 2 chunks per step):
+//   2 (D + K - 1) alpha + 4 c (D + K - 1) beta + 2 c (D + K - 1) gamma
+//   ~ 2 D alpha + 4 n beta + 2 n gamma for K >> D: latency-optimal, not bandwidth-optimal.
+#pragma once
+
+#include <cstddef>
+
+#include "algorithms/algorithm.h"
+#include "algorithms/cost_model.h"
+#include "algorithms/tree_pipeline.h"
+#include "transport/communicator.h"
+
+namespace concord {
+
+class AllreducePipelinedTree : public TreeAllreduce {
+ public:
+  /// Default chunk size in bytes of one pipelined message.
+  static constexpr size_t kDefaultChunkBytes = size_t{1} << 19;
+
+  /// `scratch` persists across calls (2 x TreePipeline::kWindow chunks); `chunk_bytes` is the
+  /// pipelining unit (at least one element per chunk). start() and progress(): TreeAllreduce.
+  AllreducePipelinedTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = kDefaultChunkBytes);
+
+  /// Exact messages and bytes of one call, and its critical path (header comment).
+  static Cost cost(const Problem& problem);
+};
+
+}  // namespace concord

@@ -1,0 +1,111 @@
+#include "algorithms/exchange_schedule.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "common/enforce.h"
+#include "common/reduce.h"
+
+namespace concord {
+
+ExchangeStep send_step(int peer, patterns::Segment bytes) {
+  ExchangeStep step;
+  step.send_peer = peer;
+  step.send_offset = bytes.offset;
+  step.send_bytes = bytes.count;
+  return step;
+}
+
+ExchangeStep recv_step(int peer, patterns::Segment bytes, Combine combine) {
+  ExchangeStep step;
+  step.recv_peer = peer;
+  step.recv_offset = bytes.offset;
+  step.recv_bytes = bytes.count;
+  step.combine = combine;
+  return step;
+}
+
+ExchangeStep sendrecv_step(int send_peer, patterns::Segment out, int recv_peer, patterns::Segment in,
+                           Combine combine) {
+  ExchangeStep step = send_step(send_peer, out);
+  step.recv_peer = recv_peer;
+  step.recv_offset = in.offset;
+  step.recv_bytes = in.count;
+  step.combine = combine;
+  return step;
+}
+
+ExchangeSchedule::ExchangeSchedule(Communicator& comm, ScratchBuffer& scratch, int tag)
+    : comm_(comm), scratch_(scratch), tag_(tag) {}
+
+void ExchangeSchedule::start(uint8_t* buffer, std::vector<ExchangeStep> steps, DataType dtype, ReduceOp op) {
+  buffer_ = buffer;
+  steps_ = std::move(steps);
+  dtype_ = dtype;
+  op_ = op;
+  step_ = 0;
+  posted_ = false;
+  send_.reset();
+  recv_.reset();
+  size_t scratch_bytes = 0;
+  for (const auto& step : steps_)
+    if (step.recv_peer >= 0 && step.combine != Combine::kCopy)
+      scratch_bytes = std::max(scratch_bytes, step.recv_bytes);
+  scratch_.get(scratch_bytes);
+}
+
+void ExchangeSchedule::post(const ExchangeStep& step) {
+  if (step.recv_peer >= 0) {
+    uint8_t* into = step.combine == Combine::kCopy ? buffer_ + step.recv_offset : scratch_.get(step.recv_bytes);
+    recv_ = comm_.irecv(into, step.recv_bytes, step.recv_peer, tag_);
+  }
+  if (step.send_peer >= 0) send_ = comm_.isend(buffer_ + step.send_offset, step.send_bytes, step.send_peer, tag_);
+  posted_ = true;
+}
+
+void ExchangeSchedule::combine(const ExchangeStep& step) {
+  if (step.recv_peer < 0 || step.combine == Combine::kCopy) return;
+  const size_t element = dtype_size(dtype_);
+  CONCORD_ENFORCE(step.recv_bytes % element == 0, InternalError, "exchange step reduces ", step.recv_bytes,
+                  " bytes, not a whole number of ", dtype_name(dtype_), " elements");
+  uint8_t* received = scratch_.get(step.recv_bytes);
+  uint8_t* target = buffer_ + step.recv_offset;
+  const size_t count = step.recv_bytes / element;
+  if (step.combine == Combine::kReduce) {
+    reduce_inplace(target, received, count, dtype_, op_);
+  } else {
+    reduce_inplace(received, target, count, dtype_, op_);
+    std::memcpy(target, received, step.recv_bytes);
+  }
+}
+
+Progress ExchangeSchedule::progress() {
+  while (step_ < steps_.size()) {
+    const ExchangeStep& step = steps_[step_];
+    if (!posted_) post(step);
+    if (send_ && send_->test()) send_.reset();
+    if (recv_ && recv_->test()) recv_.reset();
+    if (send_ || recv_) return Progress::kInProgress;
+    combine(step);
+    posted_ = false;
+    ++step_;
+  }
+  return Progress::kDone;
+}
+
+void tally_traffic(Cost& cost, int ranks, const std::function<std::vector<ExchangeStep>(int)>& steps_of) {
+  for (int rank = 0; rank < ranks; ++rank) {
+    uint64_t messages = 0, bytes = 0;
+    for (const auto& step : steps_of(rank)) {
+      if (step.send_peer < 0) continue;
+      ++messages;
+      bytes += step.send_bytes;
+    }
+    cost.max_messages_sent = std::max(cost.max_messages_sent, messages);
+    cost.max_bytes_sent = std::max(cost.max_bytes_sent, bytes);
+    cost.total_messages_sent += messages;
+    cost.total_bytes_sent += bytes;
+  }
+}
+
+}  // namespace concord

@@ -1,0 +1,123 @@
+// ExchangeSchedule: runs a fixed list of pairwise exchange steps over nonblocking
+// point-to-point, resumably. It is the engine of the recursive halving / doubling family
+// (allreduce_halving_doubling.h, allreduce_recursive_doubling.h, reduce_scatter_halving.h,
+// allgather_recursive_doubling.h) and of the step-locked ring reduce-scatter: each of those
+// only computes its steps from the pure patterns (patterns/recursive_doubling.h, ring.h).
+//
+// A step sends one byte range of the buffer to one peer and/or receives one range from one
+// peer (either may be absent), then combines what it received: copy it in place, or reduce
+// it into the buffer (with the received data as the right or the left operand, so that two
+// partners can compute op(a, b) with the same operand order). A step ends when its send and
+// its receive have both completed (MPI_Sendrecv semantics), so later steps may overwrite
+// what earlier ones sent. Received data to be reduced lands in persistent scratch first.
+//
+// The same step lists price the algorithms: tally_traffic() sums what every rank's list
+// sends, which is by construction what the transport's TrafficCounters count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "algorithms/cost_model.h"
+#include "concord/types.h"
+#include "patterns/ring.h"
+#include "transport/communicator.h"
+
+namespace concord {
+
+/// What a step does with the bytes it received.
+enum class Combine {
+  kCopy,        ///< received straight into buffer[recv_offset, +recv_bytes)
+  kReduce,      ///< buffer = op(buffer, received)
+  kReduceLeft,  ///< buffer = op(received, buffer): the partner's data is the left operand
+};
+
+/// One step of a schedule. Offsets and sizes are in bytes from the start of the buffer.
+struct ExchangeStep {
+  int send_peer = -1;  ///< -1: this step sends nothing
+  size_t send_offset = 0;
+  size_t send_bytes = 0;
+  int recv_peer = -1;  ///< -1: this step receives nothing
+  size_t recv_offset = 0;
+  size_t recv_bytes = 0;
+  Combine combine = Combine::kCopy;
+};
+
+/// A step that only sends `bytes` of the buffer to `peer`.
+ExchangeStep send_step(int peer, patterns::Segment bytes);
+/// A step that sends `out` to `send_peer` and receives `in` from `recv_peer` (a sendrecv).
+ExchangeStep sendrecv_step(int send_peer, patterns::Segment out, int recv_peer, patterns::Segment in,
+                           Combine combine);
+/// A sendrecv with one peer.
+inline ExchangeStep exchange_step(int peer, patterns::Segment out, patterns::Segment in, Combine combine) {
+  return sendrecv_step(peer, out, peer, in, combine);
+}
+/// A step that only receives `bytes` of the buffer from `peer` and combines them.
+ExchangeStep recv_step(int peer, patterns::Segment bytes, Combine combine);
+
+class ExchangeSchedule {
+ public:
+  /// Messages go over `comm` with `tag` (one tag per algorithm); `scratch` must hold the
+  /// largest received range that is reduced and persists across calls.
+  ExchangeSchedule(Communicator& comm, ScratchBuffer& scratch, int tag);
+
+  /// Starts running `steps` on `buffer`. Reducing steps reduce elements of `dtype` with
+  /// `op` (kAverage as kSum); their ranges must be whole elements. `buffer` must stay
+  /// valid until progress() returns kDone.
+  void start(uint8_t* buffer, std::vector<ExchangeStep> steps, DataType dtype = DataType::kUInt8,
+             ReduceOp op = ReduceOp::kSum);
+  /// Advances as far as completed messages allow; never blocks. Throws CommError on
+  /// transport failure.
+  Progress progress();
+
+ private:
+  void post(const ExchangeStep& step);
+  void combine(const ExchangeStep& step);
+
+  Communicator& comm_;
+  ScratchBuffer& scratch_;
+  int tag_;
+  uint8_t* buffer_ = nullptr;
+  std::vector<ExchangeStep> steps_;
+  DataType dtype_ = DataType::kUInt8;
+  ReduceOp op_ = ReduceOp::kSum;
+  size_t step_ = 0;
+  bool posted_ = false;
+  RequestPtr send_;
+  RequestPtr recv_;
+};
+
+/// Base of an in-place reduction collective (Interface = AllreduceAlgorithm or
+/// ReduceScatterAlgorithm) whose every call runs the step list
+/// `Derived::steps(rank, P, count, element_size)` (a static function of the algorithm) on an
+/// ExchangeSchedule.
+template <typename Interface, typename Derived>
+class ScheduledReduction : public Interface {
+ public:
+  /// Starts reducing `count` elements of `dtype` at `data` with `op` (kAverage as kSum; the
+  /// caller scales), in place. Every rank must pass the same count, dtype and op; `data`
+  /// must stay valid until progress() returns kDone.
+  void start(void* data, size_t count, DataType dtype, ReduceOp op) override {
+    schedule_.start(static_cast<uint8_t*>(data), Derived::steps(comm_.rank(), comm_.size(), count, dtype_size(dtype)),
+                    dtype, op);
+  }
+  Progress progress() override { return schedule_.progress(); }
+
+ protected:
+  /// Messages go over `comm` with `tag`; `scratch` persists across calls.
+  ScheduledReduction(Communicator& comm, ScratchBuffer& scratch, int tag)
+      : comm_(comm), schedule_(comm, scratch, tag) {}
+
+ private:
+  Communicator& comm_;
+  ExchangeSchedule schedule_;
+};
+
+/// Sets `cost`'s exact counts (max and total messages and bytes sent) from the step list
+/// of every rank 0..ranks-1, as returned by `steps_of(rank)`.
+void tally_traffic(Cost& cost, int ranks, const std::function<std::vector<ExchangeStep>(int)>& steps_of);
+
+}  // namespace concord

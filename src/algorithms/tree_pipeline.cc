@@ -1,0 +1,166 @@
+#include "algorithms/tree_pipeline.h"
+
+#include <algorithm>
+
+#include "common/reduce.h"
+
+namespace concord {
+
+TreePipeline::TreePipeline(Communicator& comm, patterns::TreeNode node, int up_tag, int down_tag)
+    : comm_(comm), node_(node), up_tag_(up_tag), down_tag_(down_tag) {}
+
+void TreePipeline::start(uint8_t* data, const patterns::ChunkPlan& plan, DataType dtype, ReduceOp op,
+                         uint8_t* scratch) {
+  data_ = data;
+  scratch_ = scratch;
+  plan_ = plan;
+  dtype_ = dtype;
+  op_ = op;
+  next_ = 0;
+  sends_.clear();
+  parent_receives_.clear();
+  for (auto& slots : child_receives_)
+    for (auto& request : slots) request.reset();
+  if (plan_.chunks == 0 || (node_.is_root() && node_.is_leaf())) {  // nothing to exchange
+    phase_ = Phase::kDone;
+    return;
+  }
+  phase_ = Phase::kReduce;
+  for (int c = 0; c < std::min(kWindow, plan_.chunks); ++c) post_child_receives(c);
+}
+
+uint8_t* TreePipeline::slot(int child, int chunk) const {
+  return scratch_ + (static_cast<size_t>(child) * kWindow + chunk % kWindow) * plan_.largest_bytes();
+}
+
+void TreePipeline::post_child_receives(int chunk) {
+  for (int i = 0; i < node_.child_count(); ++i)
+    child_receives_[i][chunk % kWindow] = comm_.irecv(slot(i, chunk), plan_.bytes(chunk), node_.children[i], up_tag_);
+}
+
+bool TreePipeline::reduce_ready_chunks() {
+  for (; next_ < plan_.chunks; ++next_) {
+    auto& receives = child_receives_;
+    const int s = next_ % kWindow;
+    for (int i = 0; i < node_.child_count(); ++i)
+      if (receives[i][s] && !receives[i][s]->test()) return false;
+    uint8_t* own = data_ + plan_.offset_bytes(next_);
+    for (int i = 0; i < node_.child_count(); ++i) {  // children[0] first, then children[1]
+      reduce_inplace(own, slot(i, next_), plan_.chunk(next_).count, dtype_, op_);
+      receives[i][s].reset();
+    }
+    if (!node_.is_root()) sends_.push(comm_.isend(own, plan_.bytes(next_), node_.parent, up_tag_));
+    if (next_ + kWindow < plan_.chunks) post_child_receives(next_ + kWindow);
+  }
+  return true;
+}
+
+void TreePipeline::start_broadcast() {
+  next_ = 0;
+  if (node_.is_root()) {  // the reduction is complete here: send everything down
+    for (int c = 0; c < plan_.chunks; ++c)
+      for (int i = 0; i < node_.child_count(); ++i)
+        sends_.push(comm_.isend(data_ + plan_.offset_bytes(c), plan_.bytes(c), node_.children[i], down_tag_));
+    next_ = plan_.chunks;
+    return;
+  }
+  // The sends up read from the chunks these receives overwrite; they have completed.
+  parent_receives_.reserve(plan_.chunks);
+  for (int c = 0; c < plan_.chunks; ++c)
+    parent_receives_.push_back(comm_.irecv(data_ + plan_.offset_bytes(c), plan_.bytes(c), node_.parent, down_tag_));
+}
+
+bool TreePipeline::forward_ready_chunks() {
+  for (; next_ < plan_.chunks; ++next_) {
+    if (!parent_receives_[next_]->test()) return false;
+    parent_receives_[next_].reset();
+    for (int i = 0; i < node_.child_count(); ++i)
+      sends_.push(comm_.isend(data_ + plan_.offset_bytes(next_), plan_.bytes(next_), node_.children[i], down_tag_));
+  }
+  return true;
+}
+
+Progress TreePipeline::progress() {
+  if (phase_ == Phase::kReduce) {
+    const bool reduced = reduce_ready_chunks();
+    sends_.drain();
+    if (!reduced) return Progress::kInProgress;
+    phase_ = Phase::kAwaitSendsUp;
+  }
+  if (phase_ == Phase::kAwaitSendsUp) {
+    if (!sends_.drain()) return Progress::kInProgress;
+    start_broadcast();
+    phase_ = Phase::kBroadcast;
+  }
+  if (phase_ == Phase::kBroadcast) {
+    const bool forwarded = forward_ready_chunks();
+    if (!sends_.drain() || !forwarded) return Progress::kInProgress;
+    parent_receives_.clear();
+    phase_ = Phase::kDone;
+  }
+  return Progress::kDone;
+}
+
+TreeAllreduce::TreeAllreduce(ScratchBuffer& scratch, size_t chunk_bytes, std::vector<TreePipeline> trees)
+    : scratch_(scratch), chunk_bytes_(std::max<size_t>(chunk_bytes, 1)), trees_(std::move(trees)) {}
+
+void TreeAllreduce::start(void* data, size_t count, DataType dtype, ReduceOp op) {
+  const int T = static_cast<int>(trees_.size());
+  const size_t element_size = dtype_size(dtype);
+  std::vector<patterns::ChunkPlan> plans;
+  size_t scratch_bytes = 0;
+  for (int t = 0; t < T; ++t) {
+    plans.push_back(patterns::ChunkPlan::make(patterns::segment(count, T, t).count, element_size, chunk_bytes_));
+    scratch_bytes += TreePipeline::scratch_bytes(plans.back());
+  }
+  uint8_t* scratch = scratch_.get(scratch_bytes);
+  for (int t = 0; t < T; ++t) {
+    trees_[t].start(static_cast<uint8_t*>(data) + patterns::segment(count, T, t).offset * element_size, plans[t],
+                    dtype, op, scratch);
+    scratch += TreePipeline::scratch_bytes(plans[t]);
+  }
+}
+
+Progress TreeAllreduce::progress() {
+  bool done = true;
+  for (auto& tree : trees_) done = (tree.progress() == Progress::kDone) && done;
+  return done ? Progress::kDone : Progress::kInProgress;
+}
+
+Cost tree_allreduce_cost(const Problem& problem, int trees) {
+  Cost cost;
+  const int P = problem.ranks;
+  if (P == 1 || problem.count == 0) return cost;
+  std::array<patterns::ChunkPlan, 2> plans{};
+  for (int t = 0; t < trees; ++t) {
+    const size_t count = patterns::segment(problem.count, trees, t).count;
+    plans[t] = patterns::ChunkPlan::make(count, problem.element_size, problem.chunk_bytes);
+  }
+  int fan_in = 0;
+  for (int r = 0; r < P; ++r) {
+    uint64_t messages = 0;
+    uint64_t bytes = 0;
+    int children = 0;
+    for (int t = 0; t < trees; ++t) {
+      if (plans[t].chunks == 0) continue;
+      const patterns::TreeNode node = patterns::double_binary_tree(r, P, t);
+      const uint64_t peers = static_cast<uint64_t>(node.child_count()) + (node.is_root() ? 0 : 1);
+      messages += peers * static_cast<uint64_t>(plans[t].chunks);
+      bytes += peers * plans[t].count * plans[t].element_size;
+      children += node.child_count();
+    }
+    fan_in = std::max(fan_in, children);
+    cost.max_messages_sent = std::max(cost.max_messages_sent, messages);
+    cost.max_bytes_sent = std::max(cost.max_bytes_sent, bytes);
+    cost.total_messages_sent += messages;
+    cost.total_bytes_sent += bytes;
+  }
+  const double steps = patterns::tree_height(P) + plans[0].chunks - 1;
+  const double chunk = static_cast<double>(plans[0].largest_bytes());
+  cost.rounds = 2 * steps;
+  cost.wire_bytes = 2 * fan_in * chunk * steps;
+  cost.reduce_bytes = fan_in * chunk * steps;
+  return cost.place(problem.nodes);
+}
+
+}  // namespace concord

@@ -1,0 +1,106 @@
+// TreePipeline: the engine of the tree allreduces (AllreducePipelinedTree, AllreduceDoubleTree):
+// reduce up one tree, then broadcast down it, both pipelined in chunks, over one contiguous
+// range of elements. Not an algorithm of its own; it is driven by one of those.
+//
+// Reduce phase, chunk by chunk in order: wait for chunk c from every child (received into
+// kWindow scratch slots per child), reduce own += children[0], then own += children[1] (a
+// fixed order, whatever the arrival order), send chunk c to the parent. The root's data is
+// then the reduction over all ranks.
+// Broadcast phase (baseline, not overlapped with the reduce; C-Cube's overlap is
+// a separate algorithm): the root starts once it has reduced every chunk and
+// sends each chunk to its children; every other rank, once its sends up have completed,
+// receives chunk c from its parent into its data and forwards it to its children.
+// Each element is reduced along one tree in one order and then copied: bit-identical results.
+//
+// Bytes on the wire per rank with n bytes and k children: (k + 1) n sent (k n at the root),
+// in (k + 1) K messages of at most n/K bytes (K = ChunkPlan chunks).
+// Paper: Sanders, Speck & Traeff, "Two-tree algorithms for full bandwidth broadcast,
+// reduction and scan", Parallel Computing 2009 (pipelined binary trees).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "algorithms/cost_model.h"
+#include "algorithms/request_queue.h"
+#include "concord/types.h"
+#include "patterns/binary_tree.h"
+#include "patterns/chunking.h"
+#include "transport/communicator.h"
+
+namespace concord {
+
+class TreePipeline {
+ public:
+  /// Receive slots per child: how many chunks a child may be ahead of the reduction.
+  static constexpr int kWindow = 4;
+
+  /// `node` is this rank's place in the tree; messages up use `up_tag`, down `down_tag`.
+  TreePipeline(Communicator& comm, patterns::TreeNode node, int up_tag, int down_tag);
+
+  /// Scratch bytes start() needs for `plan` (2 children x kWindow largest chunks).
+  static size_t scratch_bytes(const patterns::ChunkPlan& plan) { return 2 * kWindow * plan.largest_bytes(); }
+
+  /// Starts the allreduce of the `plan.count` elements of `dtype` at `data` with `op`;
+  /// `scratch` holds scratch_bytes(plan) bytes. Both stay valid until progress() is kDone.
+  void start(uint8_t* data, const patterns::ChunkPlan& plan, DataType dtype, ReduceOp op, uint8_t* scratch);
+  /// Advances as far as completed messages allow; never blocks.
+  Progress progress();
+
+ private:
+  enum class Phase { kReduce, kAwaitSendsUp, kBroadcast, kDone };
+  uint8_t* slot(int child, int chunk) const;
+  void post_child_receives(int chunk);
+  bool reduce_ready_chunks();  // true when every chunk is reduced
+  void start_broadcast();
+  bool forward_ready_chunks();  // true when every chunk has been received and forwarded
+
+  Communicator& comm_;
+  patterns::TreeNode node_;
+  int up_tag_;
+  int down_tag_;
+  uint8_t* data_ = nullptr;
+  uint8_t* scratch_ = nullptr;
+  patterns::ChunkPlan plan_;
+  DataType dtype_ = DataType::kFloat32;
+  ReduceOp op_ = ReduceOp::kSum;
+  Phase phase_ = Phase::kDone;
+  int next_ = 0;  // next chunk to reduce (reduce phase) or to forward (broadcast phase)
+  std::array<std::array<RequestPtr, kWindow>, 2> child_receives_;  // by child, by slot
+  std::vector<RequestPtr> parent_receives_;                         // by chunk
+  RequestQueue sends_;
+};
+
+/// Allreduce over T TreePipelines run concurrently, tree t on elements
+/// patterns::segment(count, T, t): the common body of AllreducePipelinedTree (T = 1) and
+/// AllreduceDoubleTree (T = 2), which only choose the trees and their tags.
+class TreeAllreduce : public AllreduceAlgorithm {
+ public:
+  /// Starts an in-place allreduce of `count` elements of `dtype` at `data` with `op`
+  /// (kAverage reduces as kSum; the caller scales). Every rank must call it with the same
+  /// count, dtype and op. `data` must stay valid until progress() returns kDone.
+  void start(void* data, size_t count, DataType dtype, ReduceOp op) override;
+  Progress progress() override;
+
+ protected:
+  /// `scratch` persists across calls (T x 2 x TreePipeline::kWindow chunks); `chunk_bytes`
+  /// is the pipelining unit (at least one element per chunk).
+  TreeAllreduce(ScratchBuffer& scratch, size_t chunk_bytes, std::vector<TreePipeline> trees);
+
+ private:
+  ScratchBuffer& scratch_;
+  size_t chunk_bytes_;
+  std::vector<TreePipeline> trees_;
+};
+
+/// Cost of reduce-then-broadcast over `trees` (1: the binary tree on all elements; 2: the
+/// double binary tree, tree t on half t = patterns::segment(count, 2, t)). Exact counts
+/// from the tree tables. Critical path with D = tree height ceil(log2 P), K chunks of at
+/// most c bytes (tree 0's, the larger half) and f = the most children any rank has over
+/// all trees (the chunks its port carries per pipeline step): each phase is D + K - 1
+/// steps; rounds 2(D + K - 1), wire_bytes 2 f c (D + K - 1), reduce_bytes f c (D + K - 1).
+Cost tree_allreduce_cost(const Problem& problem, int trees);
+
+}  // namespace concord
