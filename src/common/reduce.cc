@@ -80,32 +80,30 @@ void combine_half_loop(uint16_t* __restrict dst, const uint16_t* __restrict src,
   for (size_t i = 0; i < n; ++i) dst[i] = Half::narrow(combine(Half::widen(dst[i]), Half::widen(src[i])));
 }
 
-template <typename T>
-void reduce_typed(void* dst, const void* src, size_t n, ReduceOp op) {
-  auto* d = static_cast<T*>(dst);
-  const auto* s = static_cast<const T*>(src);
+// Calls loop(combine) with the combination of `op` on T. Throws InvalidArgument for an
+// unknown op code.
+template <typename T, typename Loop>
+void with_combine(ReduceOp op, Loop&& loop) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAverage: return combine_loop(d, s, n, Sum<T>{});
-    case ReduceOp::kProduct: return combine_loop(d, s, n, Product<T>{});
-    case ReduceOp::kMin: return combine_loop(d, s, n, Min<T>{});
-    case ReduceOp::kMax: return combine_loop(d, s, n, Max<T>{});
+    case ReduceOp::kAverage: return loop(Sum<T>{});
+    case ReduceOp::kProduct: return loop(Product<T>{});
+    case ReduceOp::kMin: return loop(Min<T>{});
+    case ReduceOp::kMax: return loop(Max<T>{});
   }
   CONCORD_THROW(InvalidArgument, "unknown reduce op code ", static_cast<int>(op));
 }
 
+template <typename T>
+void reduce_typed(void* dst, const void* src, size_t n, ReduceOp op) {
+  with_combine<T>(op, [&](auto combine) { combine_loop(static_cast<T*>(dst), static_cast<const T*>(src), n, combine); });
+}
+
 template <typename Half>
 void reduce_half(void* dst, const void* src, size_t n, ReduceOp op) {
-  auto* d = static_cast<uint16_t*>(dst);
-  const auto* s = static_cast<const uint16_t*>(src);
-  switch (op) {
-    case ReduceOp::kSum:
-    case ReduceOp::kAverage: return combine_half_loop<Half>(d, s, n, Sum<float>{});
-    case ReduceOp::kProduct: return combine_half_loop<Half>(d, s, n, Product<float>{});
-    case ReduceOp::kMin: return combine_half_loop<Half>(d, s, n, Min<float>{});
-    case ReduceOp::kMax: return combine_half_loop<Half>(d, s, n, Max<float>{});
-  }
-  CONCORD_THROW(InvalidArgument, "unknown reduce op code ", static_cast<int>(op));
+  with_combine<float>(op, [&](auto combine) {
+    combine_half_loop<Half>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n, combine);
+  });
 }
 
 // One cloned entry point per dtype (the clones inline everything below them).

@@ -90,6 +90,10 @@ class Communicator {
   void adopt(Communicator& child) const;
 
  private:
+  // Adds to one bytes field and one messages field here and in every ancestor.
+  void record(uint64_t TrafficCounters::*bytes_field, uint64_t TrafficCounters::*messages_field, uint64_t bytes,
+              uint64_t messages);
+
   std::shared_ptr<TrafficCounters> counters_ = std::make_shared<TrafficCounters>();
   std::vector<std::shared_ptr<TrafficCounters>> ancestors_;
 };
