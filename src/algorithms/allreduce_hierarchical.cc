@@ -129,13 +129,14 @@ bool AllreduceHierarchical::advance_inter() {
   if (!inter_ || inter_->size() == 1) return inter_done_ = true;
   if (inter_algorithm_ == nullptr) {
     Problem problem;
-    problem.ranks = problem.nodes = inter_->size();
+    problem.ranks = local_->size() * inter_->size();  // as the cost model sees it: uniform nodes
+    problem.nodes = inter_->size();
     problem.count = count_;
     problem.element_size = element_size_;
     problem.dtype = dtype_;
     problem.op = op_;
     problem.chunk_bytes = chunk_bytes_;
-    const auto& entry = select_algorithm(allreduce_algorithms(), inter_problem(problem), cost_params_);
+    const auto& entry = inter_algorithm(problem, cost_params_);
     auto& instance = inter_algorithms_[entry.name];
     if (!instance) {
       std::vector<int> own_nodes(inter_->size());
@@ -196,6 +197,10 @@ Problem AllreduceHierarchical::inter_problem(const Problem& problem) {
   return inter;
 }
 
+const AllreduceEntry& AllreduceHierarchical::inter_algorithm(const Problem& problem, const CostParams& params) {
+  return select_algorithm(allreduce_algorithms(), inter_problem(problem), params);
+}
+
 Cost AllreduceHierarchical::cost(const Problem& problem) {
   Cost cost;
   const int P = problem.ranks;
@@ -206,8 +211,7 @@ Cost AllreduceHierarchical::cost(const Problem& problem) {
   const uint64_t K = chunk_count(problem.count, n, std::max<size_t>(problem.chunk_bytes, 1));
   Cost inter;
   if (N > 1) {
-    const Problem flat = inter_problem(problem);
-    inter = select_algorithm(allreduce_algorithms(), flat, CostParams{}).cost(flat);
+    inter = inter_algorithm(problem, CostParams{}).cost(inter_problem(problem));
   }
   // Per local rank v: K messages up (v > 0) and K per child down.
   uint64_t node_messages = 0, node_bytes = 0;

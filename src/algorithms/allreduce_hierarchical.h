@@ -56,6 +56,9 @@ class AllreduceHierarchical : public AllreduceAlgorithm {
   static Cost cost(const Problem& problem);
   /// The problem the local roots solve: `problem` on `problem.nodes` ranks, one per node.
   static Problem inter_problem(const Problem& problem);
+  /// The flat allreduce the local roots run for `problem` (the whole problem, P ranks on
+  /// `problem.nodes` nodes): the registry's cheapest for inter_problem(problem) under `params`.
+  static const AllreduceEntry& inter_algorithm(const Problem& problem, const CostParams& params);
 
  private:
   struct Range {

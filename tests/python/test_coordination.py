@@ -111,8 +111,10 @@ def test_timeline_records_negotiation_and_activities(rank, tname):
         events = json.load(handle)
     os.remove(path)
     names = {e["name"] for e in events}
-    for expected in ("NEGOTIATE_ALLREDUCE", "QUEUE", "ALLREDUCE_RING", "MEMCPY_IN_FUSION_BUFFER", "MEMCPY_OUT"):
+    for expected in ("NEGOTIATE_ALLREDUCE", "QUEUE", "MEMCPY_IN_FUSION_BUFFER", "MEMCPY_OUT"):
         assert expected in names, f"rank 0: {expected} missing from timeline events {sorted(names)}"
+    # The algorithm's activity is named after the registry's choice, e.g. ALLREDUCE_RING.
+    assert any(n.startswith("ALLREDUCE_") for n in names), f"rank 0: no ALLREDUCE_<algorithm> in {sorted(names)}"
     tracks = {e["args"]["name"] for e in events if e["ph"] == "M"}
     assert f"{tname}.x" in tracks and f"{tname}.g.0" in tracks, f"rank 0: tensor tracks {tracks}"
 
@@ -150,4 +152,5 @@ def test_timeline_of_a_crashed_process_is_repairable(rank, tname):
         pass
     events = json.loads(concord.repair_timeline(text))
     names = {e["name"] for e in events}
-    assert "ALLREDUCE_RING" in names and "NEGOTIATE_ALLREDUCE" in names, f"repaired events: {sorted(names)}"
+    assert "NEGOTIATE_ALLREDUCE" in names and any(n.startswith("ALLREDUCE_") for n in names), (
+        f"repaired events: {sorted(names)}")

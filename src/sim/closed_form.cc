@@ -1,0 +1,123 @@
+#include "sim/closed_form.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "algorithms/allreduce_hierarchical.h"
+#include "patterns/binary_tree.h"
+#include "patterns/chunking.h"
+#include "patterns/ring.h"
+#include "sim/schedules.h"
+#include "sim/simulator.h"
+
+namespace concord::sim {
+namespace {
+
+// The constants of the slowest link a flat algorithm crosses on `topology`.
+LinkParams slowest(const Topology& topology) {
+  if (topology.is_flat() || topology.nodes() == 1) return topology.intra();
+  const LinkParams& a = topology.intra();
+  const LinkParams& b = topology.inter();
+  return {std::max(a.alpha, b.alpha), std::max(a.beta, b.beta)};
+}
+
+double message(const LinkParams& link, double bytes) { return link.alpha + bytes * link.beta; }
+
+int log2_floor(int value) {
+  int bits = 0;
+  while ((2 << bits) <= value) ++bits;
+  return bits;
+}
+
+// Ring allreduce among `P` parties of `count` elements on links `link`.
+double ring_time(int P, const Problem& problem, const LinkParams& link, double gamma) {
+  if (P == 1 || problem.count == 0) return 0;
+  const size_t largest = patterns::segment(problem.count, P, 0).count;
+  const int C = chunk_count(largest * problem.element_size, problem.chunk_bytes);
+  const double m = static_cast<double>(patterns::segment(largest, C, 0).count * problem.element_size);
+  const double T = message(link, m), G = gamma * m;
+  return (P - 1) * std::max({C * T, T + G, C * G}) + (P - 1) * C * T;
+}
+
+// Pipelined binary tree allreduce (reduce, then broadcast) of `count` elements.
+double tree_time(int P, size_t count, const Problem& problem, const LinkParams& link, double gamma) {
+  if (P == 1 || count == 0) return 0;
+  const int h = patterns::tree_height(P);
+  const int K = patterns::ChunkPlan::make(count, problem.element_size, problem.chunk_bytes).chunks;
+  const double m = static_cast<double>(patterns::segment(count, K, 0).count * problem.element_size);
+  const double T = message(link, m), G = gamma * m;
+  if (P == 2) return T + G + (K - 1) * std::max(T, G) + K * T;
+  const double up = (h - 1) * (2 * T + G) + T + G + (K - 1) * std::max(2 * T, 2 * G);
+  const double down = T + (h - 1) * 2 * T + (K - 1) * 2 * T;
+  return up + down;
+}
+
+}  // namespace
+
+double ring_closed_form(const Problem& problem, const Topology& topology, double gamma) {
+  return ring_time(problem.ranks, problem, slowest(topology), gamma);
+}
+
+double recursive_doubling_closed_form(const Problem& problem, const Topology& topology, double gamma) {
+  const int P = problem.ranks;
+  if (P == 1 || problem.count == 0) return 0;
+  const LinkParams link = slowest(topology);
+  const double n = static_cast<double>(problem.bytes());
+  const double T = message(link, n), G = gamma * n;
+  const int rounds = log2_floor(P);
+  const bool fold = (1 << rounds) != P;
+  return rounds * (T + G) + (fold ? 2 * T + G : 0);
+}
+
+double halving_doubling_closed_form(const Problem& problem, const Topology& topology, double gamma) {
+  const int P = problem.ranks;
+  if (P == 1 || problem.count == 0) return 0;
+  const LinkParams link = slowest(topology);
+  const double n = static_cast<double>(problem.bytes());
+  const int rounds = log2_floor(P);
+  double seconds = 0;
+  double part = n;
+  for (int j = 1; j <= rounds; ++j) {
+    part /= 2;
+    seconds += 2 * message(link, part) + gamma * part;
+  }
+  if ((1 << rounds) != P) seconds += 2 * message(link, n) + gamma * n;
+  return seconds;
+}
+
+double tree_closed_form(const Problem& problem, const Topology& topology, double gamma) {
+  return tree_time(problem.ranks, problem.count, problem, slowest(topology), gamma);
+}
+
+double double_tree_closed_form(const Problem& problem, const Topology& topology, double gamma) {
+  const int P = problem.ranks;
+  const size_t half = patterns::segment(problem.count, 2, 0).count;
+  const LinkParams link = slowest(topology);
+  double seconds = tree_time(P, half, problem, link, gamma);
+  if (P > 4 && half > 0) {
+    // Each rank's uplink carries its inner-tree sends and its leaf-tree sends; the leaf sends
+    // (all ready at once) go first, which costs one message time per chunk in the engine.
+    const int K = patterns::ChunkPlan::make(half, problem.element_size, problem.chunk_bytes).chunks;
+    const double m = static_cast<double>(patterns::segment(half, K, 0).count * problem.element_size);
+    seconds += (K - 1) * message(link, m);
+  }
+  return seconds;
+}
+
+double hierarchical_closed_form(const Problem& problem, const Topology& topology, double gamma) {
+  if (problem.ranks == 1 || problem.count == 0) return 0;
+  const int R = std::min(topology.ranks_per_node(), problem.ranks);
+  const int d = patterns::tree_height(R);  // children of a node's leader
+  const int K = patterns::ChunkPlan::make(problem.count, problem.element_size, problem.chunk_bytes).chunks;
+  const double m = static_cast<double>(patterns::segment(problem.count, K, 0).count * problem.element_size);
+  const double T = message(topology.intra(), m), G = gamma * m;
+  const double reduce = d * (T + G) + (K - 1) * d * std::max(T, G);
+  const double broadcast = d * T + (K - 1) * d * T;
+  const LinkParams inter = topology.nodes() > 1 ? topology.inter() : topology.intra();
+  // Among the leaders: the flat algorithm AllreduceHierarchical picks, on a switch of N ports.
+  const Problem among = AllreduceHierarchical::inter_problem(problem);
+  const SimAlgorithm& flat = find_simulated(AllreduceHierarchical::inter_algorithm(problem, CostParams{}).name);
+  return reduce + flat.closed_form(among, Topology::flat(topology.nodes(), inter), gamma) + broadcast;
+}
+
+}  // namespace concord::sim

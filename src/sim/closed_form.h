@@ -1,0 +1,41 @@
+// Closed-form alpha-beta-gamma times of the allreduce algorithms, for problems too large to
+// simulate message by message (ring at P=32768 has ~2 P^2 messages). Each formula is the
+// step-by-step engine's behaviour on an idealised, symmetric run (every link of a step equally
+// loaded, largest segment everywhere), so it agrees with the engine to within a few percent
+// at small P (tests/unit/test_sim_closed_form.cc checks P=2..64). Notation: T(m) = alpha +
+// m beta for one message of m bytes on the slowest link the algorithm uses, G(m) = gamma m.
+//
+//   ring (C chunks of m bytes per segment):
+//     (P-1) max(C T, T + G, C G) + (P-1) C T     (2(P-1)C T when the link is the bottleneck)
+//   recursive doubling (p = 2^floor(log2 P), fold when P != p):
+//     log2 p (T(n) + G(n)) + [P != p] (2 T(n) + G(n))
+//   halving-doubling: sum_{j=1..log2 p} (2 T(n / 2^j) + G(n / 2^j)) + [P != p] (2 T(n) + G(n))
+//   pipelined binary tree of height h, K chunks of m bytes (inner nodes serve two children
+//   through one link, hence the 2T per chunk):
+//     up   (h-1)(2T + G) + T + G + (K-1) max(2T, 2G)
+//     down T + (h-1) 2T + (K-1) 2T
+//   double binary tree: the tree's formula at n/2 (both trees run at once, every rank is
+//     inner in one tree, so its links carry the same load as one tree with half the data).
+//   hierarchical (R ranks per node, N nodes, K chunks of m bytes, d = ceil(log2 R) children
+//     at a node's leader, intra-node T_i): binomial reduce d (T_i + G) + (K-1) d max(T_i, G),
+//     the closed form of the flat algorithm AllreduceHierarchical picks (e.g. ring) among the
+//     N leaders at inter-node constants, binomial broadcast
+//     d T_i + (K-1) d T_i.
+#pragma once
+
+#include "algorithms/cost_model.h"
+#include "sim/topology.h"
+
+namespace concord::sim {
+
+/// Closed-form seconds of each algorithm for `problem` (ranks, count, element_size,
+/// chunk_bytes) on `topology`, reduction at `gamma` s/B. Flat algorithms on a two-level
+/// topology with several nodes are priced at the slower of the intra/inter constants.
+double ring_closed_form(const Problem& problem, const Topology& topology, double gamma);
+double recursive_doubling_closed_form(const Problem& problem, const Topology& topology, double gamma);
+double halving_doubling_closed_form(const Problem& problem, const Topology& topology, double gamma);
+double tree_closed_form(const Problem& problem, const Topology& topology, double gamma);
+double double_tree_closed_form(const Problem& problem, const Topology& topology, double gamma);
+double hierarchical_closed_form(const Problem& problem, const Topology& topology, double gamma);
+
+}  // namespace concord::sim

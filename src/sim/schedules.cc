@@ -1,0 +1,226 @@
+#include "sim/schedules.h"
+
+#include <algorithm>
+
+#include "patterns/binary_tree.h"
+#include "patterns/binomial_tree.h"
+#include "patterns/chunking.h"
+#include "patterns/ring.h"
+
+namespace concord::sim {
+
+Group Group::world(int size) {
+  Group group;
+  group.ranks.resize(size);
+  for (int r = 0; r < size; ++r) group.ranks[r] = r;
+  group.ready.assign(size, kNoOp);
+  return group;
+}
+
+int chunk_count(size_t bytes, size_t chunk_bytes) {
+  const size_t chunk = std::max<size_t>(chunk_bytes, 1);
+  return static_cast<int>(std::max<size_t>(1, (bytes + chunk - 1) / chunk));
+}
+
+std::vector<OpId> append_ring_allreduce(Schedule& schedule, const Group& group, size_t count,
+                                        size_t element_size, size_t chunk_bytes) {
+  const int P = group.size();
+  std::vector<OpId> done = group.ready;
+  if (P == 1 || count == 0) return done;
+  const int chunks = chunk_count(patterns::segment(count, P, 0).count * element_size, chunk_bytes);
+  const int steps = 2 * (P - 1);
+  // sent[(g % 2) * P * chunks + r * chunks + c]: message of step g, chunk c from member r.
+  std::vector<OpId> sent(2 * static_cast<size_t>(P) * chunks);
+  auto at = [&](int step, int member, int c) -> OpId& {
+    return sent[(static_cast<size_t>(step % 2) * P + member) * chunks + c];
+  };
+  for (int g = 0; g < steps; ++g) {
+    const bool reduce_scatter = g < P - 1;
+    for (int r = 0; r < P; ++r) {
+      const patterns::Ring ring{r, P};
+      const int seg = reduce_scatter ? ring.reduce_scatter_send(g) : ring.allgather_send(g - (P - 1));
+      const size_t seg_count = patterns::segment(count, P, seg).count;
+      for (int c = 0; c < chunks; ++c) {
+        const uint64_t bytes = patterns::segment(seg_count, chunks, c).count * element_size;
+        const OpId after = g == 0 ? group.ready[r] : at(g - 1, ring.left(), c);
+        at(g, r, c) = schedule.send(group.ranks[r], group.ranks[ring.right()], bytes,
+                                    reduce_scatter ? bytes : 0, {after});
+      }
+    }
+  }
+  std::vector<OpId> last(chunks);
+  for (int r = 0; r < P; ++r) {
+    const int left = patterns::Ring{r, P}.left();
+    for (int c = 0; c < chunks; ++c) last[c] = at(steps - 1, left, c);
+    done[r] = schedule.join(group.ranks[r], last);
+  }
+  return done;
+}
+
+std::vector<OpId> append_tree_reduce(Schedule& schedule, const Group& group, const TreeShape& tree, int root,
+                                     size_t count, size_t element_size, int chunks) {
+  const int P = group.size();
+  std::vector<TreeLinks> links(P);
+  for (int m = 0; m < P; ++m) links[m] = tree(m);
+  // Members in an order where children come before their parents (reverse BFS from root).
+  std::vector<int> order{root};
+  for (size_t i = 0; i < order.size(); ++i)
+    for (const int child : links[order[i]].children) order.push_back(child);
+  std::reverse(order.begin(), order.end());
+
+  std::vector<OpId> up(P, kNoOp);  // per member, its message of the current chunk
+  std::vector<OpId> root_done(chunks);
+  std::vector<OpId> deps;
+  for (int c = 0; c < chunks; ++c) {
+    const uint64_t bytes = patterns::segment(count, chunks, c).count * element_size;
+    for (const int m : order) {
+      deps.assign(1, group.ready[m]);
+      for (const int child : links[m].children) deps.push_back(up[child]);
+      if (m == root) root_done[c] = schedule.join(group.ranks[m], deps);
+      else up[m] = schedule.send(group.ranks[m], group.ranks[links[m].parent], bytes, bytes, deps);
+    }
+  }
+  return root_done;
+}
+
+std::vector<OpId> append_tree_broadcast(Schedule& schedule, const Group& group, const TreeShape& tree, int root,
+                                        size_t count, size_t element_size, int chunks,
+                                        const std::vector<OpId>& root_ready) {
+  const int P = group.size();
+  std::vector<TreeLinks> links(P);
+  for (int m = 0; m < P; ++m) links[m] = tree(m);
+  std::vector<int> order{root};  // parents before children
+  for (size_t i = 0; i < order.size(); ++i)
+    for (const int child : links[order[i]].children) order.push_back(child);
+
+  std::vector<std::vector<OpId>> held(P, std::vector<OpId>(chunks, kNoOp));
+  for (int c = 0; c < chunks; ++c) {
+    held[root][c] = root_ready[c];
+    const uint64_t bytes = patterns::segment(count, chunks, c).count * element_size;
+    for (const int m : order)
+      for (const int child : links[m].children)
+        held[child][c] = schedule.send(group.ranks[m], group.ranks[child], bytes, 0, {held[m][c], group.ready[child]});
+  }
+  std::vector<OpId> done(P);
+  for (int m = 0; m < P; ++m) done[m] = schedule.join(group.ranks[m], held[m]);
+  return done;
+}
+
+TreeShape binomial_shape(int size) {
+  return [size](int member) {
+    const patterns::BinomialTree tree{member, size, 0};
+    return TreeLinks{tree.parent(), tree.children()};
+  };
+}
+
+TreeShape binary_shape(int size, int index) {
+  return [size, index](int member) {
+    const patterns::TreeNode node = patterns::double_binary_tree(member, size, index);
+    TreeLinks links{node.parent, {}};
+    for (const int child : node.children)
+      if (child >= 0) links.children.push_back(child);
+    return links;
+  };
+}
+
+Schedule ring_schedule(const Problem& problem) {
+  Schedule schedule(problem.ranks);
+  append_ring_allreduce(schedule, Group::world(problem.ranks), problem.count, problem.element_size,
+                        problem.chunk_bytes);
+  return schedule;
+}
+
+namespace {
+
+// Reduce then (after the whole reduce) broadcast of `count` elements at `offset` on one tree.
+void append_tree_allreduce(Schedule& schedule, const Group& group, const TreeShape& tree, int root,
+                           size_t count, size_t element_size, size_t chunk_bytes) {
+  if (group.size() == 1 || count == 0) return;
+  const int chunks = patterns::ChunkPlan::make(count, element_size, chunk_bytes).chunks;
+  const auto reduced = append_tree_reduce(schedule, group, tree, root, count, element_size, chunks);
+  const OpId all_reduced = schedule.join(group.ranks[root], reduced);
+  append_tree_broadcast(schedule, group, tree, root, count, element_size, chunks,
+                        std::vector<OpId>(chunks, all_reduced));
+}
+
+}  // namespace
+
+Schedule tree_schedule(const Problem& problem) {
+  Schedule schedule(problem.ranks);
+  append_tree_allreduce(schedule, Group::world(problem.ranks), binary_shape(problem.ranks, 0), 0, problem.count,
+                        problem.element_size, problem.chunk_bytes);
+  return schedule;
+}
+
+Schedule double_tree_schedule(const Problem& problem) {
+  const int P = problem.ranks;
+  Schedule schedule(P);
+  const Group world = Group::world(P);
+  for (int t = 0; t < 2; ++t)
+    append_tree_allreduce(schedule, world, binary_shape(P, t), patterns::double_binary_tree_root(P, t),
+                          patterns::segment(problem.count, 2, t).count, problem.element_size, problem.chunk_bytes);
+  return schedule;
+}
+
+std::vector<OpId> embed(Schedule& schedule, const Schedule& part, const Group& group) {
+  const auto& ops = part.ops();
+  const auto& deps = part.deps();
+  const OpId base = static_cast<OpId>(schedule.size());
+  std::vector<std::vector<OpId>> received(group.size());
+  std::vector<OpId> mapped;
+  for (OpId id = 0; id < ops.size(); ++id) {
+    const Op& op = ops[id];
+    mapped.clear();
+    for (uint32_t k = 0; k < op.dep_count; ++k) mapped.push_back(base + deps[op.first_dep + k]);
+    mapped.push_back(group.ready[op.src]);  // every op waits for its member to be ready
+    if (op.join) {
+      schedule.join(group.ranks[op.src], mapped);
+    } else {
+      schedule.send(group.ranks[op.src], group.ranks[op.dst], op.bytes, op.reduce_bytes, mapped);
+      received[op.dst].push_back(base + id);
+    }
+  }
+  std::vector<OpId> done(group.size());
+  for (int m = 0; m < group.size(); ++m) {
+    received[m].push_back(group.ready[m]);
+    done[m] = schedule.join(group.ranks[m], received[m]);
+  }
+  return done;
+}
+
+Schedule hierarchical_schedule(const Problem& problem, int ranks_per_node,
+                               const std::function<Schedule(const Problem&)>& inter) {
+  const int P = problem.ranks;
+  Schedule schedule(P);
+  if (P == 1 || problem.count == 0) return schedule;
+  const int R = std::max(1, ranks_per_node);
+  const int nodes = (P + R - 1) / R;
+  const int chunks = patterns::ChunkPlan::make(problem.count, problem.element_size, problem.chunk_bytes).chunks;
+  const auto local_group = [&](int node) {
+    Group local;
+    for (int r = node * R; r < std::min(P, (node + 1) * R); ++r) local.ranks.push_back(r);
+    local.ready.assign(local.ranks.size(), kNoOp);
+    return local;
+  };
+  Group leaders;
+  for (int node = 0; node < nodes; ++node) {
+    const Group local = local_group(node);
+    const auto reduced = append_tree_reduce(schedule, local, binomial_shape(local.size()), 0, problem.count,
+                                            problem.element_size, chunks);
+    leaders.ranks.push_back(local.ranks[0]);
+    leaders.ready.push_back(local.size() > 1 ? schedule.join(local.ranks[0], reduced) : kNoOp);
+  }
+  Problem among = problem;
+  among.ranks = nodes;
+  among.nodes = nodes;
+  const auto allreduced = embed(schedule, inter(among), leaders);
+  for (int node = 0; node < nodes; ++node) {
+    const Group local = local_group(node);
+    if (local.size() > 1)
+      append_tree_broadcast(schedule, local, binomial_shape(local.size()), 0, problem.count, problem.element_size,
+                            chunks, std::vector<OpId>(chunks, allreduced[node]));
+  }
+  return schedule;
+}
+
+}  // namespace concord::sim

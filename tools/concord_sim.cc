@@ -1,0 +1,144 @@
+// concord-sim: predicted allreduce times at scale from the simulator (src/sim/,
+// docs/simulator.md), with the machine constants of CostParams::from_env() (the calibrated
+// file of concord-calibrate, CONCORD_COST_* overrides).
+//
+//   concord-sim                                  # sweep: all algorithms, 4 B..1 GiB (x4),
+//                                                #   P = 2..32768 (powers of two), flat switch
+//   concord-sim -r 8 -b 1K -e 64M -P 16,64       # two-level: nodes of 8 ranks
+//   concord-sim --best-only -J sweep.json        # best algorithm per point; all rows as JSON
+//   concord-sim --validate measured.json         # predicted vs concord-bench -J measurements
+//
+// Sweep columns: size (bytes), P, algorithm, predicted time (us), busbw (GB/s, nccl-tests
+// allreduce factor 2(P-1)/P), method (step: event-by-event simulation; closed: closed form).
+// Then one line per (size, P) naming the fastest algorithm.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "algorithms/cost_model.h"
+#include "concord/errors.h"
+#include "sim/sweep.h"
+#include "sim/validate.h"
+
+using namespace concord;
+using namespace concord::sim;
+
+namespace {
+
+void print_sweep(const std::vector<SweepRow>& rows, bool best_only) {
+  if (!best_only) {
+    std::printf("%12s %6s %-20s %14s %10s %7s\n", "size", "P", "algorithm", "time(us)", "busbw", "method");
+    for (const SweepRow& row : rows)
+      std::printf("%12zu %6d %-20s %14.2f %10.3f %7s\n", row.bytes, row.ranks, row.algorithm.c_str(),
+                  row.seconds * 1e6, row.busbw / 1e9, method_name(row.method));
+    std::printf("\n");
+  }
+  std::printf("# best algorithm per (size, P)\n%12s %6s %-20s %14s %10s\n", "size", "P", "best", "time(us)", "busbw");
+  for (const SweepRow& row : best_per_point(rows))
+    std::printf("%12zu %6d %-20s %14.2f %10.3f\n", row.bytes, row.ranks, row.algorithm.c_str(), row.seconds * 1e6,
+                row.busbw / 1e9);
+}
+
+void write_json(const std::string& path, const std::vector<SweepRow>& rows, const CostParams& params,
+                int ranks_per_node) {
+  nlohmann::json json;
+  json["params"] = {{"alpha", params.alpha},
+                    {"beta", params.beta},
+                    {"gamma", params.gamma},
+                    {"inter_alpha", params.inter_alpha},
+                    {"inter_beta", params.inter_beta}};
+  json["ranks_per_node"] = ranks_per_node;
+  json["records"] = nlohmann::json::array();
+  for (const SweepRow& row : rows)
+    json["records"].push_back({{"collective", "allreduce"},
+                               {"algorithm", row.algorithm},
+                               {"size", row.bytes},
+                               {"P", row.ranks},
+                               {"time", row.seconds * 1e6},
+                               {"busbw", row.busbw / 1e9},
+                               {"method", method_name(row.method)}});
+  std::ofstream out(path);
+  out << json.dump(1) << "\n";
+  if (!out.good()) throw InvalidArgument("cannot write '" + path + "'");
+}
+
+void print_validation(const std::vector<ValidationRow>& rows) {
+  std::printf("%-20s %12s %4s %8s %14s %14s %9s %7s\n", "algorithm", "size", "P", "in_place", "measured(us)",
+              "predicted(us)", "rel.err", "method");
+  double sum = 0;
+  for (const ValidationRow& row : rows) {
+    std::printf("%-20s %12zu %4d %8d %14.2f %14.2f %+8.1f%% %7s\n", row.measured.algorithm.c_str(), row.measured.bytes,
+                row.measured.ranks, row.measured.in_place ? 1 : 0, row.measured.seconds * 1e6,
+                row.predicted_seconds * 1e6, 100 * row.relative_error, method_name(row.method));
+    sum += std::abs(row.relative_error);
+  }
+  if (!rows.empty()) std::printf("# %zu points, mean |relative error| %.1f%%\n", rows.size(), 100 * sum / rows.size());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"concord-sim: simulated allreduce times at scale (docs/simulator.md)"};
+  size_t min_bytes = 4, max_bytes = size_t{1} << 30, chunk_bytes = size_t{1} << 19;
+  double factor = 4;
+  int min_ranks = 2, max_ranks = 32768, ranks_per_node = 1;
+  std::vector<int> ranks_list;
+  std::vector<std::string> algorithms;
+  std::string json_path, validate_path;
+  bool best_only = false;
+  uint64_t max_messages = SimOptions{}.max_messages;
+  app.add_option("-b,--minbytes", min_bytes, "smallest message (bytes; K, M, G suffixes)")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("-e,--maxbytes", max_bytes, "largest message (bytes; K, M, G suffixes)")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("-f,--stepfactor", factor, "multiply the size by this factor between rows")
+      ->check(CLI::Range(1.0001, 1e6));
+  app.add_option("--min-ranks", min_ranks, "smallest world size (powers of two from here)")->check(CLI::PositiveNumber);
+  app.add_option("--max-ranks", max_ranks, "largest world size")->check(CLI::Range(1, 1 << 20));
+  app.add_option("-P,--ranks", ranks_list, "comma-separated world sizes (instead of powers of two)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  app.add_option("-r,--ranks-per-node", ranks_per_node,
+                 "ranks per node: 1 = flat switch at inter-node constants; >1 = two-level topology "
+                 "(for --validate default: all ranks on one node)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("-a,--algorithms", algorithms, "comma-separated algorithms (default: all modelled)")->delimiter(',');
+  app.add_option("-c,--chunk-bytes", chunk_bytes, "pipelining chunk (CONCORD_RING_CHUNK_BYTES)")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("--max-messages", max_messages, "largest schedule simulated step by step; larger: closed form");
+  app.add_flag("--best-only", best_only, "print only the best algorithm per (size, P)");
+  app.add_option("-J,--json", json_path, "also write every row as JSON (records like concord-bench -J)");
+  auto* validate_option =
+      app.add_option("--validate", validate_path, "compare with concord-bench -J measurements (time us, size bytes)");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const CostParams params = CostParams::from_env();
+    std::printf("# alpha %.3g s, beta %.3g s/B, gamma %.3g s/B, inter_alpha %.3g s, inter_beta %.3g s/B\n",
+                params.alpha, params.beta, params.gamma, params.inter_alpha, params.inter_beta);
+    if (*validate_option) {
+      const int R = app.count("--ranks-per-node") > 0 ? ranks_per_node : 0;
+      print_validation(validate(read_measurements(validate_path), params, R, chunk_bytes));
+      return 0;
+    }
+    SweepSpec spec;
+    spec.sizes = geometric_sizes(min_bytes, max_bytes, factor);
+    spec.ranks = ranks_list.empty() ? power_of_two_ranks(min_ranks, max_ranks) : ranks_list;
+    spec.algorithms = algorithms;
+    spec.ranks_per_node = ranks_per_node;
+    spec.chunk_bytes = chunk_bytes;
+    spec.options.max_messages = max_messages;
+    std::printf("# topology: %s\n", ranks_per_node == 1 ? "flat switch (inter-node constants)"
+                                                        : ("two-level, " + std::to_string(ranks_per_node) +
+                                                           " ranks per node").c_str());
+    const auto rows = run_sweep(spec, params);
+    print_sweep(rows, best_only);
+    if (!json_path.empty()) write_json(json_path, rows, params, ranks_per_node);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "concord-sim: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
