@@ -7,6 +7,8 @@
 #include "algorithms/allgather_ring.h"
 #include "algorithms/allreduce_double_tree.h"
 #include "algorithms/allreduce_halving_doubling.h"
+#include "algorithms/allreduce_hierarchical.h"
+#include "algorithms/allreduce_mpi.h"
 #include "algorithms/allreduce_recursive_doubling.h"
 #include "algorithms/allreduce_ring.h"
 #include "algorithms/allreduce_tree.h"
@@ -73,6 +75,13 @@ const std::vector<AllreduceEntry>& allreduce_algorithms() {
        [](const AlgorithmContext& ctx) {
          return std::make_unique<AllreduceRecursiveDoubling>(ctx.comm, ctx.scratch);
        }},
+      {"hierarchical",
+       "intra-node binomial reduce, inter-node allreduce of the local roots, intra-node broadcast",
+       AllreduceHierarchical::declines, AllreduceHierarchical::cost,
+       [](const AlgorithmContext& ctx) { return std::make_unique<AllreduceHierarchical>(ctx); }},
+      {"mpi", "the transport's MPI_Allreduce (baseline; blocking; cost estimated, not counted)",
+       AllreduceMpi::declines, AllreduceMpi::cost,
+       [](const AlgorithmContext& ctx) { return std::make_unique<AllreduceMpi>(ctx.comm); }},
   };
   return entries;
 }

@@ -25,6 +25,9 @@ struct AlgorithmContext {
   /// Node of every rank (size comm.size()), e.g. from MPI's shared-memory split; empty
   /// means one node. Hierarchical algorithms split the communicator by it.
   std::vector<int> node_of_rank;
+  /// Machine constants, equal on every rank (the runtime adopts rank 0's); algorithms that
+  /// choose a sub-algorithm per call (hierarchical) rank candidates with them.
+  CostParams cost_params = {};
 };
 
 template <typename AlgorithmType>

@@ -1,96 +1,203 @@
 #include "common/reduce.h"
 
-#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/enforce.h"
 #include "common/half.h"
 
+// The kernels are compiled for the baseline instruction set and, on x86-64 with GCC or
+// Clang, also for x86-64-v3 (AVX2, FMA, F16C) and x86-64-v4 (AVX-512); the dynamic loader
+// picks the best clone for the CPU (GNU ifunc). float16 additionally has an F16C kernel
+// (hardware conversions, chosen at run time). Every variant performs the same IEEE
+// operations element by element, so results do not depend on which one runs.
+// This file is compiled with -fno-trapping-math (src/CMakeLists.txt): FP exceptions are
+// never observed, and it lets the branch-free conversions be if-converted and vectorised.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define CONCORD_X86_KERNELS 1
+#include <immintrin.h>
+#define CONCORD_KERNEL __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"), flatten))
+#else
+#define CONCORD_X86_KERNELS 0
+#define CONCORD_KERNEL
+#endif
+
 namespace concord {
 namespace {
 
+// The element-wise combination of each op. Signed integer sums and products wrap as
+// unsigned (signed overflow is undefined behaviour in C++). min/max keep dst when the
+// comparison is false (so a NaN in src never replaces dst; a NaN in dst stays).
 template <typename T>
-void reduce_typed(T* __restrict dst, const T* __restrict src, size_t n, ReduceOp op) {
+struct Sum {
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+    } else {
+      return a + b;
+    }
+  }
+};
+template <typename T>
+struct Product {
+  T operator()(T a, T b) const {
+    if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+    } else {
+      return a * b;
+    }
+  }
+};
+template <typename T>
+struct Min {
+  T operator()(T a, T b) const { return b < a ? b : a; }
+};
+template <typename T>
+struct Max {
+  T operator()(T a, T b) const { return b > a ? b : a; }
+};
+
+// Plain dtypes: dst[i] = combine(dst[i], src[i]).
+template <typename T, typename Combine>
+void combine_loop(T* __restrict dst, const T* __restrict src, size_t n, Combine combine) {
+  for (size_t i = 0; i < n; ++i) dst[i] = combine(dst[i], src[i]);
+}
+
+// 16-bit floats: widen to float32, combine, round back to nearest even, in one pass; the
+// branch-free conversions of half.h let the loop vectorise.
+struct Float16 {
+  static float widen(uint16_t h) { return float16_to_float(h); }
+  static uint16_t narrow(float f) { return float_to_float16(f); }
+};
+struct BFloat16 {
+  static float widen(uint16_t h) { return bfloat16_to_float(h); }
+  static uint16_t narrow(float f) { return float_to_bfloat16(f); }
+};
+template <typename Half, typename Combine>
+void combine_half_loop(uint16_t* __restrict dst, const uint16_t* __restrict src, size_t n, Combine combine) {
+  for (size_t i = 0; i < n; ++i) dst[i] = Half::narrow(combine(Half::widen(dst[i]), Half::widen(src[i])));
+}
+
+// Calls loop(combine) with the combination of `op` on T. Throws InvalidArgument for an
+// unknown op code.
+template <typename T, typename Loop>
+void with_combine(ReduceOp op, Loop&& loop) {
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAverage:
-      if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
-        // Wrap-around as unsigned: signed overflow is undefined behaviour in C++.
-        using U = std::make_unsigned_t<T>;
-        for (size_t i = 0; i < n; ++i)
-          dst[i] = static_cast<T>(static_cast<U>(dst[i]) + static_cast<U>(src[i]));
-      } else {
-        for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(dst[i] + src[i]);
-      }
-      return;
-    case ReduceOp::kProduct:
-      if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
-        using U = std::make_unsigned_t<T>;
-        for (size_t i = 0; i < n; ++i)
-          dst[i] = static_cast<T>(static_cast<U>(dst[i]) * static_cast<U>(src[i]));
-      } else {
-        for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(dst[i] * src[i]);
-      }
-      return;
-    case ReduceOp::kMin:
-      for (size_t i = 0; i < n; ++i) dst[i] = src[i] < dst[i] ? src[i] : dst[i];
-      return;
-    case ReduceOp::kMax:
-      for (size_t i = 0; i < n; ++i) dst[i] = src[i] > dst[i] ? src[i] : dst[i];
-      return;
+    case ReduceOp::kAverage: return loop(Sum<T>{});
+    case ReduceOp::kProduct: return loop(Product<T>{});
+    case ReduceOp::kMin: return loop(Min<T>{});
+    case ReduceOp::kMax: return loop(Max<T>{});
   }
   CONCORD_THROW(InvalidArgument, "unknown reduce op code ", static_cast<int>(op));
 }
 
-// 16-bit floats: widen to float32, reduce, round back. Done in blocks so the widening and
-// the arithmetic vectorise.
-template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
-void reduce_half(uint16_t* dst, const uint16_t* src, size_t n, ReduceOp op) {
-  constexpr size_t kBlock = 256;
-  float a[kBlock], b[kBlock];
-  for (size_t base = 0; base < n; base += kBlock) {
-    const size_t m = std::min(kBlock, n - base);
-    for (size_t i = 0; i < m; ++i) a[i] = ToFloat(dst[base + i]);
-    for (size_t i = 0; i < m; ++i) b[i] = ToFloat(src[base + i]);
-    reduce_typed<float>(a, b, m, op);
-    for (size_t i = 0; i < m; ++i) dst[base + i] = FromFloat(a[i]);
-  }
+template <typename T>
+void reduce_typed(void* dst, const void* src, size_t n, ReduceOp op) {
+  with_combine<T>(op, [&](auto combine) { combine_loop(static_cast<T*>(dst), static_cast<const T*>(src), n, combine); });
 }
+
+template <typename Half>
+void reduce_half(void* dst, const void* src, size_t n, ReduceOp op) {
+  with_combine<float>(op, [&](auto combine) {
+    combine_half_loop<Half>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n, combine);
+  });
+}
+
+// One cloned entry point per dtype (the clones inline everything below them).
+CONCORD_KERNEL void reduce_float32(void* d, const void* s, size_t n, ReduceOp op) { reduce_typed<float>(d, s, n, op); }
+CONCORD_KERNEL void reduce_float64(void* d, const void* s, size_t n, ReduceOp op) { reduce_typed<double>(d, s, n, op); }
+CONCORD_KERNEL void reduce_int32(void* d, const void* s, size_t n, ReduceOp op) { reduce_typed<int32_t>(d, s, n, op); }
+CONCORD_KERNEL void reduce_int64(void* d, const void* s, size_t n, ReduceOp op) { reduce_typed<int64_t>(d, s, n, op); }
+CONCORD_KERNEL void reduce_int8(void* d, const void* s, size_t n, ReduceOp op) { reduce_typed<int8_t>(d, s, n, op); }
+CONCORD_KERNEL void reduce_uint8(void* d, const void* s, size_t n, ReduceOp op) { reduce_typed<uint8_t>(d, s, n, op); }
+CONCORD_KERNEL void reduce_float16(void* d, const void* s, size_t n, ReduceOp op) { reduce_half<Float16>(d, s, n, op); }
+CONCORD_KERNEL void reduce_bfloat16(void* d, const void* s, size_t n, ReduceOp op) { reduce_half<BFloat16>(d, s, n, op); }
+
+#if CONCORD_X86_KERNELS
+// float16 with the F16C conversions (VCVTPH2PS / VCVTPS2PH, round to nearest even; both
+// quiet a NaN exactly as half.h does), 8 elements per step; the tail goes through half.h.
+template <typename Combine>
+__attribute__((target("avx2,f16c"))) void combine_float16_f16c(uint16_t* __restrict dst, const uint16_t* __restrict src,
+                                                               size_t n, Combine combine) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dst + i)));
+    const __m256 b = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(combine(a, b), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  for (; i < n; ++i) dst[i] = float_to_float16(combine(float16_to_float(dst[i]), float16_to_float(src[i])));
+}
+
+// The ops on 8 floats, with the scalar ops' exact semantics: MINPS(b, a) = b < a ? b : a.
+struct SumF16c {
+  __attribute__((target("avx2"))) __m256 operator()(__m256 a, __m256 b) const { return _mm256_add_ps(a, b); }
+  float operator()(float a, float b) const { return a + b; }
+};
+struct ProductF16c {
+  __attribute__((target("avx2"))) __m256 operator()(__m256 a, __m256 b) const { return _mm256_mul_ps(a, b); }
+  float operator()(float a, float b) const { return a * b; }
+};
+struct MinF16c {
+  __attribute__((target("avx2"))) __m256 operator()(__m256 a, __m256 b) const { return _mm256_min_ps(b, a); }
+  float operator()(float a, float b) const { return b < a ? b : a; }
+};
+struct MaxF16c {
+  __attribute__((target("avx2"))) __m256 operator()(__m256 a, __m256 b) const { return _mm256_max_ps(b, a); }
+  float operator()(float a, float b) const { return b > a ? b : a; }
+};
+
+// True when the CPU has F16C and AVX2; then reduces float16 and returns true.
+bool reduce_float16_f16c(void* dst, const void* src, size_t n, ReduceOp op) {
+  static const bool supported = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
+  if (!supported) return false;
+  auto* d = static_cast<uint16_t*>(dst);
+  const auto* s = static_cast<const uint16_t*>(src);
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kAverage: combine_float16_f16c(d, s, n, SumF16c{}); return true;
+    case ReduceOp::kProduct: combine_float16_f16c(d, s, n, ProductF16c{}); return true;
+    case ReduceOp::kMin: combine_float16_f16c(d, s, n, MinF16c{}); return true;
+    case ReduceOp::kMax: combine_float16_f16c(d, s, n, MaxF16c{}); return true;
+  }
+  return false;  // unknown op: the portable kernel reports it
+}
+#else
+bool reduce_float16_f16c(void*, const void*, size_t, ReduceOp) { return false; }
+#endif
 
 template <typename T, typename Compute>
 void scale_typed(T* dst, const T* src, size_t n, Compute factor) {
   for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<Compute>(src[i]) * factor);
 }
 
-template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
+template <typename Half>
 void scale_half(uint16_t* dst, const uint16_t* src, size_t n, float factor) {
-  for (size_t i = 0; i < n; ++i) dst[i] = FromFloat(ToFloat(src[i]) * factor);
+  for (size_t i = 0; i < n; ++i) dst[i] = Half::narrow(Half::widen(src[i]) * factor);
 }
 
 }  // namespace
 
-void reduce_inplace(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) {
+void reduce_inplace_portable(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) {
   switch (dtype) {
-    case DataType::kFloat32:
-      return reduce_typed(static_cast<float*>(dst), static_cast<const float*>(src), count, op);
-    case DataType::kFloat64:
-      return reduce_typed(static_cast<double*>(dst), static_cast<const double*>(src), count, op);
-    case DataType::kInt32:
-      return reduce_typed(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), count, op);
-    case DataType::kInt64:
-      return reduce_typed(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), count, op);
-    case DataType::kInt8:
-      return reduce_typed(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), count, op);
-    case DataType::kUInt8:
-      return reduce_typed(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), count, op);
-    case DataType::kFloat16:
-      return reduce_half<float16_to_float, float_to_float16>(
-          static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count, op);
-    case DataType::kBFloat16:
-      return reduce_half<bfloat16_to_float, float_to_bfloat16>(
-          static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count, op);
+    case DataType::kFloat32: return reduce_float32(dst, src, count, op);
+    case DataType::kFloat64: return reduce_float64(dst, src, count, op);
+    case DataType::kInt32: return reduce_int32(dst, src, count, op);
+    case DataType::kInt64: return reduce_int64(dst, src, count, op);
+    case DataType::kInt8: return reduce_int8(dst, src, count, op);
+    case DataType::kUInt8: return reduce_uint8(dst, src, count, op);
+    case DataType::kFloat16: return reduce_float16(dst, src, count, op);
+    case DataType::kBFloat16: return reduce_bfloat16(dst, src, count, op);
   }
   CONCORD_THROW(InvalidArgument, "unknown dtype code ", static_cast<int>(dtype));
+}
+
+void reduce_inplace(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) {
+  if (dtype == DataType::kFloat16 && reduce_float16_f16c(dst, src, count, op)) return;
+  reduce_inplace_portable(dst, src, count, dtype, op);
 }
 
 void scale_buffer(void* dst, const void* src, size_t count, DataType dtype, double factor) {
@@ -109,11 +216,11 @@ void scale_buffer(void* dst, const void* src, size_t count, DataType dtype, doub
     case DataType::kUInt8:
       return scale_typed(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), count, factor);
     case DataType::kFloat16:
-      return scale_half<float16_to_float, float_to_float16>(
+      return scale_half<Float16>(
           static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
           static_cast<float>(factor));
     case DataType::kBFloat16:
-      return scale_half<bfloat16_to_float, float_to_bfloat16>(
+      return scale_half<BFloat16>(
           static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
           static_cast<float>(factor));
   }

@@ -13,6 +13,11 @@ namespace concord {
 /// postscale). Integer sums wrap modulo 2^bits. Throws InvalidArgument for unknown codes.
 void reduce_inplace(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op);
 
+/// reduce_inplace() without the CPU-specific float16 kernel (F16C): the portable,
+/// compiler-vectorised loops only. Same results except which NaN a NaN-with-NaN keeps. For
+/// tests and concord-kernelbench.
+void reduce_inplace_portable(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op);
+
 /// dst[i] = src[i] * factor for i < count, computed in float64 for float64 and integer
 /// dtypes (integers truncate toward zero; int64 values are exact only below 2^53 in
 /// magnitude, and a product outside the dtype's range is not defined), float32 otherwise.

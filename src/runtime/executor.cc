@@ -17,7 +17,7 @@ Executor::Executor(Communicator& data, const Config& config, const CostParams& c
       timeline_(timeline),
       config_(config),
       cost_(cost),
-      context_{data, scratch_, static_cast<size_t>(config.ring_chunk_bytes), std::move(node_of_rank)} {}
+      context_{data, scratch_, static_cast<size_t>(config.ring_chunk_bytes), std::move(node_of_rank), cost} {}
 
 Problem Executor::problem(size_t count, DataType dtype, ReduceOp op) const {
   return make_problem(context_, count, dtype, op);

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "algorithms/allreduce_hierarchical.h"
 #include "patterns/binary_tree.h"
 #include "patterns/chunking.h"
 #include "patterns/ring.h"
 #include "sim/schedules.h"
+#include "sim/simulator.h"
 
 namespace concord::sim {
 namespace {
@@ -112,7 +114,10 @@ double hierarchical_closed_form(const Problem& problem, const Topology& topology
   const double reduce = d * (T + G) + (K - 1) * d * std::max(T, G);
   const double broadcast = d * T + (K - 1) * d * T;
   const LinkParams inter = topology.nodes() > 1 ? topology.inter() : topology.intra();
-  return reduce + ring_time(topology.nodes(), problem, inter, gamma) + broadcast;
+  // Among the leaders: the flat algorithm AllreduceHierarchical picks, on a switch of N ports.
+  const Problem among = AllreduceHierarchical::inter_problem(problem);
+  const SimAlgorithm& flat = find_simulated(AllreduceHierarchical::inter_algorithm(problem, CostParams{}).name);
+  return reduce + flat.closed_form(among, Topology::flat(topology.nodes(), inter), gamma) + broadcast;
 }
 
 }  // namespace concord::sim

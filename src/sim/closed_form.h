@@ -18,7 +18,8 @@
 //     inner in one tree, so its links carry the same load as one tree with half the data).
 //   hierarchical (R ranks per node, N nodes, K chunks of m bytes, d = ceil(log2 R) children
 //     at a node's leader, intra-node T_i): binomial reduce d (T_i + G) + (K-1) d max(T_i, G),
-//     the ring formula among the N leaders at inter-node constants, binomial broadcast
+//     the closed form of the flat algorithm AllreduceHierarchical picks (e.g. ring) among the
+//     N leaders at inter-node constants, binomial broadcast
 //     d T_i + (K-1) d T_i.
 #pragma once
 

@@ -1,5 +1,6 @@
 #include "sim/simulator.h"
 
+#include "algorithms/allreduce_hierarchical.h"
 #include "common/enforce.h"
 #include "patterns/chunking.h"
 #include "patterns/recursive_doubling.h"
@@ -23,6 +24,12 @@ uint64_t ring_messages(int P, const Problem& problem) {
 uint64_t tree_messages(int P, size_t count, const Problem& problem) {
   if (P == 1 || count == 0) return 0;
   return 2ull * (P - 1) * patterns::ChunkPlan::make(count, problem.element_size, problem.chunk_bytes).chunks;
+}
+
+// The model of the flat allreduce AllreduceHierarchical runs among the node leaders for
+// `problem` (the registry's choice under default CostParams, as its cost() assumes).
+const SimAlgorithm& leaders_algorithm(const Problem& problem) {
+  return find_simulated(AllreduceHierarchical::inter_algorithm(problem, CostParams{}).name);
 }
 
 std::vector<SimAlgorithm> build() {
@@ -56,17 +63,23 @@ std::vector<SimAlgorithm> build() {
                      },
                      double_tree_closed_form});
   entries.push_back(
-      {"hierarchical", "intra-node pipelined binomial reduce, ring among node leaders, intra-node pipelined binomial broadcast",
+      {"hierarchical",
+       "intra-node pipelined binomial reduce, the cost model's flat allreduce among node leaders, intra-node "
+       "pipelined binomial broadcast",
        [](const Problem&, const Topology& t) -> std::string {
          if (t.is_flat() || t.nodes() == 1) return "needs several nodes of several ranks";
          return "";
        },
-       [](const Problem& p, const Topology& t) { return hierarchical_schedule(p, t.ranks_per_node(), ring_schedule); },
+       [](const Problem& p, const Topology& t) {
+         const SimAlgorithm& flat = leaders_algorithm(p);
+         return hierarchical_schedule(p, t.ranks_per_node(), [&](const Problem& among) { return flat.schedule(among, t); });
+       },
        [](const Problem& p, const Topology& t) -> uint64_t {
          if (trivial(p)) return 0;
          // Every non-leader sends each chunk once up and receives it once down in its node.
          const int chunks = patterns::ChunkPlan::make(p.count, p.element_size, p.chunk_bytes).chunks;
-         return 2ull * (p.ranks - t.nodes()) * chunks + ring_messages(t.nodes(), p);
+         return 2ull * (p.ranks - t.nodes()) * chunks +
+                leaders_algorithm(p).messages(AllreduceHierarchical::inter_problem(p), t);
        },
        hierarchical_closed_form});
   return entries;

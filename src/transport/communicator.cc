@@ -32,8 +32,27 @@ void Communicator::native_allreduce(void*, size_t, DataType dtype, ReduceOp op) 
                 reduce_op_name(op));
 }
 
-std::unique_ptr<Communicator> Communicator::split(int, int) {
-  CONCORD_THROW(InvalidArgument, "this transport cannot split its communicator");
+void Communicator::record(uint64_t TrafficCounters::*bytes_field, uint64_t TrafficCounters::*messages_field,
+                          uint64_t bytes, uint64_t messages) {
+  (*counters_).*bytes_field += bytes;
+  (*counters_).*messages_field += messages;
+  for (auto& ancestor : ancestors_) {
+    (*ancestor).*bytes_field += bytes;
+    (*ancestor).*messages_field += messages;
+  }
+}
+
+void Communicator::record_sent(uint64_t bytes, uint64_t messages) {
+  record(&TrafficCounters::bytes_sent, &TrafficCounters::messages_sent, bytes, messages);
+}
+
+void Communicator::record_received(uint64_t bytes, uint64_t messages) {
+  record(&TrafficCounters::bytes_received, &TrafficCounters::messages_received, bytes, messages);
+}
+
+void Communicator::adopt(Communicator& child) const {
+  child.ancestors_ = ancestors_;
+  child.ancestors_.push_back(counters_);
 }
 
 }  // namespace concord

@@ -66,16 +66,36 @@ class Communicator {
   /// Throws InvalidArgument when !native_allreduce_supported(dtype, op).
   virtual void native_allreduce(void* data, size_t count, DataType dtype, ReduceOp op);
 
-  /// Blocking, collective: a new communicator of the ranks that passed the same `color`,
-  /// ordered by (`key`, rank), as MPI_Comm_split. Counters start at zero. Throws
-  /// InvalidArgument when the transport cannot split.
-  virtual std::unique_ptr<Communicator> split(int color, int key);
+  /// Blocking, collective over this communicator: a new communicator of the ranks that
+  /// passed the same `color`, ordered by (`key`, rank in this communicator), as
+  /// MPI_Comm_split. A negative `color` (MPI_UNDEFINED) joins no group and gets nullptr.
+  /// The new communicator's counters start at zero; its traffic is also added to this
+  /// communicator's counters (and its ancestors'), so counters() of a communicator covers
+  /// everything sent through it and the communicators split from it. It must not outlive
+  /// the ranks' use of this one. Throws CommError on transport failure.
+  virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
 
-  const TrafficCounters& counters() const { return counters_; }
-  void reset_counters() { counters_ = {}; }
+  /// Traffic of this rank through this communicator and those split from it.
+  const TrafficCounters& counters() const { return *counters_; }
+  /// Zeroes this communicator's counters (not its ancestors').
+  void reset_counters() { *counters_ = {}; }
 
  protected:
-  TrafficCounters counters_;
+  /// Records `messages` messages of `bytes` bytes in total sent, here and in every ancestor.
+  void record_sent(uint64_t bytes, uint64_t messages = 1);
+  /// Records `messages` messages of `bytes` bytes in total received, here and in ancestors.
+  void record_received(uint64_t bytes, uint64_t messages = 1);
+  /// Makes `child` (a communicator split from this one) credit its traffic to this
+  /// communicator and its ancestors as well.
+  void adopt(Communicator& child) const;
+
+ private:
+  // Adds to one bytes field and one messages field here and in every ancestor.
+  void record(uint64_t TrafficCounters::*bytes_field, uint64_t TrafficCounters::*messages_field, uint64_t bytes,
+              uint64_t messages);
+
+  std::shared_ptr<TrafficCounters> counters_ = std::make_shared<TrafficCounters>();
+  std::vector<std::shared_ptr<TrafficCounters>> ancestors_;
 };
 
 /// Blocks until every request in `requests` has completed, yielding the CPU between polls

@@ -1,7 +1,9 @@
 #include "transport/inprocess_communicator.h"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
+#include <numeric>
 #include <thread>
 
 #include "common/enforce.h"
@@ -68,8 +70,7 @@ int InProcessCommunicator::size() const { return world_->size(); }
 RequestPtr InProcessCommunicator::isend(const void* data, size_t bytes, int peer, int tag) {
   CONCORD_ENFORCE(peer >= 0 && peer < size(), InvalidArgument, "send to rank ", peer,
                   " outside [0, ", size(), ")");
-  counters_.bytes_sent += bytes;
-  counters_.messages_sent += 1;
+  record_sent(bytes);
   std::lock_guard<std::mutex> lock(world_->mutex_);
   auto& box = world_->mailboxes_[peer];
   for (auto it = box.posted.begin(); it != box.posted.end(); ++it) {
@@ -88,8 +89,7 @@ RequestPtr InProcessCommunicator::isend(const void* data, size_t bytes, int peer
 RequestPtr InProcessCommunicator::irecv(void* data, size_t bytes, int peer, int tag) {
   CONCORD_ENFORCE(peer >= 0 && peer < size(), InvalidArgument, "receive from rank ", peer,
                   " outside [0, ", size(), ")");
-  counters_.bytes_received += bytes;
-  counters_.messages_received += 1;
+  record_received(bytes);
   auto done = std::make_shared<bool>(false);
   std::lock_guard<std::mutex> lock(world_->mutex_);
   auto& box = world_->mailboxes_[rank_];
@@ -176,6 +176,54 @@ void InProcessCommunicator::barrier() {
   std::vector<uint8_t> nothing;
   gather_bytes(nothing, 0);
   broadcast_bytes(nothing, 0);
+}
+
+std::pair<std::shared_ptr<InProcessWorld>, int> InProcessWorld::split(int rank, int color, int key) {
+  std::unique_lock<std::mutex> lock(split_mutex_);
+  if (!split_round_) {
+    split_round_ = std::make_shared<SplitRound>();
+    split_round_->colors.assign(size(), -1);
+    split_round_->keys.assign(size(), 0);
+  }
+  std::shared_ptr<SplitRound> round = split_round_;
+  round->colors[rank] = color;
+  round->keys[rank] = key;
+  if (++round->arrived == size()) {
+    // Last to arrive: form the groups, ordered by (key, rank), and open the next round.
+    std::vector<int> order(size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return round->keys[a] < round->keys[b]; });
+    round->worlds.assign(size(), nullptr);
+    round->new_ranks.assign(size(), -1);
+    std::vector<bool> placed(size(), false);
+    for (int first : order) {
+      if (placed[first] || round->colors[first] < 0) continue;
+      std::vector<int> members;
+      for (int r : order)
+        if (round->colors[r] == round->colors[first]) members.push_back(r);
+      auto world = std::make_shared<InProcessWorld>(static_cast<int>(members.size()));
+      for (size_t i = 0; i < members.size(); ++i) {
+        round->worlds[members[i]] = world;
+        round->new_ranks[members[i]] = static_cast<int>(i);
+        placed[members[i]] = true;
+      }
+    }
+    round->complete = true;
+    split_round_.reset();
+    split_done_.notify_all();
+  } else if (!split_done_.wait_for(lock, kSplitTimeout, [&] { return round->complete; })) {
+    CONCORD_THROW(CommError, "in-process split: rank ", rank, " waited ", kSplitTimeout.count(), " s but only ",
+                  round->arrived, " of ", size(), " ranks called split");
+  }
+  return {round->worlds[rank], round->new_ranks[rank]};
+}
+
+std::unique_ptr<Communicator> InProcessCommunicator::split(int color, int key) {
+  auto [world, rank] = world_->split(rank_, color, key);
+  if (!world) return nullptr;
+  auto result = std::make_unique<InProcessCommunicator>(std::move(world), rank);
+  adopt(*result);
+  return result;
 }
 
 }  // namespace concord

@@ -4,6 +4,7 @@
 // to run every algorithm at 1..16 ranks without mpirun.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -29,6 +30,11 @@ class InProcessCommunicator : public Communicator {
   void broadcast_bytes(std::vector<uint8_t>& data, int root) override;
   void barrier() override;
   void allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) override;
+  /// A rendezvous of all ranks' threads (no messages, so no counters move) that gives each
+  /// color a fresh InProcessWorld; see Communicator::split. Throws CommError when not
+  /// every rank arrives within InProcessWorld::kSplitTimeout (a rank failed or never
+  /// called split).
+  std::unique_ptr<Communicator> split(int color, int key) override;
 
  private:
   std::shared_ptr<InProcessWorld> world_;
@@ -45,8 +51,22 @@ class InProcessWorld {
   /// exception thrown by any rank is rethrown after all threads have finished.
   static void run(int size, const std::function<void(Communicator&)>& body);
 
+  /// How long split() waits for the other ranks before giving up.
+  static constexpr std::chrono::seconds kSplitTimeout{60};
+
  private:
   friend class InProcessCommunicator;
+  // One split() call of every rank: what each passed, and, once all have arrived, the
+  // world and rank each gets.
+  struct SplitRound {
+    std::vector<int> colors, keys;
+    int arrived = 0;
+    bool complete = false;
+    std::vector<std::shared_ptr<InProcessWorld>> worlds;  // by rank; null for no color
+    std::vector<int> new_ranks;
+  };
+  // Joins the current round as `rank`; returns the world and rank of its new group.
+  std::pair<std::shared_ptr<InProcessWorld>, int> split(int rank, int color, int key);
   struct Message {
     int source;
     int tag;
@@ -65,6 +85,9 @@ class InProcessWorld {
   };
   std::mutex mutex_;
   std::vector<Mailbox> mailboxes_;
+  std::mutex split_mutex_;
+  std::condition_variable split_done_;
+  std::shared_ptr<SplitRound> split_round_;
 };
 
 }  // namespace concord

@@ -65,8 +65,16 @@ void ensure_mpi_initialized() {
                   MPI_THREAD_SERIALIZED, ") or higher; initialise MPI with MPI_Init_thread");
 }
 
-MpiCommunicator::MpiCommunicator(MPI_Comm parent) {
-  check_mpi(MPI_Comm_dup(parent, &comm_), "MPI_Comm_dup");
+MPI_Comm duplicate(MPI_Comm parent) {
+  MPI_Comm comm = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_dup(parent, &comm), "MPI_Comm_dup");
+  return comm;
+}
+
+MpiCommunicator::MpiCommunicator(MPI_Comm parent) : MpiCommunicator(duplicate(parent), Adopt{}) {}
+
+MpiCommunicator::MpiCommunicator(MPI_Comm comm, Adopt) : comm_(comm) {
+  std::fill(&user_ops_[0][0], &user_ops_[0][0] + sizeof user_ops_ / sizeof(MPI_Op), MPI_OP_NULL);
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
@@ -75,7 +83,20 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent) {
 MpiCommunicator::~MpiCommunicator() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized && comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  if (finalized) return;
+  for (auto& row : user_ops_)
+    for (auto& op : row)
+      if (op != MPI_OP_NULL) MPI_Op_free(&op);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
+  MPI_Comm sub = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split(comm_, color < 0 ? MPI_UNDEFINED : color, key, &sub), "MPI_Comm_split");
+  if (sub == MPI_COMM_NULL) return nullptr;
+  std::unique_ptr<MpiCommunicator> result(new MpiCommunicator(sub, Adopt{}));
+  adopt(*result);
+  return result;
 }
 
 RequestPtr MpiCommunicator::isend(const void* data, size_t bytes, int peer, int tag) {
@@ -90,8 +111,7 @@ RequestPtr MpiCommunicator::isend(const void* data, size_t bytes, int peer, int 
               "MPI_Isend");
     offset += n;
   } while (offset < bytes);
-  counters_.bytes_sent += bytes;
-  counters_.messages_sent += 1;
+  record_sent(bytes);
   return request;
 }
 
@@ -107,8 +127,7 @@ RequestPtr MpiCommunicator::irecv(void* data, size_t bytes, int peer, int tag) {
               "MPI_Irecv");
     offset += n;
   } while (offset < bytes);
-  counters_.bytes_received += bytes;
-  counters_.messages_received += 1;
+  record_received(bytes);
   return request;
 }
 
@@ -133,8 +152,8 @@ std::vector<std::vector<uint8_t>> MpiCommunicator::gather_bytes(const std::vecto
   check_mpi(MPI_Gatherv(mine.data(), length, MPI_BYTE, all.data(), lengths.data(),
                         displacements.data(), MPI_BYTE, root, comm_),
             "MPI_Gatherv");
-  counters_.bytes_sent += rank_ == root ? 0 : mine.size() + sizeof(int);
-  counters_.bytes_received += all.size() + lengths.size() * sizeof(int);
+  record_sent(rank_ == root ? 0 : mine.size() + sizeof(int), 0);
+  record_received(all.size() + lengths.size() * sizeof(int), 0);
   std::vector<std::vector<uint8_t>> result;
   for (size_t r = 0; r < lengths.size(); ++r)
     result.emplace_back(all.begin() + displacements[r], all.begin() + displacements[r] + lengths[r]);
@@ -149,9 +168,9 @@ void MpiCommunicator::broadcast_bytes(std::vector<uint8_t>& data, int root) {
   data.resize(length);
   check_mpi(MPI_Bcast(data.data(), length, MPI_BYTE, root, comm_), "MPI_Bcast");
   if (rank_ == root) {
-    counters_.bytes_sent += (data.size() + sizeof(int)) * (size_ - 1);
+    record_sent((data.size() + sizeof(int)) * (size_ - 1), 0);
   } else {
-    counters_.bytes_received += data.size() + sizeof(int);
+    record_received(data.size() + sizeof(int), 0);
   }
 }
 
@@ -162,8 +181,8 @@ void MpiCommunicator::allreduce_bits(std::vector<uint64_t>& words, bool bitwise_
                           bitwise_and ? MPI_BAND : MPI_BOR, comm_),
             "MPI_Allreduce (bit vector)");
   // Counted as one vector each way: what a rank contributes and what it gets back.
-  counters_.bytes_sent += words.size() * sizeof(uint64_t);
-  counters_.bytes_received += words.size() * sizeof(uint64_t);
+  record_sent(words.size() * sizeof(uint64_t), 0);
+  record_received(words.size() * sizeof(uint64_t), 0);
 }
 
 std::vector<int> node_of_every_rank(MPI_Comm world, MPI_Comm local) {

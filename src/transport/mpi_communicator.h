@@ -33,10 +33,31 @@ class MpiCommunicator : public Communicator {
   void barrier() override;
   void allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) override;
 
+  /// Every dtype and op: builtin MPI datatypes and ops, and for float16/bfloat16 (over
+  /// MPI_UINT16_T) and int8/uint8 sums a commutative user-defined op calling reduce_inplace.
+  bool native_allreduce_supported(DataType dtype, ReduceOp op) const override;
+  /// MPI_Allreduce(MPI_IN_PLACE, ...) on this communicator, blocking; kAverage reduces as
+  /// kSum. Counts above INT_MAX go in several calls. Not recorded in counters() (MPI's
+  /// own messages are invisible to Concord). Throws CommError when MPI fails.
+  void native_allreduce(void* data, size_t count, DataType dtype, ReduceOp op) override;
+
+  /// MPI_Comm_split of this communicator (see Communicator::split); the new communicator
+  /// also returns errors (MPI_ERRORS_RETURN) instead of aborting.
+  std::unique_ptr<Communicator> split(int color, int key) override;
+
   MPI_Comm comm() const { return comm_; }
 
  private:
+  struct Adopt {};
+  // Takes ownership of `comm` (no duplicate).
+  MpiCommunicator(MPI_Comm comm, Adopt);
+  // The MPI op for `op` on `dtype`, creating this communicator's user-defined op on first use.
+  MPI_Op mpi_op(DataType dtype, ReduceOp op);
+
   MPI_Comm comm_ = MPI_COMM_NULL;
+  // User-defined ops (16-bit floats, 8-bit sums), by [dtype code][op code]; MPI_OP_NULL
+  // until first used.
+  MPI_Op user_ops_[8][5];
   int rank_ = 0;
   int size_ = 1;
 };
@@ -51,5 +72,8 @@ std::vector<int> node_of_every_rank(MPI_Comm world);
 
 /// Throws CommError("<what> failed: <MPI error string>") when `code` is not MPI_SUCCESS.
 void check_mpi(int code, const char* what);
+
+/// MPI_Comm_dup of `parent`. Throws CommError when MPI fails.
+MPI_Comm duplicate(MPI_Comm parent);
 
 }  // namespace concord

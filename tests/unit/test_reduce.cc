@@ -193,6 +193,57 @@ TEST(ReduceInplaceSemantics, FloatSpecialValues) {
   EXPECT_EQ(reduce_one<uint16_t>(tiny, tiny, DataType::kBFloat16, ReduceOp::kProduct), 0x0000);
 }
 
+// The vectorised 16-bit float kernels (branch-free conversions; F16C where the CPU has it,
+// so both reduce_inplace and reduce_inplace_portable) against the scalar definition
+// narrow(op(widen(a), widen(b))) of half.h, bit for bit, for every one of the 65536 dst
+// patterns (NaNs, infinities, subnormals included) paired with two different src patterns
+// each, on a whole array so the vector loops and their tails run. A NaN result need only
+// be a NaN: which payload NaN op NaN keeps is the CPU's and the compiler's operand order.
+TEST(ReduceInplaceSemantics, HalfKernelsMatchScalarDefinitionForEveryBitPattern) {
+  struct Half {
+    DataType dtype;
+    float (*widen)(uint16_t);
+    uint16_t (*narrow)(float);
+  };
+  struct Kernel {
+    const char* name;
+    void (*run)(void*, const void*, size_t, DataType, ReduceOp);
+  };
+  const Half halves[] = {{DataType::kFloat16, float16_to_float, float_to_float16},
+                         {DataType::kBFloat16, bfloat16_to_float, float_to_bfloat16}};
+  const Kernel kernels[] = {{"reduce_inplace", reduce_inplace}, {"reduce_inplace_portable", reduce_inplace_portable}};
+  for (const Kernel& kernel : kernels) {
+    for (const Half& half : halves) {
+      for (ReduceOp op : all_ops()) {
+        for (uint32_t multiplier : {40503u, 7u}) {
+          std::vector<uint16_t> dst(65536 + 5), src(dst.size());
+          for (size_t i = 0; i < dst.size(); ++i) {
+            dst[i] = static_cast<uint16_t>(i);
+            src[i] = static_cast<uint16_t>(i * multiplier + 12345);
+          }
+          const std::vector<uint16_t> original = dst;
+          kernel.run(dst.data() + 1, src.data() + 1, dst.size() - 1, half.dtype, op);  // odd start
+          EXPECT_EQ(dst[0], original[0]) << kernel.name << ": element before the range was written";
+          int failures = 0;
+          for (size_t i = 1; i < dst.size() && failures < 10; ++i) {
+            const float a = half.widen(original[i]), b = half.widen(src[i]);
+            float combined = a + b;
+            if (op == ReduceOp::kProduct) combined = a * b;
+            if (op == ReduceOp::kMin) combined = b < a ? b : a;
+            if (op == ReduceOp::kMax) combined = b > a ? b : a;
+            const uint16_t expected = half.narrow(combined);
+            const bool ok = std::isnan(combined) ? std::isnan(half.widen(dst[i])) : dst[i] == expected;
+            EXPECT_TRUE(ok) << kernel.name << " " << dtype_name(half.dtype) << " " << reduce_op_name(op) << " element "
+                            << i << std::hex << ": 0x" << original[i] << " with 0x" << src[i] << " gave 0x" << dst[i]
+                            << ", expected 0x" << expected;
+            failures += !ok;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(ReduceInplaceSemantics, UnknownCodesAreInvalidArgument) {
   float a = 1, b = 2;
   EXPECT_THROW(reduce_inplace(&a, &b, 1, static_cast<DataType>(8), ReduceOp::kSum), InvalidArgument);

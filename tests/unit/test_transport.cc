@@ -211,5 +211,139 @@ TEST(InProcessTransport, CountersCountBytesAndMessages) {
   EXPECT_EQ(counters[1].bytes_sent, 0u);
 }
 
+// ---- split(color, key) ----------------------------------------------------------------
+
+// Each rank of `sub` sends `value` to its right neighbour (sub rank + 1) and returns what
+// its left neighbour sent, so every pair of the sub-communicator exchanges one message.
+int ring_exchange(Communicator& sub, int value) {
+  int received = -1;
+  std::vector<RequestPtr> requests;
+  requests.push_back(sub.irecv(&received, sizeof received, (sub.rank() + sub.size() - 1) % sub.size(), 3));
+  requests.push_back(sub.isend(&value, sizeof value, (sub.rank() + 1) % sub.size(), 3));
+  wait_all(requests);
+  return received;
+}
+
+class InProcessSplit : public ::testing::TestWithParam<int> {};
+
+// Even and odd ranks form two groups; messages with the same tag stay inside each group.
+TEST_P(InProcessSplit, ByParityKeepsRankOrderAndIsolatesGroups) {
+  const int P = GetParam();
+  std::vector<int> sizes(P), ranks(P), from_left(P);
+  InProcessWorld::run(P, [&](Communicator& comm) {
+    auto sub = comm.split(comm.rank() % 2, comm.rank());
+    ASSERT_NE(sub, nullptr) << "rank " << comm.rank();
+    sizes[comm.rank()] = sub->size();
+    ranks[comm.rank()] = sub->rank();
+    from_left[comm.rank()] = ring_exchange(*sub, comm.rank());
+  });
+  for (int r = 0; r < P; ++r) {
+    const int parity = r % 2, members = (P - parity + 1) / 2;
+    EXPECT_EQ(sizes[r], members) << "P=" << P << " rank " << r;
+    EXPECT_EQ(ranks[r], r / 2) << "P=" << P << " rank " << r;
+    const int left = ((r / 2 + members - 1) % members) * 2 + parity;
+    EXPECT_EQ(from_left[r], left) << "P=" << P << " rank " << r << " received from the wrong rank";
+  }
+}
+
+// Nodes of 3 ranks (the last one may be smaller), keys reversing the order inside a node;
+// every rank sends its world rank to sub rank 0, which checks who is who.
+TEST_P(InProcessSplit, ByNodeWithReversedKeys) {
+  const int P = GetParam();
+  constexpr int kPerNode = 3;
+  std::vector<int> ranks(P, -1);
+  std::vector<std::vector<int>> gathered(P);
+  InProcessWorld::run(P, [&](Communicator& comm) {
+    const int node = comm.rank() / kPerNode;
+    auto sub = comm.split(node, -comm.rank());
+    ranks[comm.rank()] = sub->rank();
+    std::vector<RequestPtr> requests;
+    int mine = comm.rank();
+    std::vector<int>& all = gathered[comm.rank()];
+    if (sub->rank() == 0) {
+      all.assign(sub->size(), -1);
+      all[0] = mine;
+      for (int s = 1; s < sub->size(); ++s) requests.push_back(sub->irecv(&all[s], sizeof(int), s, 4));
+    } else {
+      requests.push_back(sub->isend(&mine, sizeof mine, 0, 4));
+    }
+    wait_all(requests);
+  });
+  for (int r = 0; r < P; ++r) {
+    const int node = r / kPerNode, last = std::min(P, (node + 1) * kPerNode) - 1;
+    EXPECT_EQ(ranks[r], last - r) << "P=" << P << " rank " << r << ": key -rank reverses the node's order";
+    if (r != last) continue;  // the node's sub rank 0
+    ASSERT_EQ(gathered[r].size(), static_cast<size_t>(last - node * kPerNode + 1)) << "P=" << P << " rank " << r;
+    for (size_t s = 0; s < gathered[r].size(); ++s)
+      EXPECT_EQ(gathered[r][s], last - static_cast<int>(s)) << "P=" << P << " node " << node << " sub rank " << s;
+  }
+}
+
+// Several splits in a row (new rounds of the rendezvous) and a split of a split.
+TEST_P(InProcessSplit, RepeatedAndNestedSplits) {
+  const int P = GetParam();
+  std::vector<std::vector<int>> sizes(P);
+  InProcessWorld::run(P, [&](Communicator& comm) {
+    for (int groups = 1; groups <= 4; ++groups) {
+      auto sub = comm.split(comm.rank() % groups, comm.rank());
+      sizes[comm.rank()].push_back(sub->size());
+      auto half = sub->split(sub->rank() < sub->size() / 2 ? 0 : 1, 0);
+      sizes[comm.rank()].push_back(half->size());
+      ring_exchange(*half, comm.rank());
+    }
+  });
+  for (int r = 0; r < P; ++r) {
+    ASSERT_EQ(sizes[r].size(), 8u) << "P=" << P << " rank " << r;
+    for (int groups = 1; groups <= 4; ++groups) {
+      const int members = (P - r % groups + groups - 1) / groups, sub_rank = r / groups;
+      const int first_half = members / 2;
+      EXPECT_EQ(sizes[r][2 * (groups - 1)], members) << "P=" << P << " rank " << r << " groups " << groups;
+      EXPECT_EQ(sizes[r][2 * (groups - 1) + 1], sub_rank < first_half ? first_half : members - first_half)
+          << "P=" << P << " rank " << r << " groups " << groups;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks1To16, InProcessSplit, ::testing::Range(1, 17),
+                         [](const auto& info) { return "P" + std::to_string(info.param); });
+
+TEST(InProcessTransport, SplitWithNegativeColorGivesNoCommunicator) {
+  std::vector<int> sizes(5, -2);
+  InProcessWorld::run(5, [&](Communicator& comm) {
+    auto sub = comm.split(comm.rank() == 2 ? -1 : 7, 0);
+    sizes[comm.rank()] = sub ? sub->size() : -1;
+  });
+  EXPECT_EQ(sizes, (std::vector<int>{4, 4, -1, 4, 4}));
+}
+
+// A sub-communicator's counters start at zero; its traffic also shows in its parent's and
+// grandparent's counters; splitting itself sends nothing.
+TEST(InProcessTransport, SplitCountersStartAtZeroAndAddUpInAncestors) {
+  std::vector<TrafficCounters> world(4), child(4), grandchild(4);
+  InProcessWorld::run(4, [&](Communicator& comm) {
+    const TrafficCounters before = comm.counters();
+    auto sub = comm.split(comm.rank() % 2, comm.rank());
+    EXPECT_EQ(comm.counters().messages_sent, before.messages_sent) << "rank " << comm.rank() << ": split sent";
+    EXPECT_EQ(sub->counters().messages_sent + sub->counters().bytes_received, 0u) << "rank " << comm.rank();
+    ring_exchange(*sub, 1);  // 1 message of 4 bytes each way
+    auto single = sub->split(sub->rank(), 0);
+    int value = 0;
+    std::vector<RequestPtr> requests;
+    requests.push_back(single->irecv(&value, sizeof value, 0, 1));
+    requests.push_back(single->isend(&value, sizeof value, 0, 1));  // to itself
+    wait_all(requests);
+    world[comm.rank()] = comm.counters();
+    child[comm.rank()] = sub->counters();
+    grandchild[comm.rank()] = single->counters();
+  });
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(grandchild[r].messages_sent, 1u) << "rank " << r;
+    EXPECT_EQ(child[r].messages_sent, 2u) << "rank " << r;
+    EXPECT_EQ(child[r].bytes_received, 8u) << "rank " << r;
+    EXPECT_EQ(world[r].messages_sent, 2u) << "rank " << r;
+    EXPECT_EQ(world[r].bytes_sent, 8u) << "rank " << r;
+  }
+}
+
 }  // namespace
 }  // namespace concord
