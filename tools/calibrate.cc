@@ -9,8 +9,13 @@
 //      MPI's shared-memory split) and all pairs ping-pong 8-byte messages at once;
 //      alpha = half the mean round trip, averaged over pairs.
 //   2. beta: the same pairs ping-pong -s bytes; beta = (half round trip - alpha) / bytes.
-//   3. gamma: every rank times reduce_inplace of -s bytes of float32 (sum);
+//   3. gamma: every rank times reduce_inplace of max(-s, 32 MiB) bytes of float32 (sum),
+//      larger than the caches as a gradient buffer is;
 //      gamma = seconds / byte, averaged over ranks.
+//   3b. mpi_alpha, mpi_beta: MPI_Allreduce over all ranks of 8 bytes and of max(-s, 64 MiB)
+//      bytes (large enough to include the fresh-scratch page faults Open MPI pays there),
+//      timed; the rounds and bytes of AllreduceMpi::cost (the model of MPI's algorithm) are
+//      solved for the two constants (gamma taken from step 3).
 //   4. inter_alpha, inter_beta: as 1 and 2 with rank l of node 2k paired with rank l of
 //      node 2k+1, when the ranks span more than one node; otherwise the intra-node values
 //      are copied (and the output says so).
@@ -25,6 +30,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "algorithms/allreduce_mpi.h"
 #include "algorithms/cost_model.h"
 #include "common/reduce.h"
 #include "tools/bench_options.h"
@@ -124,6 +130,36 @@ double reduction_seconds_per_byte(size_t bytes, int iterations) {
   return mean_over_ranks((MPI_Wtime() - start) / repeats / static_cast<double>(count * 4));
 }
 
+// Mean seconds of MPI_Allreduce (float32 sum, in place) of `bytes` bytes, slowest rank.
+double mpi_allreduce_seconds(size_t bytes, int iterations) {
+  std::vector<float> data(std::max<size_t>(bytes / 4, 1), 1.0f);
+  MPI_Allreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double start = MPI_Wtime();
+  for (int i = 0; i < iterations; ++i)
+    MPI_Allreduce(MPI_IN_PLACE, data.data(), static_cast<int>(data.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  double mine = (MPI_Wtime() - start) / iterations, slowest = 0;
+  MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return slowest;
+}
+
+// Fits mpi_alpha and mpi_beta of `params` (gamma already set) to MPI_Allreduce's times.
+void fit_mpi_constants(CostParams& params, int ranks, const std::vector<int>& nodes, size_t large_bytes,
+                       int iterations) {
+  Problem problem;
+  problem.ranks = ranks;
+  problem.nodes = *std::max_element(nodes.begin(), nodes.end()) + 1;
+  problem.count = 2;
+  const Cost small = AllreduceMpi::cost(problem);
+  problem.count = large_bytes / 4;
+  const Cost large = AllreduceMpi::cost(problem);
+  const double t_small = mpi_allreduce_seconds(8, iterations);
+  const double t_large = mpi_allreduce_seconds(large_bytes, std::max(iterations / 20, 5));
+  params.mpi_alpha = t_small / std::max(small.native_rounds, 1.0);
+  const double rest = t_large - large.native_rounds * params.mpi_alpha - large.reduce_bytes * params.gamma;
+  params.mpi_beta = std::max(rest, 1e-12) / std::max(large.native_wire_bytes, 1.0);
+}
+
 std::string default_output() {
   const char* home = std::getenv("HOME");
   return std::string(home ? home : ".") + "/.cache/concord/cost_model.json";
@@ -157,7 +193,8 @@ int main(int argc, char** argv) {
       params.alpha = alpha;
       params.beta = beta;
     }
-    params.gamma = reduction_seconds_per_byte(large_bytes, iterations);
+    params.gamma = reduction_seconds_per_byte(std::max<size_t>(large_bytes, size_t{32} << 20), iterations);
+    fit_mpi_constants(params, comm.size(), nodes, std::max<size_t>(large_bytes, size_t{64} << 20), iterations);
     bool inter_measured = false;
     if (several_nodes) {
       const auto [inter_alpha, inter_beta] =
@@ -181,6 +218,8 @@ int main(int argc, char** argv) {
                                : inter_measured ? "measured" : "no inter-node pair: default";
       std::printf("inter_alpha %.3e s        (%s)\n", params.inter_alpha, inter_note);
       std::printf("inter_beta  %.3e s/B      (%.2f GB/s)\n", params.inter_beta, 1e-9 / params.inter_beta);
+      std::printf("mpi_alpha   %.3e s        (MPI_Allreduce latency per round)\n", params.mpi_alpha);
+      std::printf("mpi_beta    %.3e s/B      (MPI_Allreduce, %.2f GB/s per link)\n", params.mpi_beta, 1e-9 / params.mpi_beta);
       params.save(output);
       std::printf("# written to %s\n", output.c_str());
     }

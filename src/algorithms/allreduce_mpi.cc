@@ -49,7 +49,12 @@ Cost AllreduceMpi::cost(const Problem& problem) {
     cost.wire_bytes = 2 * share * n + 2 * fold * n;
     cost.reduce_bytes = share * n + fold * n;
   }
-  return cost.place(problem.nodes);
+  // Priced with the MPI library's own measured constants (CostParams::mpi_alpha/mpi_beta).
+  cost.native_rounds = cost.rounds;
+  cost.native_wire_bytes = cost.wire_bytes;
+  cost.rounds = 0;
+  cost.wire_bytes = 0;
+  return cost;
 }
 
 }  // namespace concord

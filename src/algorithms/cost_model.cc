@@ -22,6 +22,8 @@ constexpr Field kFields[] = {
     {"gamma", "CONCORD_COST_GAMMA", &CostParams::gamma},
     {"inter_alpha", "CONCORD_COST_INTER_ALPHA", &CostParams::inter_alpha},
     {"inter_beta", "CONCORD_COST_INTER_BETA", &CostParams::inter_beta},
+    {"mpi_alpha", "CONCORD_COST_MPI_ALPHA", &CostParams::mpi_alpha},
+    {"mpi_beta", "CONCORD_COST_MPI_BETA", &CostParams::mpi_beta},
 };
 
 std::string default_path() {

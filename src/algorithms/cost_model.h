@@ -19,13 +19,21 @@
 namespace concord {
 
 /// Machine constants, in seconds. Measured by `concord-calibrate` (tools/calibrate.cc),
-/// stored as JSON and overridable by CONCORD_COST_* variables.
+/// stored as JSON and overridable by CONCORD_COST_* variables. The intra-node and MPI
+/// defaults are concord-calibrate's values at 2 ranks on the project's 2-core CI machine
+/// (Open MPI 4.1.4 shared memory, 2026-11-21); the inter-node defaults assume 10 Gbit/s
+/// Ethernet with TCP (30 us, 1.25 GB/s).
 struct CostParams {
-  double alpha = 4e-6;         ///< intra-node latency per message, s
-  double beta = 1.0 / 4e9;     ///< intra-node transfer time per byte, s/B
-  double gamma = 1.0 / 4e9;    ///< reduction time per byte (float32 sum), s/B
+  double alpha = 1.5e-6;       ///< intra-node latency per message, s
+  double beta = 2.0e-10;       ///< intra-node transfer time per byte, s/B (5 GB/s)
+  double gamma = 8.3e-11;      ///< reduction time per byte (float32 sum, out of cache), s/B
   double inter_alpha = 30e-6;  ///< inter-node latency per message, s
   double inter_beta = 1.0 / 1.25e9;  ///< inter-node transfer time per byte, s/B
+  /// The MPI library's own allreduce ("mpi" algorithm) is a black box with its own
+  /// constants: its latency per round and time per byte, fitted by concord-calibrate from
+  /// MPI_Allreduce of 8 bytes and of a 64 MiB message.
+  double mpi_alpha = 1.0e-6;
+  double mpi_beta = 5.7e-10;
 
   /// Reads the JSON written by save(); missing keys keep their defaults. Throws
   /// InvalidArgument naming the file when it cannot be parsed.
@@ -63,6 +71,8 @@ struct Cost {
   double inter_rounds = 0;  ///< inter-node message rounds
   double inter_wire_bytes = 0;
   double reduce_bytes = 0;  ///< bytes reduced in sequence (gamma terms)
+  double native_rounds = 0;      ///< rounds of the MPI library's allreduce (mpi_alpha terms)
+  double native_wire_bytes = 0;  ///< its bytes on the critical path (mpi_beta terms)
   uint64_t max_messages_sent = 0;    ///< by the busiest rank
   uint64_t max_bytes_sent = 0;       ///< by the busiest rank
   uint64_t total_messages_sent = 0;  ///< summed over all ranks
@@ -71,7 +81,8 @@ struct Cost {
   /// Predicted time in seconds.
   double seconds(const CostParams& params) const {
     return rounds * params.alpha + wire_bytes * params.beta + inter_rounds * params.inter_alpha +
-           inter_wire_bytes * params.inter_beta + reduce_bytes * params.gamma;
+           inter_wire_bytes * params.inter_beta + reduce_bytes * params.gamma +
+           native_rounds * params.mpi_alpha + native_wire_bytes * params.mpi_beta;
   }
   /// For flat algorithms: moves the critical path to the inter-node link when `nodes` > 1.
   Cost& place(int nodes) {

@@ -29,6 +29,8 @@ const std::vector<ConfigVar>& config_table() {
       {"CONCORD_COST_GAMMA", "", "float", "overrides the reduction time per byte, seconds"},
       {"CONCORD_COST_INTER_ALPHA", "", "float", "overrides the inter-node latency per message, seconds"},
       {"CONCORD_COST_INTER_BETA", "", "float", "overrides the inter-node transfer time per byte, seconds"},
+      {"CONCORD_COST_MPI_ALPHA", "", "float", "overrides MPI_Allreduce's latency per round, seconds"},
+      {"CONCORD_COST_MPI_BETA", "", "float", "overrides MPI_Allreduce's time per byte, seconds"},
       {"CONCORD_CACHE_CAPACITY", "1024", "int",
        "entries (= bits) of the response cache; negotiated tensors are then coordinated by one "
        "bitwise allreduce instead of the coordinator (0 disables the cache)"},

@@ -26,7 +26,8 @@ void adopt_rank0_settings(Communicator& comm, Config& config, CostParams& cost) 
                           {"allreduce_algorithm", config.allreduce_algorithm},
                           {"allgather_algorithm", config.allgather_algorithm},
                           {"broadcast_algorithm", config.broadcast_algorithm},
-                          {"cost", {cost.alpha, cost.beta, cost.gamma, cost.inter_alpha, cost.inter_beta}}}
+                          {"cost", {cost.alpha, cost.beta, cost.gamma, cost.inter_alpha, cost.inter_beta, cost.mpi_alpha,
+                                    cost.mpi_beta}}}
         .dump();
   };
   const std::string mine = encode();
@@ -44,7 +45,7 @@ void adopt_rank0_settings(Communicator& comm, Config& config, CostParams& cost) 
   config.allgather_algorithm = root.at("allgather_algorithm");
   config.broadcast_algorithm = root.at("broadcast_algorithm");
   const auto& c = root.at("cost");
-  cost = CostParams{c.at(0), c.at(1), c.at(2), c.at(3), c.at(4)};
+  cost = CostParams{c.at(0), c.at(1), c.at(2), c.at(3), c.at(4), c.at(5), c.at(6)};
 }
 
 // Fails init() with InvalidArgument listing the known names when a forced algorithm does
