@@ -1,10 +1,9 @@
 #include "runtime/executor.h"
 
-#include <cstring>
-#include <numeric>
-
 #include <algorithm>
 #include <cctype>
+#include <cstring>
+#include <numeric>
 
 #include "common/enforce.h"
 #include "common/reduce.h"
@@ -16,7 +15,6 @@ Executor::Executor(Communicator& data, const Config& config, const CostParams& c
     : comm_(data),
       timeline_(timeline),
       config_(config),
-      cost_(cost),
       context_{data, scratch_, static_cast<size_t>(config.ring_chunk_bytes), std::move(node_of_rank), cost} {}
 
 Problem Executor::problem(size_t count, DataType dtype, ReduceOp op) const {
@@ -26,7 +24,7 @@ Problem Executor::problem(size_t count, DataType dtype, ReduceOp op) const {
 template <typename AlgorithmType>
 AlgorithmType& Executor::algorithm(const std::vector<RegistryEntry<AlgorithmType>>& entries,
                                    const Problem& problem, const std::string& forced, std::string& activity) {
-  const auto& entry = select_algorithm(entries, problem, cost_, forced);
+  const auto& entry = select_algorithm(entries, problem, context_.cost_params, forced);
   std::string key = activity + "_" + entry.name;
   std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::toupper(c); });
   activity = key;

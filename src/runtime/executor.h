@@ -52,7 +52,6 @@ class Executor {
   Communicator& comm_;
   Timeline& timeline_;
   const Config& config_;
-  CostParams cost_;
   ScratchBuffer fusion_buffer_;
   ScratchBuffer scratch_;
   AlgorithmContext context_;
