@@ -6,6 +6,7 @@
 #include "algorithms/allgather_recursive_doubling.h"
 #include "algorithms/allgather_ring.h"
 #include "algorithms/allreduce_double_tree.h"
+#include "algorithms/allreduce_overlapped_tree.h"
 #include "algorithms/allreduce_halving_doubling.h"
 #include "algorithms/allreduce_hierarchical.h"
 #include "algorithms/allreduce_mpi.h"
@@ -60,6 +61,18 @@ const std::vector<AllreduceEntry>& allreduce_algorithms() {
        AllreduceDoubleTree::cost,
        [](const AlgorithmContext& ctx) {
          return std::make_unique<AllreduceDoubleTree>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
+       }},
+      {"overlapped_tree",
+       "C-Cube: binary tree, each chunk broadcast down as soon as the root has reduced it "
+       "(reduce and broadcast overlapped)",
+       always, AllreduceOverlappedTree::cost,
+       [](const AlgorithmContext& ctx) {
+         return std::make_unique<AllreduceOverlappedTree>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
+       }},
+      {"overlapped_double_tree", "C-Cube on the double binary tree, half the data each, reduce and broadcast overlapped",
+       always, AllreduceOverlappedDoubleTree::cost,
+       [](const AlgorithmContext& ctx) {
+         return std::make_unique<AllreduceOverlappedDoubleTree>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
        }},
       {"halving_doubling",
        "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling allgather, "

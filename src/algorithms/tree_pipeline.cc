@@ -6,8 +6,8 @@
 
 namespace concord {
 
-TreePipeline::TreePipeline(Communicator& comm, patterns::TreeNode node, int up_tag, int down_tag)
-    : comm_(comm), node_(node), up_tag_(up_tag), down_tag_(down_tag) {}
+TreePipeline::TreePipeline(Communicator& comm, patterns::TreeNode node, int up_tag, int down_tag, bool overlap)
+    : comm_(comm), node_(node), up_tag_(up_tag), down_tag_(down_tag), overlap_(overlap) {}
 
 void TreePipeline::start(uint8_t* data, const patterns::ChunkPlan& plan, DataType dtype, ReduceOp op,
                          uint8_t* scratch) {
@@ -17,15 +17,22 @@ void TreePipeline::start(uint8_t* data, const patterns::ChunkPlan& plan, DataTyp
   dtype_ = dtype;
   op_ = op;
   next_ = 0;
+  posted_down_ = 0;
+  forwarded_ = 0;
   sends_.clear();
   parent_receives_.clear();
+  up_sends_.clear();
   for (auto& slots : child_receives_)
     for (auto& request : slots) request.reset();
   if (plan_.chunks == 0 || (node_.is_root() && node_.is_leaf())) {  // nothing to exchange
     phase_ = Phase::kDone;
     return;
   }
-  phase_ = Phase::kReduce;
+  phase_ = overlap_ ? Phase::kOverlapped : Phase::kReduce;
+  if (overlap_ && !node_.is_root()) {
+    up_sends_.resize(plan_.chunks);
+    parent_receives_.resize(plan_.chunks);
+  }
   for (int c = 0; c < std::min(kWindow, plan_.chunks); ++c) post_child_receives(c);
 }
 
@@ -49,7 +56,15 @@ bool TreePipeline::reduce_ready_chunks() {
       reduce_inplace(own, slot(i, next_), plan_.chunk(next_).count, dtype_, op_);
       receives[i][s].reset();
     }
-    if (!node_.is_root()) sends_.push(comm_.isend(own, plan_.bytes(next_), node_.parent, up_tag_));
+    if (!node_.is_root()) {
+      RequestPtr up = comm_.isend(own, plan_.bytes(next_), node_.parent, up_tag_);
+      if (overlap_)
+        up_sends_[next_] = std::move(up);
+      else
+        sends_.push(std::move(up));
+    } else if (overlap_) {
+      send_down(next_);  // chunk next_ is final: start it down the tree now
+    }
     if (next_ + kWindow < plan_.chunks) post_child_receives(next_ + kWindow);
   }
   return true;
@@ -58,9 +73,7 @@ bool TreePipeline::reduce_ready_chunks() {
 void TreePipeline::start_broadcast() {
   next_ = 0;
   if (node_.is_root()) {  // the reduction is complete here: send everything down
-    for (int c = 0; c < plan_.chunks; ++c)
-      for (int i = 0; i < node_.child_count(); ++i)
-        sends_.push(comm_.isend(data_ + plan_.offset_bytes(c), plan_.bytes(c), node_.children[i], down_tag_));
+    for (int c = 0; c < plan_.chunks; ++c) send_down(c);
     next_ = plan_.chunks;
     return;
   }
@@ -70,17 +83,48 @@ void TreePipeline::start_broadcast() {
     parent_receives_.push_back(comm_.irecv(data_ + plan_.offset_bytes(c), plan_.bytes(c), node_.parent, down_tag_));
 }
 
+void TreePipeline::send_down(int chunk) {
+  for (int i = 0; i < node_.child_count(); ++i)
+    sends_.push(comm_.isend(data_ + plan_.offset_bytes(chunk), plan_.bytes(chunk), node_.children[i], down_tag_));
+}
+
 bool TreePipeline::forward_ready_chunks() {
   for (; next_ < plan_.chunks; ++next_) {
     if (!parent_receives_[next_]->test()) return false;
     parent_receives_[next_].reset();
-    for (int i = 0; i < node_.child_count(); ++i)
-      sends_.push(comm_.isend(data_ + plan_.offset_bytes(next_), plan_.bytes(next_), node_.children[i], down_tag_));
+    send_down(next_);
   }
   return true;
 }
 
+bool TreePipeline::progress_overlapped() {
+  const bool reduced = reduce_ready_chunks();  // the root also sends each reduced chunk down
+  if (!node_.is_root()) {
+    // Chunk c's receive from the parent may overwrite chunk c once its send up has completed.
+    for (; posted_down_ < next_; ++posted_down_) {
+      if (!up_sends_[posted_down_]->test()) break;
+      up_sends_[posted_down_].reset();
+      parent_receives_[posted_down_] = comm_.irecv(data_ + plan_.offset_bytes(posted_down_),
+                                                   plan_.bytes(posted_down_), node_.parent, down_tag_);
+    }
+    for (; forwarded_ < posted_down_; ++forwarded_) {
+      if (!parent_receives_[forwarded_]->test()) break;
+      parent_receives_[forwarded_].reset();
+      send_down(forwarded_);
+    }
+  }
+  const bool sent = sends_.drain();
+  const bool received = node_.is_root() || forwarded_ == plan_.chunks;
+  return reduced && received && sent;
+}
+
 Progress TreePipeline::progress() {
+  if (phase_ == Phase::kOverlapped) {
+    if (!progress_overlapped()) return Progress::kInProgress;
+    parent_receives_.clear();
+    up_sends_.clear();
+    phase_ = Phase::kDone;
+  }
   if (phase_ == Phase::kReduce) {
     const bool reduced = reduce_ready_chunks();
     sends_.drain();
@@ -127,7 +171,7 @@ Progress TreeAllreduce::progress() {
   return done ? Progress::kDone : Progress::kInProgress;
 }
 
-Cost tree_allreduce_cost(const Problem& problem, int trees) {
+Cost tree_allreduce_cost(const Problem& problem, int trees, bool overlapped) {
   Cost cost;
   const int P = problem.ranks;
   if (P == 1 || problem.count == 0) return cost;
@@ -137,10 +181,12 @@ Cost tree_allreduce_cost(const Problem& problem, int trees) {
     plans[t] = patterns::ChunkPlan::make(count, problem.element_size, problem.chunk_bytes);
   }
   int fan_in = 0;
+  int links = 0;  // the most tree links (children + parent) of one rank, over all trees
   for (int r = 0; r < P; ++r) {
     uint64_t messages = 0;
     uint64_t bytes = 0;
     int children = 0;
+    int peers_all = 0;
     for (int t = 0; t < trees; ++t) {
       if (plans[t].chunks == 0) continue;
       const patterns::TreeNode node = patterns::double_binary_tree(r, P, t);
@@ -148,8 +194,10 @@ Cost tree_allreduce_cost(const Problem& problem, int trees) {
       messages += peers * static_cast<uint64_t>(plans[t].chunks);
       bytes += peers * plans[t].count * plans[t].element_size;
       children += node.child_count();
+      peers_all += static_cast<int>(peers);
     }
     fan_in = std::max(fan_in, children);
+    links = std::max(links, peers_all);
     cost.max_messages_sent = std::max(cost.max_messages_sent, messages);
     cost.max_bytes_sent = std::max(cost.max_bytes_sent, bytes);
     cost.total_messages_sent += messages;
@@ -157,9 +205,15 @@ Cost tree_allreduce_cost(const Problem& problem, int trees) {
   }
   const double steps = patterns::tree_height(P) + plans[0].chunks - 1;
   const double chunk = static_cast<double>(plans[0].largest_bytes());
-  cost.rounds = 2 * steps;
-  cost.wire_bytes = 2 * fan_in * chunk * steps;
   cost.reduce_bytes = fan_in * chunk * steps;
+  if (overlapped) {  // one pipeline: D steps up, D down, K - 1 behind the first chunk
+    const double pipeline = 2.0 * patterns::tree_height(P) + plans[0].chunks - 1;
+    cost.rounds = pipeline;
+    cost.wire_bytes = links * chunk * pipeline;
+  } else {
+    cost.rounds = 2 * steps;
+    cost.wire_bytes = 2 * fan_in * chunk * steps;
+  }
   return cost.place(problem.nodes);
 }
 

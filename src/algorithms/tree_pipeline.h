@@ -1,15 +1,22 @@
-// TreePipeline: the engine of the tree allreduces (AllreducePipelinedTree, AllreduceDoubleTree):
-// reduce up one tree, then broadcast down it, both pipelined in chunks, over one contiguous
-// range of elements. Not an algorithm of its own; it is driven by one of those.
+// TreePipeline: the engine of the tree allreduces (AllreducePipelinedTree, AllreduceDoubleTree,
+// and C-Cube's AllreduceOverlappedTree / its two-tree variant): reduce up one tree, then
+// broadcast down it, both pipelined in chunks, over one contiguous range of elements. Not an
+// algorithm of its own; it is driven by one of those.
 //
 // Reduce phase, chunk by chunk in order: wait for chunk c from every child (received into
 // kWindow scratch slots per child), reduce own += children[0], then own += children[1] (a
 // fixed order, whatever the arrival order), send chunk c to the parent. The root's data is
 // then the reduction over all ranks.
-// Broadcast phase (baseline, not overlapped with the reduce; C-Cube's overlap is
-// a separate algorithm): the root starts once it has reduced every chunk and
-// sends each chunk to its children; every other rank, once its sends up have completed,
-// receives chunk c from its parent into its data and forwards it to its children.
+// Broadcast phase, baseline (overlap = false): the root starts once it has reduced every
+// chunk and sends each chunk to its children; every other rank, once its sends up have
+// completed, receives chunk c from its parent into its data and forwards it to its children.
+// Overlapped (overlap = true; C-Cube: Jo, Son & Kim, "Logical/Physical Topology-Aware
+// Collective Communication in Deep Learning Training", HPCA 2023): the root sends chunk c
+// down as soon as it has reduced it, while later chunks still come up; every other rank
+// posts the receive of chunk c from its parent as soon as its send of chunk c up has
+// completed (the receive overwrites the bytes that send reads) and forwards chunk c to its
+// children as soon as it arrives. Both directions of every tree edge are then busy at once. Same messages, same
+// bytes and same reduction order as the baseline: only the moment the broadcast starts moves.
 // Each element is reduced along one tree in one order and then copied: bit-identical results.
 //
 // Bytes on the wire per rank with n bytes and k children: (k + 1) n sent (k n at the root),
@@ -38,7 +45,8 @@ class TreePipeline {
   static constexpr int kWindow = 4;
 
   /// `node` is this rank's place in the tree; messages up use `up_tag`, down `down_tag`.
-  TreePipeline(Communicator& comm, patterns::TreeNode node, int up_tag, int down_tag);
+  /// `overlap` chains the broadcast of each chunk right behind its reduction (C-Cube).
+  TreePipeline(Communicator& comm, patterns::TreeNode node, int up_tag, int down_tag, bool overlap = false);
 
   /// Scratch bytes start() needs for `plan` (2 children x kWindow largest chunks).
   static size_t scratch_bytes(const patterns::ChunkPlan& plan) { return 2 * kWindow * plan.largest_bytes(); }
@@ -50,17 +58,20 @@ class TreePipeline {
   Progress progress();
 
  private:
-  enum class Phase { kReduce, kAwaitSendsUp, kBroadcast, kDone };
+  enum class Phase { kReduce, kAwaitSendsUp, kBroadcast, kOverlapped, kDone };
   uint8_t* slot(int child, int chunk) const;
   void post_child_receives(int chunk);
   bool reduce_ready_chunks();  // true when every chunk is reduced
   void start_broadcast();
   bool forward_ready_chunks();  // true when every chunk has been received and forwarded
+  void send_down(int chunk);
+  bool progress_overlapped();   // one step of the overlapped schedule; true when done
 
   Communicator& comm_;
   patterns::TreeNode node_;
   int up_tag_;
   int down_tag_;
+  bool overlap_;
   uint8_t* data_ = nullptr;
   uint8_t* scratch_ = nullptr;
   patterns::ChunkPlan plan_;
@@ -71,6 +82,11 @@ class TreePipeline {
   std::array<std::array<RequestPtr, kWindow>, 2> child_receives_;  // by child, by slot
   std::vector<RequestPtr> parent_receives_;                         // by chunk
   RequestQueue sends_;
+  // Overlapped schedule only: the send up of each chunk (by chunk), the chunks whose
+  // receive from the parent is posted, and the chunks received and forwarded down.
+  std::vector<RequestPtr> up_sends_;
+  int posted_down_ = 0;
+  int forwarded_ = 0;
 };
 
 /// Allreduce over T TreePipelines run concurrently, tree t on elements
@@ -86,7 +102,7 @@ class TreeAllreduce : public AllreduceAlgorithm {
 
  protected:
   /// `scratch` persists across calls (T x 2 x TreePipeline::kWindow chunks); `chunk_bytes`
-  /// is the pipelining unit (at least one element per chunk).
+  /// is the pipelining unit (at least one element per chunk); `trees` may be overlapped.
   TreeAllreduce(ScratchBuffer& scratch, size_t chunk_bytes, std::vector<TreePipeline> trees);
 
  private:
@@ -101,6 +117,10 @@ class TreeAllreduce : public AllreduceAlgorithm {
 /// most c bytes (tree 0's, the larger half) and f = the most children any rank has over
 /// all trees (the chunks its port carries per pipeline step): each phase is D + K - 1
 /// steps; rounds 2(D + K - 1), wire_bytes 2 f c (D + K - 1), reduce_bytes f c (D + K - 1).
-Cost tree_allreduce_cost(const Problem& problem, int trees);
+/// overlapped = true: the C-Cube schedule, one pipeline of 2 D + K - 1 steps in which a rank
+/// receives g chunks per step, g = the most (children + parent) links any rank has over all
+/// trees: rounds 2 D + K - 1, wire_bytes g c (2 D + K - 1), reduce_bytes f c (D + K - 1).
+/// Exact counts are the same as without overlap.
+Cost tree_allreduce_cost(const Problem& problem, int trees, bool overlapped = false);
 
 }  // namespace concord
