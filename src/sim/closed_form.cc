@@ -52,6 +52,39 @@ double tree_time(int P, size_t count, const Problem& problem, const LinkParams& 
   return up + down;
 }
 
+// Overlapped (C-Cube) allreduce of `count` elements on the binary tree (`trees` = 1), or of
+// `count` and the rest of the buffer on the two trees of the double binary tree (`trees` = 2).
+double overlapped_tree_time(int P, size_t count, size_t second, int trees, const Problem& problem,
+                            const LinkParams& link, double gamma) {
+  if (P == 1 || count == 0) return 0;
+  if (second == 0) trees = 1;  // tree 1 carries nothing (a one-element buffer)
+  const int h = patterns::tree_height(P);
+  const int K = patterns::ChunkPlan::make(count, problem.element_size, problem.chunk_bytes).chunks;
+  const double m = static_cast<double>(patterns::segment(count, K, 0).count * problem.element_size);
+  const double T = message(link, m), G = gamma * m;
+  int links = 0;   // messages per chunk on the busiest rank's link (children + parent)
+  int fan_in = 0;  // chunks the busiest rank reduces per chunk step
+  for (int r = 0; r < P; ++r) {
+    int mine = 0, children = 0;
+    for (int t = 0; t < trees; ++t) {
+      const patterns::TreeNode node = patterns::double_binary_tree(r, P, t);
+      mine += node.child_count() + (node.is_root() ? 0 : 1);
+      children += node.child_count();
+    }
+    links = std::max(links, mine);
+    fan_in = std::max(fan_in, children);
+  }
+  const double step = std::max(links * T, fan_in * G);
+  if (trees == 2 && K > 1) {  // both trees' pipelines share every link from the start
+    if (P == 2) return K * step;
+    return (h - 1) * links * T + h * G + (K - 1) * step;
+  }
+  const double fan = P == 2 ? 1 : 2;  // messages per chunk an inner node serves on the way
+  const double up = (h - 1) * (fan * T + G) + T + G;
+  const double down = T + (h - 1) * fan * T;
+  return up + down + (K - 1) * step;
+}
+
 }  // namespace
 
 double ring_closed_form(const Problem& problem, const Topology& topology, double gamma) {
@@ -102,6 +135,15 @@ double double_tree_closed_form(const Problem& problem, const Topology& topology,
     seconds += (K - 1) * message(link, m);
   }
   return seconds;
+}
+
+double overlapped_tree_closed_form(const Problem& problem, const Topology& topology, double gamma) {
+  return overlapped_tree_time(problem.ranks, problem.count, 0, 1, problem, slowest(topology), gamma);
+}
+
+double overlapped_double_tree_closed_form(const Problem& problem, const Topology& topology, double gamma) {
+  return overlapped_tree_time(problem.ranks, patterns::segment(problem.count, 2, 0).count,
+                              patterns::segment(problem.count, 2, 1).count, 2, problem, slowest(topology), gamma);
 }
 
 double hierarchical_closed_form(const Problem& problem, const Topology& topology, double gamma) {

@@ -16,6 +16,14 @@
 //     down T + (h-1) 2T + (K-1) 2T
 //   double binary tree: the tree's formula at n/2 (both trees run at once, every rank is
 //     inner in one tree, so its links carry the same load as one tree with half the data).
+//   overlapped tree (C-Cube; the broadcast of chunk c starts when the root has reduced it):
+//     one pipeline: the first chunk's way up and down, then (K-1) chunks at the busiest
+//     rank's pace, L messages per chunk on its link (L = its children + parent, 3 for an
+//     inner node of the binary tree, summed over both trees for the double tree):
+//     (h-1)(2T + G) + T + G + T + (h-1) 2T + (K-1) max(L T, f G), f = the most children
+//   overlapped double tree (K chunks of n/2, L and f summed over both trees, which load
+//     every link from the start): (h-1) L T + h G + (K-1) max(L T, f G); K max(L T, f G) at
+//     P = 2; with K = 1 the single tree's formula (one chunk per tree, latency-bound).
 //   hierarchical (R ranks per node, N nodes, K chunks of m bytes, d = ceil(log2 R) children
 //     at a node's leader, intra-node T_i): binomial reduce d (T_i + G) + (K-1) d max(T_i, G),
 //     the closed form of the flat algorithm AllreduceHierarchical picks (e.g. ring) among the
@@ -36,6 +44,8 @@ double recursive_doubling_closed_form(const Problem& problem, const Topology& to
 double halving_doubling_closed_form(const Problem& problem, const Topology& topology, double gamma);
 double tree_closed_form(const Problem& problem, const Topology& topology, double gamma);
 double double_tree_closed_form(const Problem& problem, const Topology& topology, double gamma);
+double overlapped_tree_closed_form(const Problem& problem, const Topology& topology, double gamma);
+double overlapped_double_tree_closed_form(const Problem& problem, const Topology& topology, double gamma);
 double hierarchical_closed_form(const Problem& problem, const Topology& topology, double gamma);
 
 }  // namespace concord::sim

@@ -81,6 +81,7 @@ class Engine {
 
   SimResult run() {
     const auto& ops = schedule_.ops();
+    result_.completed_at.assign(ops.size(), 0.0);
     for (OpId id = 0; id < ops.size(); ++id) {
       remaining_[id] = ops[id].dep_count;
       if (remaining_[id] == 0) became_ready(id, 0.0);
@@ -154,6 +155,7 @@ class Engine {
       const auto [id, at] = stack.back();
       stack.pop_back();
       ++completed_;
+      result_.completed_at[id] = at;
       result_.seconds = std::max(result_.seconds, at);
       for (uint32_t k = offsets_[id]; k < offsets_[id + 1]; ++k) {
         const OpId next = dependents_[k];

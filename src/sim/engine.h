@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "sim/schedule.h"
 #include "sim/topology.h"
@@ -27,6 +28,7 @@ struct SimResult {
   double seconds = 0;    ///< completion time of the last operation
   uint64_t events = 0;   ///< events processed (2 per message)
   Traffic traffic;       ///< messages and bytes sent
+  std::vector<double> completed_at;  ///< per operation (by OpId), its completion time in seconds
 };
 
 /// Simulates `schedule` on `topology` with reduction cost `gamma` (seconds per byte).

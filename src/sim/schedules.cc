@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/tree_pipeline.h"
 #include "patterns/binary_tree.h"
 #include "patterns/binomial_tree.h"
 #include "patterns/chunking.h"
@@ -58,7 +59,7 @@ std::vector<OpId> append_ring_allreduce(Schedule& schedule, const Group& group, 
 }
 
 std::vector<OpId> append_tree_reduce(Schedule& schedule, const Group& group, const TreeShape& tree, int root,
-                                     size_t count, size_t element_size, int chunks) {
+                                     size_t count, size_t element_size, int chunks, int window) {
   const int P = group.size();
   std::vector<TreeLinks> links(P);
   for (int m = 0; m < P; ++m) links[m] = tree(m);
@@ -68,16 +69,24 @@ std::vector<OpId> append_tree_reduce(Schedule& schedule, const Group& group, con
     for (const int child : links[order[i]].children) order.push_back(child);
   std::reverse(order.begin(), order.end());
 
-  std::vector<OpId> up(P, kNoOp);  // per member, its message of the current chunk
+  // ups[c % kept][m]: member m's message of chunk c (the last `kept` chunks are kept).
+  const int kept = window > 0 ? window : 1;
+  std::vector<std::vector<OpId>> ups(kept, std::vector<OpId>(P, kNoOp));
   std::vector<OpId> root_done(chunks);
   std::vector<OpId> deps;
   for (int c = 0; c < chunks; ++c) {
     const uint64_t bytes = patterns::segment(count, chunks, c).count * element_size;
+    std::vector<OpId>& up = ups[c % kept];
     for (const int m : order) {
       deps.assign(1, group.ready[m]);
-      for (const int child : links[m].children) deps.push_back(up[child]);
-      if (m == root) root_done[c] = schedule.join(group.ranks[m], deps);
-      else up[m] = schedule.send(group.ranks[m], group.ranks[links[m].parent], bytes, bytes, deps);
+      for (const int child : links[m].children) deps.push_back(up[child]);  // chunk c, just added
+      if (m == root) {
+        root_done[c] = schedule.join(group.ranks[m], deps);
+        continue;
+      }
+      // Chunk c - window reduced at the parent: up[m] still holds it (window > 0) until now.
+      if (window > 0 && c >= window) deps.push_back(up[m]);
+      up[m] = schedule.send(group.ranks[m], group.ranks[links[m].parent], bytes, bytes, deps);
     }
   }
   return root_done;
@@ -85,7 +94,7 @@ std::vector<OpId> append_tree_reduce(Schedule& schedule, const Group& group, con
 
 std::vector<OpId> append_tree_broadcast(Schedule& schedule, const Group& group, const TreeShape& tree, int root,
                                         size_t count, size_t element_size, int chunks,
-                                        const std::vector<OpId>& root_ready) {
+                                        const std::vector<OpId>& root_ready, std::vector<OpId>* first_chunk) {
   const int P = group.size();
   std::vector<TreeLinks> links(P);
   for (int m = 0; m < P; ++m) links[m] = tree(m);
@@ -103,6 +112,10 @@ std::vector<OpId> append_tree_broadcast(Schedule& schedule, const Group& group, 
   }
   std::vector<OpId> done(P);
   for (int m = 0; m < P; ++m) done[m] = schedule.join(group.ranks[m], held[m]);
+  if (first_chunk != nullptr && chunks > 0) {
+    first_chunk->resize(P);
+    for (int m = 0; m < P; ++m) (*first_chunk)[m] = held[m][0] == kNoOp ? done[m] : held[m][0];
+  }
   return done;
 }
 
@@ -132,35 +145,48 @@ Schedule ring_schedule(const Problem& problem) {
 
 namespace {
 
-// Reduce then (after the whole reduce) broadcast of `count` elements at `offset` on one tree.
-void append_tree_allreduce(Schedule& schedule, const Group& group, const TreeShape& tree, int root,
-                           size_t count, size_t element_size, size_t chunk_bytes) {
-  if (group.size() == 1 || count == 0) return;
+// Reduce then broadcast of `count` elements on one tree: the broadcast of chunk c starts at
+// the root after every chunk is reduced (baseline) or after chunk c is (`overlapped`, C-Cube).
+// Returns per member the operation after which it holds the final chunk 0 (empty if none).
+std::vector<OpId> append_tree_allreduce(Schedule& schedule, const Group& group, const TreeShape& tree, int root,
+                                        size_t count, size_t element_size, size_t chunk_bytes, bool overlapped) {
+  if (group.size() == 1 || count == 0) return {};
   const int chunks = patterns::ChunkPlan::make(count, element_size, chunk_bytes).chunks;
-  const auto reduced = append_tree_reduce(schedule, group, tree, root, count, element_size, chunks);
-  const OpId all_reduced = schedule.join(group.ranks[root], reduced);
-  append_tree_broadcast(schedule, group, tree, root, count, element_size, chunks,
-                        std::vector<OpId>(chunks, all_reduced));
+  // The overlapped schedule models the receive window (with eager sends the leaves' chunks
+  // would hold an inner node's incoming link and the chunks coming down would queue behind
+  // them); the baseline keeps its eager model (its broadcast waits for the whole reduce).
+  const auto reduced = append_tree_reduce(schedule, group, tree, root, count, element_size, chunks,
+                                          overlapped ? TreePipeline::kWindow : 0);
+  std::vector<OpId> root_ready = reduced;
+  if (!overlapped) root_ready.assign(chunks, schedule.join(group.ranks[root], reduced));
+  std::vector<OpId> first_chunk;
+  append_tree_broadcast(schedule, group, tree, root, count, element_size, chunks, root_ready, &first_chunk);
+  return first_chunk;
 }
 
 }  // namespace
 
-Schedule tree_schedule(const Problem& problem) {
-  Schedule schedule(problem.ranks);
-  append_tree_allreduce(schedule, Group::world(problem.ranks), binary_shape(problem.ranks, 0), 0, problem.count,
-                        problem.element_size, problem.chunk_bytes);
-  return schedule;
+TreeRun tree_run(const Problem& problem, int trees, bool overlapped) {
+  const int P = problem.ranks;
+  TreeRun run{Schedule(P), {}};
+  const Group world = Group::world(P);
+  for (int t = 0; t < trees; ++t) {
+    const int root = trees == 1 ? 0 : patterns::double_binary_tree_root(P, t);
+    auto first = append_tree_allreduce(run.schedule, world, binary_shape(P, trees == 1 ? 0 : t), root,
+                                       patterns::segment(problem.count, trees, t).count, problem.element_size,
+                                       problem.chunk_bytes, overlapped);
+    if (t == 0) run.first_chunk_final = std::move(first);
+  }
+  return run;
 }
 
-Schedule double_tree_schedule(const Problem& problem) {
-  const int P = problem.ranks;
-  Schedule schedule(P);
-  const Group world = Group::world(P);
-  for (int t = 0; t < 2; ++t)
-    append_tree_allreduce(schedule, world, binary_shape(P, t), patterns::double_binary_tree_root(P, t),
-                          patterns::segment(problem.count, 2, t).count, problem.element_size, problem.chunk_bytes);
-  return schedule;
-}
+Schedule tree_schedule(const Problem& problem) { return tree_run(problem, 1, false).schedule; }
+
+Schedule double_tree_schedule(const Problem& problem) { return tree_run(problem, 2, false).schedule; }
+
+Schedule overlapped_tree_schedule(const Problem& problem) { return tree_run(problem, 1, true).schedule; }
+
+Schedule overlapped_double_tree_schedule(const Problem& problem) { return tree_run(problem, 2, true).schedule; }
 
 std::vector<OpId> embed(Schedule& schedule, const Schedule& part, const Group& group) {
   const auto& ops = part.ops();

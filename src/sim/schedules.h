@@ -46,16 +46,20 @@ std::vector<OpId> append_ring_allreduce(Schedule& schedule, const Group& group, 
 /// Tree reduce of `count` elements to the root in `chunks` pipelined chunks (patterns::
 /// segment of the buffer): a member sends chunk c up once it has received (and reduced)
 /// chunk c from all its children. Returns, per chunk, the join at the root after which that
-/// chunk is fully reduced.
+/// chunk is fully reduced. `window` > 0 models the parent's receives posted `window` chunks
+/// ahead (TreePipeline::kWindow; with MPI's rendezvous a large message moves only once its
+/// receive is posted): chunk c goes up only after chunk c - window has been reduced there.
 std::vector<OpId> append_tree_reduce(Schedule& schedule, const Group& group, const TreeShape& tree, int root,
-                                     size_t count, size_t element_size, int chunks);
+                                     size_t count, size_t element_size, int chunks, int window = 0);
 
 /// Tree broadcast from the root in `chunks` chunks; chunk c leaves the root after
 /// `root_ready[c]` (kNoOp: at once) and is forwarded by each member once received. Returns
-/// per member the join after which it holds every chunk.
+/// per member the join after which it holds every chunk; `first_chunk` (when given) gets
+/// per member the operation after which it holds chunk 0.
 std::vector<OpId> append_tree_broadcast(Schedule& schedule, const Group& group, const TreeShape& tree, int root,
                                         size_t count, size_t element_size, int chunks,
-                                        const std::vector<OpId>& root_ready);
+                                        const std::vector<OpId>& root_ready,
+                                        std::vector<OpId>* first_chunk = nullptr);
 
 /// Number of pipelined chunks of `bytes` bytes at `chunk_bytes` per chunk (at least 1).
 int chunk_count(size_t bytes, size_t chunk_bytes);
@@ -79,6 +83,20 @@ Schedule tree_schedule(const Problem& problem);
 /// Double binary tree (AllreduceDoubleTree): first half of the buffer on tree 0, second half
 /// on tree 1, both pipelined and run concurrently.
 Schedule double_tree_schedule(const Problem& problem);
+/// A tree allreduce's schedule and, per rank, the operation after which that rank holds
+/// the final first chunk of the buffer (tree 0's chunk 0): its gradient turnaround.
+struct TreeRun {
+  Schedule schedule;
+  std::vector<OpId> first_chunk_final;  ///< per rank (empty when P == 1 or count == 0)
+};
+/// Tree allreduce on `trees` trees (1: AllreducePipelinedTree / AllreduceOverlappedTree;
+/// 2: the double binary tree variants, half t of the buffer on tree t). `overlapped`: C-Cube,
+/// chunk c leaves the root as soon as the root has reduced it, instead of after every chunk.
+TreeRun tree_run(const Problem& problem, int trees, bool overlapped);
+/// C-Cube's overlapped binary tree (AllreduceOverlappedTree): tree_run(problem, 1, true).
+Schedule overlapped_tree_schedule(const Problem& problem);
+/// Overlapped double binary tree (AllreduceOverlappedDoubleTree): tree_run(problem, 2, true).
+Schedule overlapped_double_tree_schedule(const Problem& problem);
 /// Hierarchical allreduce (AllreduceHierarchical) on nodes of `ranks_per_node` consecutive
 /// ranks: binomial reduce to each node's first rank in K chunks (patterns::ChunkPlan), the
 /// allreduce scheduled by `inter` among those leaders (a flat schedule on N = nodes ranks,

@@ -62,6 +62,17 @@ std::vector<SimAlgorithm> build() {
                               tree_messages(p.ranks, patterns::segment(p.count, 2, 1).count, p);
                      },
                      double_tree_closed_form});
+  entries.push_back({"overlapped_tree", "C-Cube: binary tree, chunk c broadcast as soon as the root has reduced it",
+                     applies, [](const Problem& p, const Topology&) { return overlapped_tree_schedule(p); },
+                     [](const Problem& p, const Topology&) { return tree_messages(p.ranks, p.count, p); },
+                     overlapped_tree_closed_form});
+  entries.push_back({"overlapped_double_tree", "C-Cube on the double binary tree, half the buffer each", applies,
+                     [](const Problem& p, const Topology&) { return overlapped_double_tree_schedule(p); },
+                     [](const Problem& p, const Topology&) {
+                       return tree_messages(p.ranks, patterns::segment(p.count, 2, 0).count, p) +
+                              tree_messages(p.ranks, patterns::segment(p.count, 2, 1).count, p);
+                     },
+                     overlapped_double_tree_closed_form});
   entries.push_back(
       {"hierarchical",
        "intra-node pipelined binomial reduce, the cost model's flat allreduce among node leaders, intra-node "
@@ -130,6 +141,23 @@ Problem allreduce_problem(size_t bytes, const Topology& topology, size_t chunk_b
   problem.count = std::max<size_t>(1, bytes / 4);
   problem.chunk_bytes = chunk_bytes;
   return problem;
+}
+
+double gradient_turnaround(const std::string& algorithm, const Problem& problem, const Topology& topology,
+                           double gamma) {
+  CONCORD_ENFORCE(problem.ranks == topology.ranks(), InvalidArgument, "problem has ", problem.ranks,
+                  " ranks, topology ", topology.describe());
+  const bool overlapped = algorithm.rfind("overlapped_", 0) == 0;
+  const std::string base = overlapped ? algorithm.substr(11) : algorithm;
+  CONCORD_ENFORCE(base == "tree" || base == "double_tree", InvalidArgument,
+                  "gradient turnaround is modelled for tree, double_tree, overlapped_tree and "
+                  "overlapped_double_tree, not '", algorithm, "'");
+  const TreeRun run = tree_run(problem, base == "tree" ? 1 : 2, overlapped);
+  if (run.first_chunk_final.empty()) return 0;
+  const SimResult result = simulate(run.schedule, topology, gamma);
+  double seconds = 0;
+  for (const OpId id : run.first_chunk_final) seconds = std::max(seconds, result.completed_at[id]);
+  return seconds;
 }
 
 double allreduce_busbw(size_t bytes, int ranks, double seconds) {

@@ -31,7 +31,7 @@ struct SimAlgorithm {
 };
 
 /// Every modelled algorithm: ring, halving_doubling, recursive_doubling (when their patterns
-/// are in the tree), tree, double_tree, hierarchical.
+/// are in the tree), tree, double_tree, overlapped_tree, overlapped_double_tree, hierarchical.
 const std::vector<SimAlgorithm>& simulated_algorithms();
 /// The entry called `name`; throws InvalidArgument listing the known names otherwise.
 const SimAlgorithm& find_simulated(const std::string& name);
@@ -61,6 +61,13 @@ Prediction predict(const SimAlgorithm& algorithm, const Problem& problem, const 
 /// A float32 sum allreduce of `bytes` bytes (rounded down to whole elements, at least one
 /// element) on `topology`'s ranks, pipelined at `chunk_bytes`.
 Problem allreduce_problem(size_t bytes, const Topology& topology, size_t chunk_bytes = size_t{1} << 19);
+
+/// Gradient turnaround (C-Cube): seconds until the buffer's first chunk is final on every
+/// rank, simulated step by step, for "tree", "double_tree", "overlapped_tree" and
+/// "overlapped_double_tree" (0 when P == 1 or count == 0). Throws InvalidArgument for any
+/// other algorithm or when problem.ranks differs from the topology's.
+double gradient_turnaround(const std::string& algorithm, const Problem& problem, const Topology& topology,
+                           double gamma);
 
 /// nccl-tests bus bandwidth of an allreduce, bytes/s: bytes / seconds * 2(P-1)/P (0 if P == 1
 /// or seconds == 0).
