@@ -7,10 +7,14 @@
 //   concord-sim -r 8 -b 1K -e 64M -P 16,64       # two-level: nodes of 8 ranks
 //   concord-sim --best-only -J sweep.json        # best algorithm per point; all rows as JSON
 //   concord-sim --validate measured.json         # predicted vs concord-bench -J measurements
+//   concord-sim --turnaround -b 64M -e 64M -P 64 # gradient turnaround, trees vs C-Cube
 //
 // Sweep columns: size (bytes), P, algorithm, predicted time (us), busbw (GB/s, nccl-tests
 // allreduce factor 2(P-1)/P), method (step: event-by-event simulation; closed: closed form).
 // Then one line per (size, P) naming the fastest algorithm.
+// --turnaround columns: size, P, algorithm, turnaround (us: until the first chunk is final on
+// every rank, step by step), total time (us), for tree, overlapped_tree, double_tree and
+// overlapped_double_tree.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -19,6 +23,7 @@
 
 #include "algorithms/cost_model.h"
 #include "concord/errors.h"
+#include "sim/simulator.h"
 #include "sim/sweep.h"
 #include "sim/validate.h"
 
@@ -64,6 +69,20 @@ void write_json(const std::string& path, const std::vector<SweepRow>& rows, cons
   if (!out.good()) throw InvalidArgument("cannot write '" + path + "'");
 }
 
+void print_turnaround(const SweepSpec& spec, const CostParams& params) {
+  std::printf("%12s %6s %-24s %16s %14s\n", "size", "P", "algorithm", "turnaround(us)", "time(us)");
+  for (const size_t bytes : spec.sizes)
+    for (const int P : spec.ranks) {
+      const Topology topology = Topology::from_params(P, spec.ranks_per_node, params);
+      const Problem problem = allreduce_problem(bytes, topology, spec.chunk_bytes);
+      for (const char* name : {"tree", "overlapped_tree", "double_tree", "overlapped_double_tree"}) {
+        const double turnaround = gradient_turnaround(name, problem, topology, params.gamma);
+        const double total = simulate(find_simulated(name).schedule(problem, topology), topology, params.gamma).seconds;
+        std::printf("%12zu %6d %-24s %16.2f %14.2f\n", bytes, P, name, turnaround * 1e6, total * 1e6);
+      }
+    }
+}
+
 void print_validation(const std::vector<ValidationRow>& rows) {
   std::printf("%-20s %12s %4s %8s %14s %14s %9s %7s\n", "algorithm", "size", "P", "in_place", "measured(us)",
               "predicted(us)", "rel.err", "method");
@@ -87,7 +106,7 @@ int main(int argc, char** argv) {
   std::vector<int> ranks_list;
   std::vector<std::string> algorithms;
   std::string json_path, validate_path;
-  bool best_only = false;
+  bool best_only = false, turnaround = false;
   uint64_t max_messages = SimOptions{}.max_messages;
   app.add_option("-b,--minbytes", min_bytes, "smallest message (bytes; K, M, G suffixes)")
       ->transform(CLI::AsSizeValue(false));
@@ -109,6 +128,9 @@ int main(int argc, char** argv) {
       ->transform(CLI::AsSizeValue(false));
   app.add_option("--max-messages", max_messages, "largest schedule simulated step by step; larger: closed form");
   app.add_flag("--best-only", best_only, "print only the best algorithm per (size, P)");
+  app.add_flag("--turnaround", turnaround,
+               "gradient turnaround (first chunk final on every rank) of the trees vs C-Cube's overlapped trees, "
+               "step by step");
   app.add_option("-J,--json", json_path, "also write every row as JSON (records like concord-bench -J)");
   auto* validate_option =
       app.add_option("--validate", validate_path, "compare with concord-bench -J measurements (time us, size bytes)");
@@ -133,6 +155,10 @@ int main(int argc, char** argv) {
     std::printf("# topology: %s\n", ranks_per_node == 1 ? "flat switch (inter-node constants)"
                                                         : ("two-level, " + std::to_string(ranks_per_node) +
                                                            " ranks per node").c_str());
+    if (turnaround) {
+      print_turnaround(spec, params);
+      return 0;
+    }
     const auto rows = run_sweep(spec, params);
     print_sweep(rows, best_only);
     if (!json_path.empty()) write_json(json_path, rows, params, ranks_per_node);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "concord/errors.h"
 #include "patterns/recursive_doubling.h"
 #include "sim/sweep.h"
 #include "sim/validate.h"
@@ -122,6 +123,27 @@ TEST(SimModel, TreeAt32768RanksIsSimulatedStepByStep) {
   EXPECT_EQ(prediction.detail.traffic.total_messages_sent, 2u * 32767 * 8);
   EXPECT_EQ(prediction.detail.events, 2u * prediction.messages);
   EXPECT_GT(prediction.seconds, 0);
+}
+
+// C-Cube: with the broadcast chained behind the reduction, the first chunk is final on every
+// rank after about 2 log P chunk steps instead of a whole reduce phase plus log P steps.
+TEST(SimModel, OverlappedTreeTurnsTheFirstChunkAroundFasterAtP64) {
+  const Topology topology = Topology::from_params(64, 1, params());
+  const Problem problem = allreduce_problem(size_t{64} << 20, topology);  // 128 chunks of 512 KiB
+  for (const std::string tree : {"tree", "double_tree"}) {
+    const std::string overlapped = "overlapped_" + tree;
+    const double baseline = gradient_turnaround(tree, problem, topology, params().gamma);
+    const double cube = gradient_turnaround(overlapped, problem, topology, params().gamma);
+    EXPECT_GT(cube, 0) << overlapped << " P=64 n=64 MiB";
+    EXPECT_LT(5 * cube, baseline) << overlapped << " vs " << tree << " P=64 n=64 MiB: turnaround " << cube
+                                   << " s vs " << baseline << " s";
+    const double total = predicted(overlapped, size_t{64} << 20, 64);
+    EXPECT_LT(cube, total) << overlapped << " P=64 n=64 MiB: turnaround after the end";
+    EXPECT_LT(total, predicted(tree, size_t{64} << 20, 64)) << overlapped << " vs " << tree << " total P=64";
+  }
+  const Topology one = Topology::from_params(1, 1, params());
+  EXPECT_EQ(gradient_turnaround("overlapped_tree", allreduce_problem(1024, one), one, params().gamma), 0);
+  EXPECT_THROW(gradient_turnaround("ring", problem, topology, params().gamma), InvalidArgument);
 }
 
 TEST(SimSweep, CoversEveryPointAndPicksTheFastest) {
