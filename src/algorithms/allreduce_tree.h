@@ -3,7 +3,7 @@
 // broadcast, reduction and scan", Parallel Computing 2009; NCCL's tree algorithm). The tree is
 // patterns::binary_tree (rank 0 the root, height D = ceil(log2 P)); the engine is
 // TreePipeline (algorithms/tree_pipeline.h). Baseline: the broadcast starts only after the
-// root has reduced every chunk (C-Cube overlaps them; that is a separate algorithm).
+// root has reduced every chunk (C-Cube overlaps them: AllreduceOverlappedTree).
 //
 // Steps and bytes on the wire for P ranks, n bytes, K = ceil(n / chunk_bytes) chunks of
 // c <= chunk_bytes bytes: reduce phase D + K - 1 pipeline steps, broadcast phase D + K - 1

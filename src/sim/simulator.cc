@@ -26,6 +26,12 @@ uint64_t tree_messages(int P, size_t count, const Problem& problem) {
   return 2ull * (P - 1) * patterns::ChunkPlan::make(count, problem.element_size, problem.chunk_bytes).chunks;
 }
 
+// Both trees of the double binary tree, half of the buffer each.
+uint64_t double_tree_messages(const Problem& p, const Topology&) {
+  return tree_messages(p.ranks, patterns::segment(p.count, 2, 0).count, p) +
+         tree_messages(p.ranks, patterns::segment(p.count, 2, 1).count, p);
+}
+
 // The model of the flat allreduce AllreduceHierarchical runs among the node leaders for
 // `problem` (the registry's choice under default CostParams, as its cost() assumes).
 const SimAlgorithm& leaders_algorithm(const Problem& problem) {
@@ -57,10 +63,7 @@ std::vector<SimAlgorithm> build() {
        [](const Problem& p, const Topology&) { return tree_messages(p.ranks, p.count, p); }, tree_closed_form});
   entries.push_back({"double_tree", "two complementary binary trees, half the buffer each", applies,
                      [](const Problem& p, const Topology&) { return double_tree_schedule(p); },
-                     [](const Problem& p, const Topology&) {
-                       return tree_messages(p.ranks, patterns::segment(p.count, 2, 0).count, p) +
-                              tree_messages(p.ranks, patterns::segment(p.count, 2, 1).count, p);
-                     },
+                     double_tree_messages,
                      double_tree_closed_form});
   entries.push_back({"overlapped_tree", "C-Cube: binary tree, chunk c broadcast as soon as the root has reduced it",
                      applies, [](const Problem& p, const Topology&) { return overlapped_tree_schedule(p); },
@@ -68,10 +71,7 @@ std::vector<SimAlgorithm> build() {
                      overlapped_tree_closed_form});
   entries.push_back({"overlapped_double_tree", "C-Cube on the double binary tree, half the buffer each", applies,
                      [](const Problem& p, const Topology&) { return overlapped_double_tree_schedule(p); },
-                     [](const Problem& p, const Topology&) {
-                       return tree_messages(p.ranks, patterns::segment(p.count, 2, 0).count, p) +
-                              tree_messages(p.ranks, patterns::segment(p.count, 2, 1).count, p);
-                     },
+                     double_tree_messages,
                      overlapped_double_tree_closed_form});
   entries.push_back(
       {"hierarchical",
