@@ -8,25 +8,69 @@
 
 namespace concord {
 
-void run_to_completion(Algorithm& algorithm) {
-  // Yield first (a message on shared memory usually lands within microseconds); after that,
-  // sleep with exponential backoff up to 50 us, so that on an oversubscribed node the
-  // ranks this one waits for get the core instead of a spinning neighbour.
-  constexpr int kYields = 128;
-  // Linux pads every sleep by the thread's timer slack (50 us by default), which would make
-  // a 1 us nap cost 50 us on a dedicated core; 1 us of slack keeps naps short.
+Backoff::Backoff() {
   thread_local const bool slack_set = prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0) == 0;
   (void)slack_set;
-  int idle = 0;
-  auto nap = std::chrono::microseconds(1);
-  while (algorithm.progress() == Progress::kInProgress) {
-    if (++idle <= kYields) {
-      std::this_thread::yield();
-      continue;
-    }
-    std::this_thread::sleep_for(nap);
-    nap = std::min(nap * 2, std::chrono::microseconds(50));
+}
+
+void Backoff::wait() {
+  constexpr int kYields = 128;
+  constexpr int64_t kMaxNapUs = 50;
+  if (++idle_ <= kYields) {
+    std::this_thread::yield();
+    return;
   }
+  std::this_thread::sleep_for(std::chrono::microseconds(nap_us_));
+  nap_us_ = std::min(nap_us_ * 2, kMaxNapUs);
+}
+
+void run_to_completion(Algorithm& algorithm) {
+  Backoff backoff;
+  while (algorithm.progress() == Progress::kInProgress) backoff.wait();
+}
+
+void FinalRanges::reset(size_t buffer_bytes) {
+  buffer_bytes_ = buffer_bytes;
+  finished_ = false;
+  added_.clear();
+  pending_.clear();
+}
+
+void FinalRanges::add(size_t offset, size_t bytes) {
+  if (bytes == 0) return;
+  added_.push_back({offset, bytes});
+  pending_.push_back({offset, bytes});
+}
+
+void FinalRanges::finish() {
+  if (finished_) return;
+  finished_ = true;
+  std::vector<ByteRange> sorted = added_;
+  std::sort(sorted.begin(), sorted.end(), [](const ByteRange& a, const ByteRange& b) { return a.offset < b.offset; });
+  size_t covered = 0;  // [0, covered) is added or a gap already filled
+  for (const ByteRange& range : sorted) {
+    if (range.offset > covered) add(covered, range.offset - covered);
+    covered = std::max(covered, range.offset + range.bytes);
+  }
+  if (buffer_bytes_ > covered) add(covered, buffer_bytes_ - covered);
+}
+
+void FinalRanges::take(std::vector<ByteRange>& out) {
+  out.insert(out.end(), pending_.begin(), pending_.end());
+  pending_.clear();
+}
+
+FinalRangeCollector::FinalRangeCollector(AllreduceAlgorithm& algorithm, size_t buffer_bytes)
+    : algorithm_(algorithm) {
+  ranges_.reset(buffer_bytes);
+}
+
+void FinalRangeCollector::collect(Progress state, std::vector<ByteRange>& out) {
+  taken_.clear();
+  algorithm_.take_final_ranges(taken_);
+  for (const ByteRange& range : taken_) ranges_.add(range.offset, range.bytes);
+  if (state == Progress::kDone) ranges_.finish();
+  ranges_.take(out);
 }
 
 }  // namespace concord

@@ -24,12 +24,75 @@ class Algorithm {
   virtual Progress progress() = 0;
 };
 
+/// A byte range [offset, offset + bytes) of a collective's buffer.
+struct ByteRange {
+  size_t offset = 0;
+  size_t bytes = 0;
+};
+
 /// In-place allreduce of `count` elements of `dtype` at `data` with `op` (kAverage reduces
 /// as kSum; the caller scales). Every rank calls start() with the same count, dtype and
 /// op, and ends with a bit-identical result. `data` stays valid until kDone.
+///
+/// Per-range completion (C-Cube's "gradient queuing", Cho et al.,
+/// docs/architecture.md): take_final_ranges() hands out the byte ranges of `data` that
+/// have become final on this rank, so a caller can consume them before the whole
+/// operation ends.
 class AllreduceAlgorithm : public Algorithm {
  public:
   virtual void start(void* data, size_t count, DataType dtype, ReduceOp op) = 0;
+
+  /// Appends to `out` the byte ranges of `data` (offsets from `data`) that became final on
+  /// this rank since the last call in this operation (start() begins a new operation).
+  /// Contract: a range is appended only once its bytes hold the final result in memory
+  /// on this rank and the algorithm will neither write nor reduce into them again; ranges
+  /// are never empty and never overlap each other (within one operation); ranges are
+  /// whole elements. Call it only between progress() calls, on the progress thread.
+  /// Completeness: an algorithm may report nothing before kDone. FinalRangeCollector
+  /// adds whatever was not reported once progress() returned kDone, so with it the union
+  /// is always the whole buffer; this default reports nothing (the whole buffer becomes
+  /// final at kDone). AllreduceRing and the halving-doubling schedule report
+  /// segments as they arrive, and cover the whole buffer themselves by kDone.
+  virtual void take_final_ranges(std::vector<ByteRange>& out) { (void)out; }
+};
+
+/// Bookkeeping of the ranges of one operation reported final: algorithms add() ranges as
+/// they become final and take() hands the new ones out; finish() marks everything final,
+/// adding the parts of the buffer not added yet. Not thread-safe.
+class FinalRanges {
+ public:
+  /// Starts a new operation on a buffer of `buffer_bytes` bytes; nothing is final.
+  void reset(size_t buffer_bytes);
+  /// Records [offset, offset + bytes) as final (ignored when bytes == 0). The caller
+  /// guarantees it does not overlap any range added before in this operation.
+  void add(size_t offset, size_t bytes);
+  /// Everything is final: adds the gaps between the ranges added so far (once).
+  void finish();
+  /// Moves the ranges added since the last take() to the end of `out`.
+  void take(std::vector<ByteRange>& out);
+
+ private:
+  size_t buffer_bytes_ = 0;
+  bool finished_ = false;
+  std::vector<ByteRange> added_;    // every range of this operation
+  std::vector<ByteRange> pending_;  // not taken yet
+};
+
+/// For a driver of an AllreduceAlgorithm: after each progress() call, collect() appends the
+/// ranges the algorithm reports final and, once progress() returned kDone, the rest of the
+/// buffer, so the union of everything collected is the whole buffer exactly at kDone even
+/// for algorithms that do not override take_final_ranges().
+class FinalRangeCollector {
+ public:
+  /// Starts collecting for `algorithm`, just started on a buffer of `buffer_bytes` bytes.
+  FinalRangeCollector(AllreduceAlgorithm& algorithm, size_t buffer_bytes);
+  /// Appends to `out` what became final, given what the last progress() returned.
+  void collect(Progress state, std::vector<ByteRange>& out);
+
+ private:
+  AllreduceAlgorithm& algorithm_;
+  FinalRanges ranges_;
+  std::vector<ByteRange> taken_;
 };
 
 /// Allgather of variable-size blocks (allgatherv) into `output`, which holds P blocks back
@@ -62,8 +125,24 @@ class AlltoallAlgorithm : public Algorithm {
   virtual void start(const void* send, void* recv, size_t block_bytes) = 0;
 };
 
-/// Calls progress() until kDone, yielding the CPU whenever no message has completed, so
-/// oversubscribed ranks do not starve each other.
+/// The wait between two progress() calls of a driver loop that found no work: the first
+/// 128 waits yield the CPU (a message on shared memory usually lands within
+/// microseconds), later ones sleep 1, 2, 4, ... up to 50 microseconds, so on an
+/// oversubscribed node the ranks this one waits for get the core. Sets this thread's timer
+/// slack to 1 us once (Linux pads every sleep by it, 50 us by default).
+class Backoff {
+ public:
+  Backoff();
+  /// Waits once (yield or sleep, as above).
+  void wait();
+
+ private:
+  int idle_ = 0;
+  int64_t nap_us_ = 1;
+};
+
+/// Calls progress() until kDone, waiting with a Backoff between calls, so oversubscribed
+/// ranks do not starve each other.
 void run_to_completion(Algorithm& algorithm);
 
 /// A grow-only byte buffer reused across operations, so large collectives do not pay for

@@ -18,13 +18,21 @@ std::vector<ExchangeStep> AllreduceHalvingDoubling::steps(int rank, int ranks, s
   if (ranks == 1 || count == 0) return result;
   const patterns::RecursiveDoubling pattern{rank, ranks};
   const patterns::Segment whole{0, count * element_size};
-  if (append_fold(result, pattern, whole, whole, Combine::kReduce)) return result;
+  // Per-range completion: the whole buffer a folded-out rank gets back, the block the
+  // last halving round reduces (this rank's own), every block the doubling rounds receive.
+  if (append_fold(result, pattern, whole, whole, Combine::kReduce)) {
+    result.back().recv_final = true;
+    return result;
+  }
   const BlockSpan span = [&](patterns::BlockRange range) {
     const auto elements = patterns::even_blocks(count, pattern.pof2(), range);
     return patterns::Segment{elements.offset * element_size, elements.count * element_size};
   };
   append_halving_steps(result, pattern, span);
+  result.back().recv_final = true;
+  const size_t first_doubling = result.size();
   append_doubling_steps(result, pattern, span);
+  for (size_t i = first_doubling; i < result.size(); ++i) result[i].recv_final = true;
   append_unfold(result, pattern, whole);
   return result;
 }

@@ -19,6 +19,9 @@
 // f = 1 if P != pof2 else 0; on a power of two 2 log P alpha + 2 (P-1)/P n beta +
 // (P-1)/P n gamma. Every element is reduced by one chain (its block's owner) and then
 // copied, so all ranks end bit-identical. P = 1 or n = 0 sends nothing.
+// Per-range completion (take_final_ranges): a rank's own block is final after the last
+// halving round, each block received in a doubling round when that round ends, a
+// folded-out rank's whole buffer when it comes back; for P > 1 they cover the buffer.
 #pragma once
 
 #include <vector>

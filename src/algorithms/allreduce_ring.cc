@@ -34,8 +34,10 @@ void AllreduceRing::start(void* data, size_t count, DataType dtype, ReduceOp op)
   reduce_scatter_sends_.clear();
   receives_.clear();
   receives_.resize(2 * ring_.steps());
+  final_.reset(count * element_size_);
   if (ring_.size == 1 || count == 0) {  // nothing to exchange: done at once
     step_ = 2 * ring_.steps();            // (progress() must not look at the empty receives_)
+    final_.finish();
     return;
   }
 
@@ -102,6 +104,11 @@ Progress AllreduceRing::progress() {
       const Chunk piece = chunk(ring_.reduce_scatter_recv(step_), next_chunk_);
       reduce_inplace(data_ + piece.offset, receive_slot(step_, next_chunk_),
                      piece.bytes / element_size_, dtype_, op_);
+      // The last reduce-scatter step completes this rank's own segment.
+      if (step_ + 1 == ring_.steps()) final_.add(piece.offset, piece.bytes);
+    } else {
+      const Chunk piece = chunk(ring_.allgather_recv(step_ - ring_.steps()), next_chunk_);
+      final_.add(piece.offset, piece.bytes);
     }
     if (step_ + 1 < total_steps) post_send(step_ + 1, next_chunk_);
     if (++next_chunk_ == chunks_) {

@@ -36,6 +36,11 @@ class AllreduceRing : public AllreduceAlgorithm {
   /// count, dtype and op. `data` must stay valid until progress() returns kDone.
   void start(void* data, size_t count, DataType dtype, ReduceOp op) override;
   Progress progress() override;
+  /// Per-range completion (AllreduceAlgorithm::take_final_ranges): each chunk of this
+  /// rank's own segment once the last reduce-scatter step has reduced it, each chunk of
+  /// the other segments once its allgather receive has completed. By kDone the ranges
+  /// cover the whole buffer.
+  void take_final_ranges(std::vector<ByteRange>& out) override { final_.take(out); }
 
   /// Exact messages and bytes of one call, and its critical path (docs/algorithms.md).
   static Cost cost(const Problem& problem);
@@ -68,6 +73,7 @@ class AllreduceRing : public AllreduceAlgorithm {
   std::vector<std::vector<RequestPtr>> receives_;  // by step, by chunk
   std::vector<RequestPtr> sends_;
   std::vector<RequestPtr> reduce_scatter_sends_;
+  FinalRanges final_;
 };
 
 }  // namespace concord

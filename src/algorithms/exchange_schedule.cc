@@ -47,6 +47,7 @@ void ExchangeSchedule::start(uint8_t* buffer, std::vector<ExchangeStep> steps, D
   posted_ = false;
   send_.reset();
   recv_.reset();
+  final_.reset(0);  // never finish()ed: only the marked ranges are reported
   size_t scratch_bytes = 0;
   for (const auto& step : steps_)
     if (step.recv_peer >= 0 && step.combine != Combine::kCopy)
@@ -87,6 +88,7 @@ Progress ExchangeSchedule::progress() {
     if (recv_ && recv_->test()) recv_.reset();
     if (send_ || recv_) return Progress::kInProgress;
     combine(step);
+    if (step.recv_final && step.recv_peer >= 0) final_.add(step.recv_offset, step.recv_bytes);
     posted_ = false;
     ++step_;
   }

@@ -44,6 +44,10 @@ struct ExchangeStep {
   size_t recv_offset = 0;
   size_t recv_bytes = 0;
   Combine combine = Combine::kCopy;
+  /// Once this step has ended, its received range holds its final value and no later
+  /// step writes it: the schedule reports it (take_final_ranges). Only allreduce step
+  /// lists set it.
+  bool recv_final = false;
 };
 
 /// A step that only sends `bytes` of the buffer to `peer`.
@@ -72,6 +76,9 @@ class ExchangeSchedule {
   /// Advances as far as completed messages allow; never blocks. Throws CommError on
   /// transport failure.
   Progress progress();
+  /// Appends the received ranges of the ended steps marked recv_final since the last
+  /// call (AllreduceAlgorithm::take_final_ranges); start() begins a new operation.
+  void take_final_ranges(std::vector<ByteRange>& out) { final_.take(out); }
 
  private:
   void post(const ExchangeStep& step);
@@ -88,6 +95,7 @@ class ExchangeSchedule {
   bool posted_ = false;
   RequestPtr send_;
   RequestPtr recv_;
+  FinalRanges final_;
 };
 
 /// Base of an in-place reduction collective (Interface = AllreduceAlgorithm or
@@ -105,6 +113,9 @@ class ScheduledReduction : public Interface {
                     dtype, op);
   }
   Progress progress() override { return schedule_.progress(); }
+  /// The ranges of the steps marked recv_final; this overrides
+  /// AllreduceAlgorithm::take_final_ranges when Interface is AllreduceAlgorithm.
+  void take_final_ranges(std::vector<ByteRange>& out) { schedule_.take_final_ranges(out); }
 
  protected:
   /// Messages go over `comm` with `tag`; `scratch` persists across calls.

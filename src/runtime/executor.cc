@@ -47,12 +47,13 @@ void Executor::execute(const Response& response, TensorQueue& queue) {
   unmark(response);  // QUEUE, opened by the runtime when the response was negotiated
   std::vector<TensorEntry> entries;
   for (const auto& name : response.names) entries.push_back(queue.take(name));
+  std::vector<bool> completed(entries.size(), false);  // handles completed early
   try {
     switch (response.type) {
       case ResponseType::kError:
         throw MismatchError(response.error);
       case ResponseType::kAllreduce:
-        allreduce(response, entries);
+        allreduce(response, entries, completed);
         break;
       case ResponseType::kAllgather:
         allgather(response, entries.at(0));
@@ -62,13 +63,16 @@ void Executor::execute(const Response& response, TensorQueue& queue) {
         break;
     }
   } catch (...) {
-    for (auto& entry : entries) entry.handle->fail(std::current_exception());
+    for (size_t i = 0; i < entries.size(); ++i)
+      if (!completed[i]) entries[i].handle->fail(std::current_exception());
     return;
   }
-  for (auto& entry : entries) entry.handle->complete();
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (!completed[i]) entries[i].handle->complete();
 }
 
-void Executor::allreduce(const Response& response, std::vector<TensorEntry>& entries) {
+void Executor::allreduce(const Response& response, std::vector<TensorEntry>& entries,
+                         std::vector<bool>& completed) {
   const DataType dtype = response.dtype;
   const size_t element = dtype_size(dtype);
   const double prescale = response.prescale_factor;
@@ -107,25 +111,59 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
                                     config_.allreduce_algorithm, activity);
   mark(response, activity);
   algorithm.start(buffer, total, dtype, op);
-  run_to_completion(algorithm);
-  unmark(response);
-
-  if (entries.size() == 1) {
+  if (entries.size() == 1) {  // the result is already in place: complete at the end
+    run_to_completion(algorithm);
+    unmark(response);
     if (postscale != 1.0) scale_buffer(buffer, buffer, total, dtype, postscale);
     return;
   }
-  mark(response, "MEMCPY_OUT");
-  size_t offset = 0;
-  for (size_t i = 0; i < entries.size(); ++i) {
+
+  // Fused: per-range completion. Tensor i occupies bytes [start[i], start[i + 1]) of the
+  // fusion buffer; as soon as all of them are final it is copied out and its handle
+  // completed, while the algorithm goes on with the rest.
+  std::vector<size_t> start(entries.size() + 1, 0);
+  for (size_t i = 0; i < entries.size(); ++i) start[i + 1] = start[i] + static_cast<size_t>(response.sizes[i]) * element;
+  std::vector<size_t> final_bytes(entries.size(), 0);
+  const auto finish = [&](size_t i) {
+    if (timeline_.active()) {
+      timeline_.activity_end(response.names[i]);  // the algorithm's activity
+      timeline_.activity_start(response.names[i], "MEMCPY_OUT");
+    }
     const size_t n = static_cast<size_t>(response.sizes[i]);
     if (postscale != 1.0) {
-      scale_buffer(entries[i].output.data, buffer + offset, n, dtype, postscale);
+      scale_buffer(entries[i].output.data, buffer + start[i], n, dtype, postscale);
     } else if (n > 0) {
-      std::memcpy(entries[i].output.data, buffer + offset, n * element);
+      std::memcpy(entries[i].output.data, buffer + start[i], n * element);
     }
-    offset += n * element;
+    if (timeline_.active()) timeline_.activity_end(response.names[i]);
+    entries[i].handle->complete();
+    completed[i] = true;
+  };
+  for (size_t i = 0; i < entries.size(); ++i)
+    if (start[i + 1] == start[i]) finish(i);  // empty tensors are final at once
+
+  FinalRangeCollector collector(algorithm, total * element);
+  std::vector<ByteRange> ranges;
+  Backoff backoff;
+  for (;;) {
+    const Progress state = algorithm.progress();
+    ranges.clear();
+    collector.collect(state, ranges);
+    for (const ByteRange& range : ranges) {
+      const size_t end = range.offset + range.bytes;
+      // The first tensor that ends after range.offset, then every one that starts before end.
+      size_t i = static_cast<size_t>(std::upper_bound(start.begin() + 1, start.end(), range.offset) - start.begin()) - 1;
+      for (; i < entries.size() && start[i] < end; ++i) {
+        const size_t overlap = std::min(end, start[i + 1]) - std::max(range.offset, start[i]);
+        final_bytes[i] += overlap;
+        if (!completed[i] && final_bytes[i] == start[i + 1] - start[i]) finish(i);
+      }
+    }
+    if (state == Progress::kDone) break;
+    if (ranges.empty()) backoff.wait();
   }
-  unmark(response);
+  CONCORD_ENFORCE(std::all_of(completed.begin(), completed.end(), [](bool done) { return done; }), InternalError,
+                  "allreduce ended with a fused tensor not reported final");
 }
 
 void Executor::allgather(const Response& response, TensorEntry& entry) {

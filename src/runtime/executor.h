@@ -2,6 +2,9 @@
 // tensor queue, packs allreduce inputs into the persistent fusion buffer (applying the
 // prescale factor), runs the collective's algorithm over the data communicator, unpacks
 // (applying the postscale factor, and 1/size for kAverage) and completes the handles.
+// Per-range completion: a fused allreduce copies out and completes each tensor as soon as
+// the algorithm reports its whole range final (AllreduceAlgorithm::take_final_ranges),
+// before the rest of the fused operation has finished.
 // An ERROR response fails the named handle with MismatchError on every rank. Algorithms
 // come from the registry (algorithms/registry.h): forced by CONCORD_*_ALGORITHM or chosen
 // by the cost model per response; instances (and their scratch) persist across responses.
@@ -35,7 +38,9 @@ class Executor {
   void execute(const Response& response, TensorQueue& queue);
 
  private:
-  void allreduce(const Response& response, std::vector<TensorEntry>& entries);
+  // Completes (and sets completed[i] for) every fused tensor as soon as its bytes are
+  // final (per-range completion); a single tensor is left to execute() to complete.
+  void allreduce(const Response& response, std::vector<TensorEntry>& entries, std::vector<bool>& completed);
   void allgather(const Response& response, TensorEntry& entry);
   void broadcast(const Response& response, TensorEntry& entry);
 
