@@ -10,9 +10,11 @@ TreePipeline::TreePipeline(Communicator& comm, patterns::TreeNode node, int up_t
     : comm_(comm), node_(node), up_tag_(up_tag), down_tag_(down_tag), overlap_(overlap) {}
 
 void TreePipeline::start(uint8_t* data, const patterns::ChunkPlan& plan, DataType dtype, ReduceOp op,
-                         uint8_t* scratch) {
+                         uint8_t* scratch, FinalRanges& final, size_t final_offset) {
   data_ = data;
   scratch_ = scratch;
+  final_ = &final;
+  final_offset_ = final_offset;
   plan_ = plan;
   dtype_ = dtype;
   op_ = op;
@@ -62,8 +64,9 @@ bool TreePipeline::reduce_ready_chunks() {
         up_sends_[next_] = std::move(up);
       else
         sends_.push(std::move(up));
-    } else if (overlap_) {
-      send_down(next_);  // chunk next_ is final: start it down the tree now
+    } else {
+      mark_final(next_);
+      if (overlap_) send_down(next_);  // chunk next_ is final: start it down the tree now
     }
     if (next_ + kWindow < plan_.chunks) post_child_receives(next_ + kWindow);
   }
@@ -92,6 +95,7 @@ bool TreePipeline::forward_ready_chunks() {
   for (; next_ < plan_.chunks; ++next_) {
     if (!parent_receives_[next_]->test()) return false;
     parent_receives_[next_].reset();
+    mark_final(next_);
     send_down(next_);
   }
   return true;
@@ -110,6 +114,7 @@ bool TreePipeline::progress_overlapped() {
     for (; forwarded_ < posted_down_; ++forwarded_) {
       if (!parent_receives_[forwarded_]->test()) break;
       parent_receives_[forwarded_].reset();
+      mark_final(forwarded_);
       send_down(forwarded_);
     }
   }
@@ -158,9 +163,10 @@ void TreeAllreduce::start(void* data, size_t count, DataType dtype, ReduceOp op)
     scratch_bytes += TreePipeline::scratch_bytes(plans.back());
   }
   uint8_t* scratch = scratch_.get(scratch_bytes);
+  final_.reset(count * element_size);
   for (int t = 0; t < T; ++t) {
-    trees_[t].start(static_cast<uint8_t*>(data) + patterns::segment(count, T, t).offset * element_size, plans[t],
-                    dtype, op, scratch);
+    const size_t offset = patterns::segment(count, T, t).offset * element_size;
+    trees_[t].start(static_cast<uint8_t*>(data) + offset, plans[t], dtype, op, scratch, final_, offset);
     scratch += TreePipeline::scratch_bytes(plans[t]);
   }
 }
@@ -168,7 +174,9 @@ void TreeAllreduce::start(void* data, size_t count, DataType dtype, ReduceOp op)
 Progress TreeAllreduce::progress() {
   bool done = true;
   for (auto& tree : trees_) done = (tree.progress() == Progress::kDone) && done;
-  return done ? Progress::kDone : Progress::kInProgress;
+  if (!done) return Progress::kInProgress;
+  final_.finish();  // P = 1: nothing was exchanged, the whole buffer is final now
+  return Progress::kDone;
 }
 
 Cost tree_allreduce_cost(const Problem& problem, int trees, bool overlapped) {

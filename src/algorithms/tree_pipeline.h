@@ -53,7 +53,10 @@ class TreePipeline {
 
   /// Starts the allreduce of the `plan.count` elements of `dtype` at `data` with `op`;
   /// `scratch` holds scratch_bytes(plan) bytes. Both stay valid until progress() is kDone.
-  void start(uint8_t* data, const patterns::ChunkPlan& plan, DataType dtype, ReduceOp op, uint8_t* scratch);
+  /// Chunk c is added to `final` (at `final_offset` + its offset, in bytes) once it is final
+  /// on this rank: reduced, at the root; received from the parent, elsewhere.
+  void start(uint8_t* data, const patterns::ChunkPlan& plan, DataType dtype, ReduceOp op, uint8_t* scratch,
+             FinalRanges& final, size_t final_offset);
   /// Advances as far as completed messages allow; never blocks.
   Progress progress();
 
@@ -65,6 +68,7 @@ class TreePipeline {
   void start_broadcast();
   bool forward_ready_chunks();  // true when every chunk has been received and forwarded
   void send_down(int chunk);
+  void mark_final(int chunk) { final_->add(final_offset_ + plan_.offset_bytes(chunk), plan_.bytes(chunk)); }
   bool progress_overlapped();   // one step of the overlapped schedule; true when done
 
   Communicator& comm_;
@@ -74,6 +78,8 @@ class TreePipeline {
   bool overlap_;
   uint8_t* data_ = nullptr;
   uint8_t* scratch_ = nullptr;
+  FinalRanges* final_ = nullptr;
+  size_t final_offset_ = 0;
   patterns::ChunkPlan plan_;
   DataType dtype_ = DataType::kFloat32;
   ReduceOp op_ = ReduceOp::kSum;
@@ -99,6 +105,9 @@ class TreeAllreduce : public AllreduceAlgorithm {
   /// count, dtype and op. `data` must stay valid until progress() returns kDone.
   void start(void* data, size_t count, DataType dtype, ReduceOp op) override;
   Progress progress() override;
+  /// Per-range completion (AllreduceAlgorithm::take_final_ranges): chunk by chunk, in order
+  /// per tree, as each becomes final on this rank (with overlap, long before kDone).
+  void take_final_ranges(std::vector<ByteRange>& out) override { final_.take(out); }
 
  protected:
   /// `scratch` persists across calls (T x 2 x TreePipeline::kWindow chunks); `chunk_bytes`
@@ -109,6 +118,7 @@ class TreeAllreduce : public AllreduceAlgorithm {
   ScratchBuffer& scratch_;
   size_t chunk_bytes_;
   std::vector<TreePipeline> trees_;
+  FinalRanges final_;
 };
 
 /// Cost of reduce-then-broadcast over `trees` (1: the binary tree on all elements; 2: the

@@ -17,7 +17,9 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/allreduce_halving_doubling.h"
+#include "algorithms/allreduce_overlapped_tree.h"
 #include "algorithms/allreduce_ring.h"
+#include "algorithms/allreduce_tree.h"
 #include "allreduce_check.h"
 #include "rank_runner.h"
 
@@ -28,13 +30,15 @@ using testing_util::AbortFlag;
 using testing_util::mix;
 using testing_util::run_ranks;
 
-enum class Kind { kRing, kRingChunk64, kHalvingDoubling };
+enum class Kind { kRing, kRingChunk64, kHalvingDoubling, kTreeChunk64, kOverlappedDoubleTreeChunk64 };
 
 const char* kind_name(Kind kind) {
   switch (kind) {
     case Kind::kRing: return "ring";
     case Kind::kRingChunk64: return "ring_chunk64";
     case Kind::kHalvingDoubling: return "halving_doubling";
+    case Kind::kTreeChunk64: return "tree_chunk64";
+    case Kind::kOverlappedDoubleTreeChunk64: return "overlapped_double_tree_chunk64";
   }
   return "?";
 }
@@ -44,6 +48,8 @@ std::unique_ptr<AllreduceAlgorithm> make(Kind kind, Communicator& comm, ScratchB
     case Kind::kRing: return std::make_unique<AllreduceRing>(comm, scratch);
     case Kind::kRingChunk64: return std::make_unique<AllreduceRing>(comm, scratch, 64);
     case Kind::kHalvingDoubling: return std::make_unique<AllreduceHalvingDoubling>(comm, scratch);
+    case Kind::kTreeChunk64: return std::make_unique<AllreducePipelinedTree>(comm, scratch, 64);
+    case Kind::kOverlappedDoubleTreeChunk64: return std::make_unique<AllreduceOverlappedDoubleTree>(comm, scratch, 64);
   }
   return nullptr;
 }
@@ -120,7 +126,7 @@ class FinalRangesTest : public ::testing::TestWithParam<std::tuple<Kind, int>> {
 
 TEST_P(FinalRangesTest, ReportedOnlyWhenFinalDisjointAndComplete) {
   const auto [kind, P] = GetParam();
-  const size_t large = kind == Kind::kRingChunk64 ? 20011 : 100003;
+  const size_t large = kind == Kind::kRing || kind == Kind::kHalvingDoubling ? 100003 : 20011;
   for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}, large}) {
     const std::string error = check_ranges(kind, P, count);
     EXPECT_EQ(error, "") << kind_name(kind) << " P=" << P << " n=" << count;
@@ -128,7 +134,8 @@ TEST_P(FinalRangesTest, ReportedOnlyWhenFinalDisjointAndComplete) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, FinalRangesTest,
-                         ::testing::Combine(::testing::Values(Kind::kRing, Kind::kRingChunk64, Kind::kHalvingDoubling),
+                         ::testing::Combine(::testing::Values(Kind::kRing, Kind::kRingChunk64, Kind::kHalvingDoubling,
+                                                              Kind::kTreeChunk64, Kind::kOverlappedDoubleTreeChunk64),
                                             ::testing::Range(1, 17)),
                          [](const auto& info) {
                            return std::string(kind_name(std::get<0>(info.param))) + "_P" +
