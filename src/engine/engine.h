@@ -1,0 +1,87 @@
+// Concord's dependency engine: tasks with read and write sets over vars, run by a CPU
+// worker pool and a communication thread as soon as their dependencies are met
+// (../shared/specs/engine-kvstore.md; Mamidala, "Efficient Embedding of MPI Collectives in
+// MXNET DAGs for scaling Deep Learning", and the semantics of MXNet's threaded engine).
+//
+// Contract: per var, operations take effect in push order; writes are exclusive; the reads
+// between two writes may run concurrently; operations sharing no var are unordered. An
+// error (exception from a synchronous fn, or passed to on_complete) is stored on the
+// operation's written vars; later operations reading or writing a failed var are skipped
+// and inherit it; wait_for_var()/wait_all() rethrow it once and clear it.
+#pragma once
+
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace concord::engine {
+
+/// A tag for one piece of data. Created by Engine::new_var(), owned by the engine; the
+/// pointer stays valid until delete_var()'s deferred deletion has run.
+class Var;
+
+/// Which pool runs an operation.
+enum class FnKind {
+  kCpu,   ///< the CPU worker pool
+  kComm,  ///< the communication thread (collectives; issued in dependency order)
+};
+
+/// Options of one push.
+struct PushOptions {
+  FnKind kind = FnKind::kCpu;
+  int priority = 0;  ///< higher runs first among ready operations of one pool
+  std::string name;  ///< for error messages and debugging
+};
+
+/// Callback an asynchronous operation calls exactly once, from any thread: nullptr on
+/// success, else the error.
+using OnComplete = std::function<void(std::exception_ptr error)>;
+using SyncFn = std::function<void()>;
+using AsyncFn = std::function<void(OnComplete on_complete)>;
+
+class Engine {
+ public:
+  /// Starts `cpu_threads` CPU workers (>= 1) and `comm_threads` communication threads
+  /// (>= 1). Throws InvalidArgument for counts below 1.
+  explicit Engine(int cpu_threads = 2, int comm_threads = 1);
+  /// shutdown().
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// A new var with version 0.
+  Var* new_var();
+  /// Deletes `var` after every operation pushed on it so far (a deferred write).
+  void delete_var(Var* var);
+
+  /// Queues `fn` to run once every earlier operation on `writes` and the earlier writes on
+  /// `reads` are done. Throws InvalidArgument when a var appears twice or in both lists,
+  /// StateError after shutdown().
+  void push_sync(SyncFn fn, const std::vector<Var*>& reads, const std::vector<Var*>& writes,
+                 const PushOptions& options = {});
+  /// As push_sync(), for a function that finishes later by calling on_complete.
+  void push_async(AsyncFn fn, const std::vector<Var*>& reads, const std::vector<Var*>& writes,
+                  const PushOptions& options = {});
+
+  /// Blocks until every write pushed on `var` so far is done; rethrows (and clears) an
+  /// error stored on it.
+  void wait_for_var(Var* var);
+  /// Blocks until every operation pushed so far is done; rethrows (and clears) the first
+  /// stored error.
+  void wait_all();
+
+  /// Completed writes on `var`.
+  uint64_t version(const Var* var) const;
+
+  /// Runs every pending operation to completion, then stops the threads. Idempotent.
+  void shutdown();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace concord::engine
