@@ -13,6 +13,10 @@
 namespace py = pybind11;
 using namespace concord;
 
+#ifdef CONCORD_HAVE_SPARSE
+void bind_sparse(py::module_& m);  // bind_sparse.cc
+#endif
+
 namespace {
 
 TensorView view(uintptr_t data, const std::string& dtype, const std::vector<int64_t>& shape) {
@@ -124,6 +128,9 @@ PYBIND11_MODULE(_core, m) {
     return rows;
   });
 
+#ifdef CONCORD_HAVE_SPARSE
+  bind_sparse(m);
+#endif
   m.attr("SUM") = static_cast<int>(ReduceOp::kSum);
   m.attr("AVERAGE") = static_cast<int>(ReduceOp::kAverage);
   m.attr("MIN") = static_cast<int>(ReduceOp::kMin);
