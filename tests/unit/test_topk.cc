@@ -211,6 +211,41 @@ TEST(SelectAbove, ExactThresholdGivesTopk) {
   EXPECT_LT(static_cast<int64_t>(gt.size()), k) << "ties n=" << n << " th=" << th;
 }
 
+// Every compaction kernel the CPU has (portable, AVX2, AVX-512) gives the reference's
+// indices, for all three tests (key >=, |x| >=, |x| >), on block tails and group tails.
+TEST(SelectAbove, EveryScanKernelMatchesReference) {
+  using detail::ScanKernel;
+  for (ScanKernel kernel : {ScanKernel::kPortable, ScanKernel::kAvx2, ScanKernel::kAvx512}) {
+    if (!detail::force_scan_kernel(kernel)) continue;
+    for (int64_t n : {int64_t{5}, int64_t{4096 + 17}, int64_t{(1 << 16) + 9}}) {
+      for (Data kind : {Data::kNormal, Data::kTies, Data::kZerosMostly}) {
+        const std::vector<float> x = make_data(kind, n, static_cast<uint32_t>(n) * 3 + 1);
+        for (float th : {0.0f, 0.5f, 2.0f}) {
+          for (bool strict : {false, true}) {
+            std::vector<int64_t> got;
+            select_above(x.data(), n, th, strict, got);
+            const std::vector<int64_t> want = reference_above(x, th, strict);
+            ASSERT_EQ(got, want) << "kernel " << static_cast<int>(kernel) << " n=" << n << " th=" << th
+                                 << " strict=" << strict << " data=" << data_name(kind) << ": "
+                                 << describe_mismatch(got, want);
+          }
+          std::vector<int64_t> keyed;
+          detail::append_key_at_least(x.data(), n, detail::magnitude_key(th), keyed);
+          const std::vector<int64_t> want = reference_above(x, th, false);
+          ASSERT_EQ(keyed, want) << "append_key_at_least kernel " << static_cast<int>(kernel) << " n=" << n
+                                 << " th=" << th << ": " << describe_mismatch(keyed, want);
+        }
+        const int64_t k = std::max<int64_t>(1, n / 100);
+        std::vector<int64_t> top;
+        topk_exact(x.data(), n, k, top);
+        ASSERT_EQ(top, reference_topk(x, k)) << "topk_exact kernel " << static_cast<int>(kernel) << " n=" << n
+                                             << " k=" << k << " data=" << data_name(kind);
+      }
+    }
+  }
+  ASSERT_TRUE(detail::force_scan_kernel(ScanKernel::kAuto));
+}
+
 TEST(SelectAbove, NanThresholdSelectsNothing) {
   const std::vector<float> x = {1, -2, 3};
   std::vector<int64_t> out = {7};
