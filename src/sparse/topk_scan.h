@@ -50,8 +50,8 @@ bool force_scan_kernel(ScanKernel kernel);
 int64_t count_abs_above(const float* x, int64_t n, float threshold, bool strict);
 
 /// Mean and population standard deviation (divide by n) of x[0..n), n > 0, accumulated in
-/// float64 in a fixed order (two passes, 8 interleaved partial sums): identical results on
-/// every CPU and every run.
+/// float64 in a fixed order (one pass of x - x[0] and its square, 8 interleaved partial
+/// sums): identical results on every CPU and every run. Throws InvalidArgument for n <= 0.
 struct Moments {
   double mean = 0;
   double stddev = 0;
