@@ -13,9 +13,8 @@
 namespace py = pybind11;
 using namespace concord;
 
-#ifdef CONCORD_HAVE_SPARSE
+void bind_topk(py::module_& m);    // bind_topk.cc
 void bind_sparse(py::module_& m);  // bind_sparse.cc
-#endif
 
 namespace {
 
@@ -128,12 +127,12 @@ PYBIND11_MODULE(_core, m) {
     return rows;
   });
 
-#ifdef CONCORD_HAVE_SPARSE
   bind_sparse(m);
-#endif
   m.attr("SUM") = static_cast<int>(ReduceOp::kSum);
   m.attr("AVERAGE") = static_cast<int>(ReduceOp::kAverage);
   m.attr("MIN") = static_cast<int>(ReduceOp::kMin);
   m.attr("MAX") = static_cast<int>(ReduceOp::kMax);
   m.attr("PRODUCT") = static_cast<int>(ReduceOp::kProduct);
+
+  bind_topk(m);
 }

@@ -29,10 +29,10 @@
 
 #include "sparse/topk.h"
 #include "tools/bench_options.h"
+#include "tools/bench_timing.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using concord::sparse::gaussian_threshold;
 using concord::sparse::kth_largest_magnitude;
 using concord::sparse::select_above;
@@ -42,15 +42,7 @@ using concord::sparse::topk_exact;
 // Median milliseconds of `iters` calls of `body` after `warmup` untimed ones.
 template <typename Body>
 double median_ms(int warmup, int iters, Body&& body) {
-  for (int i = 0; i < warmup; ++i) body();
-  std::vector<double> times;
-  for (int i = 0; i < iters; ++i) {
-    const auto begin = Clock::now();
-    body();
-    times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - begin).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return 1e3 * concord::bench::median_seconds(warmup, iters, body);
 }
 
 // Full-sort top-k: one 64-bit key per element, (0x7fffffff - |x| bits) << 32 | index, so

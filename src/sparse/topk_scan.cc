@@ -212,30 +212,34 @@ CONCORD_SCAN_KERNEL int64_t count_abs_kernel(const float* x, int64_t n, float va
 }
 
 // Sums of d = x[i] - shift and of d^2 in one pass, 8 lanes each: element i goes to lane
-// i % 8, lanes are added pairwise at the end. A fixed order: no reassociation is needed for
-// the compiler to vectorise it (each lane is its own chain).
+// i % 8, lanes are added pairwise at the end. Written with GCC vector types (8 doubles),
+// which every clone lowers to its widest registers doing the same IEEE operations per lane;
+// this file is compiled with -ffp-contract=off (no FMA in one clone and not another).
 constexpr int kLanes = 8;
+typedef float Float8 __attribute__((vector_size(32)));
+typedef double Double8 __attribute__((vector_size(64)));
 struct ShiftedSums {
   double sum = 0;
   double squares = 0;
 };
 CONCORD_SCAN_KERNEL ShiftedSums shifted_sums(const float* __restrict x, int64_t n, double shift) {
-  double lane[kLanes] = {};
-  double lane_sq[kLanes] = {};
+  Double8 lane = {};
+  Double8 lane_sq = {};
+  const Double8 shift8 = Double8{} + shift;
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) {
-      const double d = static_cast<double>(x[i + l]) - shift;
-      lane[l] += d;
-      lane_sq[l] += d * d;
-    }
+    Float8 f;
+    std::memcpy(&f, x + i, sizeof f);
+    const Double8 d = __builtin_convertvector(f, Double8) - shift8;
+    lane += d;
+    lane_sq += d * d;
   }
   for (int l = 0; i < n; ++i, ++l) {
     const double d = static_cast<double>(x[i]) - shift;
     lane[l] += d;
     lane_sq[l] += d * d;
   }
-  auto total = [](const double* v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); };
+  auto total = [](const Double8& v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); };
   return ShiftedSums{total(lane), total(lane_sq)};
 }
 

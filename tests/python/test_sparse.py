@@ -15,9 +15,6 @@ import concord.torch as hvd
 from concord import _core
 from concord_test_utils import assert_same_on_all_ranks, expect_raises
 
-pytestmark = pytest.mark.skipif(not hasattr(_core, "SparseAllreducer"),
-                                reason="concord._core was built without the sparse allreduces")
-
 
 # --------------------------------------------------------------------------------------
 # a model whose gradients are chosen by the test

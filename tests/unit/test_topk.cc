@@ -282,6 +282,24 @@ TEST(GaussianThreshold, MomentsAreExactOnSmallData) {
   EXPECT_DOUBLE_EQ(m.stddev, std::sqrt(10.0));
 }
 
+// Far from zero (mean 1000, std 0.5) the one-pass shifted sums still give the moments to
+// float64 accuracy: compared with a two-pass long double reference.
+TEST(GaussianThreshold, MomentsMatchTwoPassReference) {
+  const int64_t n = 100003;
+  std::mt19937 gen(9);
+  std::normal_distribution<float> normal(1000.0f, 0.5f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = normal(gen);
+  long double sum = 0, sq = 0;
+  for (float v : x) sum += v;
+  const long double mean = sum / n;
+  for (float v : x) sq += (v - mean) * (v - mean);
+  const double stddev = static_cast<double>(std::sqrt(sq / n));
+  const detail::Moments m = detail::moments(x.data(), n);
+  EXPECT_NEAR(m.mean, static_cast<double>(mean), 1e-9) << "n=" << n;
+  EXPECT_NEAR(m.stddev, stddev, 1e-9) << "n=" << n;
+}
+
 // On N(0, 1) data the uncorrected estimate is Phi^-1(1 - d/2) ~ 2.576 (d = 1%) and about
 // k entries pass; with corrections the count ends within [3k/4, 5k/4].
 TEST(GaussianThreshold, GivesRoughlyKOnGaussianData) {

@@ -31,21 +31,10 @@ _DTYPES = (torch.float32, torch.float64)
 _instances = [0]  # SparseDistributedOptimizers created in this process (names dense allreduces)
 
 
-def _allreducer_class():
-    allreducer = getattr(_core, "SparseAllreducer", None)
-    if allreducer is None:
-        raise _core.StateError("SparseDistributedOptimizer: this build of concord._core has no sparse "
-                               "allreduce (src/sparse/registry.cc was not part of the library)")
-    return allreducer
-
-
 def sparse_allreduce_names():
-    """Names of the sparse allreduces (``algorithm=`` of :func:`SparseDistributedOptimizer`).
-
-    Raises:
-        StateError: concord._core was built without the sparse allreduces.
-    """
-    return list(_allreducer_class().names())
+    """Names of the sparse allreduces (``algorithm=`` of :func:`SparseDistributedOptimizer`),
+    in registry order."""
+    return list(_core.SparseAllreducer.names())
 
 
 class _SparseDistributedOptimizer(torch.optim.Optimizer):
@@ -87,7 +76,7 @@ class _SparseDistributedOptimizer(torch.optim.Optimizer):
         self.steps = 0
         self._name = f"SparseDistributedOptimizer.{_instances[0]}"
         _instances[0] += 1
-        self.allreducer = _allreducer_class()(algorithm, density=density, **options)
+        self.allreducer = _core.SparseAllreducer(algorithm, density=density, **options)
 
     def _gradients(self):
         missing = [name for p, _, name in self._params if p.grad is None]
@@ -196,7 +185,7 @@ def SparseDistributedOptimizer(optimizer, density=0.01, algorithm="oktopk", warm
         ValueError: density out of (0, 1], negative warmup_steps, a parameter not float32 /
             float64 or not on the CPU, duplicate or missing names in named_parameters.
         InvalidArgumentError: an unknown algorithm or option.
-        StateError: MPI's thread level is too low, or concord._core has no sparse allreduce.
+        StateError: MPI's thread level is below MPI_THREAD_MULTIPLE while concord.init() is active.
     """
     if not isinstance(density, (int, float)) or not 0.0 < density <= 1.0:
         raise ValueError(f"SparseDistributedOptimizer: density must be in (0, 1], got {density!r}")
