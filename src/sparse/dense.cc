@@ -20,7 +20,9 @@ Problem dense_problem(int ranks, int64_t n) {
 
 }  // namespace
 
-SparseAllreduceDense::SparseAllreduceDense(Communicator& comm) : comm_(comm) {}
+SparseAllreduceDense::SparseAllreduceDense(Communicator& comm, const SparseOptions& options) : comm_(comm) {
+  (void)options;
+}
 
 const AllreduceEntry& SparseAllreduceDense::dense_algorithm(int ranks, int64_t n) {
   return select_algorithm(allreduce_algorithms(), dense_problem(ranks, n), CostParams{});

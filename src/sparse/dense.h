@@ -23,8 +23,9 @@ namespace concord::sparse {
 
 class SparseAllreduceDense : public SparseAllreduce {
  public:
-  /// Binds to `comm` (which must outlive this object). The options are not used.
-  explicit SparseAllreduceDense(Communicator& comm);
+  /// Binds to `comm` (which must outlive this object). The options are not used (the
+  /// registry validates them).
+  SparseAllreduceDense(Communicator& comm, const SparseOptions& options = {});
   const char* name() const override { return "dense"; }
   void allreduce(float* acc, int64_t n, SparseResult& result) override;
 

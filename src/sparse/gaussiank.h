@@ -8,19 +8,22 @@
 //   1. th_i = gaussian_threshold(acc_i, n, d, options.gaussian_corrections) (sparse/topk.h:
 //      mean + Phi^-1(1 - d/2) std, corrected while the count is outside [3k/4, 5k/4]);
 //      S_i = { j : |acc_i[j]| >= th_i } (> with options.strict), ascending.
-//   2. Ring allgather of the counts c_i = |S_i| (one int64 per rank).
-//   3. Ring allgatherv of the COO entries of every rank.
+//   2. Allgather of the counts c_i = |S_i| (CooGather::allgather_counts: recursive
+//      doubling of one int64 per rank, sparse/coo_gather.h).
+//   3. Ring allgatherv of the COO entries of every rank (CooGather::allgatherv; nothing
+//      is sent when every c_i is 0).
 //   4. U[j] = (sum over ranks i in rank order with j in S_i of acc_i[j]) / P, exact zeros
 //      dropped; identical bits on every rank.
 //   Residual: acc_i[j] = 0 for j in S_i with j in supp U.
-// Bytes sent by rank r: 8(P-1) (counts) + e (C - c_{(r+1) mod P}) (entries), C = sum_i c_i,
-// e = 8 with int32 indices (12 with int64); P-1 + P-1 messages. About 2 C (P-1)/P words,
-// with C ~ P k: like TopkA, it grows with P. n = 0 sends nothing.
+// Bytes sent by rank r: the count allgather's (8(P-1) on a power of two, log2 P messages)
+// + e (C - c_{(r+1) mod P}) in P-1 messages (entries), C = sum_i c_i, e = 8 with int32
+// indices (12 with int64). About 2 C (P-1)/P words, with C ~ P k: like TopkA, it grows
+// with P. n = 0 sends nothing.
 #pragma once
 
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "sparse/coo_gather.h"
 #include "sparse/sparse_accumulator.h"
 #include "sparse/sparse_allreduce.h"
 
@@ -29,7 +32,8 @@ namespace concord::sparse {
 class SparseAllreduceGaussianK : public SparseAllreduce {
  public:
   /// Binds to `comm` (which must outlive this object); uses options.density, .strict and
-  /// .gaussian_corrections. Throws InvalidArgument for a density outside (0, 1].
+  /// .gaussian_corrections. Throws InvalidArgument for invalid options
+  /// (sparse/options.h).
   SparseAllreduceGaussianK(Communicator& comm, const SparseOptions& options);
   const char* name() const override { return "gaussiank"; }
   void allreduce(float* acc, int64_t n, SparseResult& result) override;
@@ -37,12 +41,11 @@ class SparseAllreduceGaussianK : public SparseAllreduce {
  private:
   Communicator& comm_;
   SparseOptions options_;
-  ScratchBuffer wire_;
+  CooGather gather_;
   SparseAccumulator accumulator_;
-  std::vector<int64_t> selected_;
-  std::vector<float> selected_values_;
-  std::vector<int64_t> all_indices_;
-  std::vector<float> all_values_;
+  std::vector<int64_t> indices_;
+  CooBlock selected_;
+  CooBlock all_;
 };
 
 }  // namespace concord::sparse

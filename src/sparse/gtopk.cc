@@ -5,29 +5,29 @@
 #include "algorithms/broadcast_binomial.h"
 #include "common/enforce.h"
 #include "patterns/binomial_tree.h"
-#include "sparse/coo.h"
+#include "sparse/options.h"
 #include "sparse/sparse_accumulator.h"
 
 namespace concord::sparse {
 namespace {
 
-constexpr int kReduceTag = 62;
+constexpr int kReduceTag = 0x5311;  // next to coo_exchange.h's sparse tags
 
 // out = a + b over the union of their ascending indices (common indices: a's value + b's).
-void merge_sum(const SparseResult& a, const SparseResult& b, SparseResult& out) {
-  out.indices.clear();
-  out.values.clear();
-  size_t i = 0, j = 0;
-  while (i < a.indices.size() || j < b.indices.size()) {
-    if (j == b.indices.size() || (i < a.indices.size() && a.indices[i] < b.indices[j])) {
-      out.indices.push_back(a.indices[i]);
-      out.values.push_back(a.values[i++]);
-    } else if (i == a.indices.size() || b.indices[j] < a.indices[i]) {
-      out.indices.push_back(b.indices[j]);
-      out.values.push_back(b.values[j++]);
+void merge_sum(const CooBlock& a, const CooBlock& b, CooBlock& out) {
+  out.clear();
+  int64_t i = 0, j = 0;
+  while (i < a.size() || j < b.size()) {
+    if (j == b.size() || (i < a.size() && a.indices[i] < b.indices[j])) {
+      out.push_back(a.indices[i], a.values[i]);
+      ++i;
+    } else if (i == a.size() || b.indices[j] < a.indices[i]) {
+      out.push_back(b.indices[j], b.values[j]);
+      ++j;
     } else {
-      out.indices.push_back(a.indices[i]);
-      out.values.push_back(a.values[i++] + b.values[j++]);
+      out.push_back(a.indices[i], a.values[i] + b.values[j]);
+      ++i;
+      ++j;
     }
   }
 }
@@ -36,20 +36,18 @@ void merge_sum(const SparseResult& a, const SparseResult& b, SparseResult& out) 
 
 SparseAllreduceGTopk::SparseAllreduceGTopk(Communicator& comm, const SparseOptions& options)
     : comm_(comm), options_(options) {
-  topk_count(1, options_.density);  // validates the density
+  validate_options(options_);
 }
 
-void SparseAllreduceGTopk::merge_child(float* acc, int64_t k, const SparseResult& child) {
+void SparseAllreduceGTopk::merge_child(float* acc, int64_t k, const CooBlock& child) {
   merge_sum(set_, child, union_);
-  const auto m = static_cast<int64_t>(union_.indices.size());
+  const int64_t m = union_.size();
   topk_exact(union_.values.data(), m, k, keep_);
-  set_.indices.clear();
-  set_.values.clear();
+  set_.clear();
   size_t next_kept = 0;
   for (int64_t p = 0; p < m; ++p) {
     if (next_kept < keep_.size() && keep_[next_kept] == p) {
-      set_.indices.push_back(union_.indices[p]);
-      set_.values.push_back(union_.values[p]);
+      set_.push_back(union_.indices[p], union_.values[p]);
       ++next_kept;
     } else {
       acc[union_.indices[p]] += union_.values[p];  // dropped here: kept in this residual
@@ -64,10 +62,9 @@ void SparseAllreduceGTopk::allreduce(float* acc, int64_t n, SparseResult& result
   if (n == 0) return;
   const int64_t k = topk_count(n, options_.density);
   const size_t index_bytes = coo_index_bytes(n);
-  const size_t block = coo_block_bytes(static_cast<size_t>(k), index_bytes);
+  const size_t block = coo_wire_bytes(k, index_bytes);
   topk_exact(acc, n, k, selected_);
-  set_.indices = selected_;
-  gather_values(acc, selected_, set_.values);
+  take_entries(acc, selected_, set_);
   for (int64_t j : selected_) acc[j] = 0.0f;
 
   const patterns::BinomialTree tree{comm_.rank(), comm_.size(), 0};
@@ -77,20 +74,19 @@ void SparseAllreduceGTopk::allreduce(float* acc, int64_t n, SparseResult& result
   std::vector<RequestPtr> receives;
   for (size_t c = 0; c < children.size(); ++c)
     receives.push_back(comm_.irecv(wire + c * block, block, children[c], kReduceTag));
-  child_.indices.resize(static_cast<size_t>(k));
-  child_.values.resize(static_cast<size_t>(k));
   for (size_t c = 0; c < children.size(); ++c) {
     std::vector<RequestPtr> one;
     one.push_back(std::move(receives[c]));
     wait_all(one);
-    coo_unpack(wire + c * block, static_cast<size_t>(k), index_bytes, child_.indices.data(), child_.values.data());
+    child_.clear();
+    coo_unpack(wire + c * block, k, index_bytes, child_);
     for (int64_t j : child_.indices)
       CONCORD_ENFORCE(j >= 0 && j < n, MismatchError, "gtopk: rank ", children[c], " sent index ", j,
                       " outside [0, ", n, "): ranks passed different n");
     merge_child(acc, k, child_);
   }
   uint8_t* final_block = wire + children.size() * block;
-  coo_pack(set_.indices.data(), set_.values.data(), set_.indices.size(), index_bytes, final_block);
+  coo_pack(set_, 0, set_.size(), index_bytes, final_block);
   if (tree.parent() >= 0) {
     std::vector<RequestPtr> send;
     send.push_back(comm_.isend(final_block, block, tree.parent(), kReduceTag));
@@ -100,9 +96,8 @@ void SparseAllreduceGTopk::allreduce(float* acc, int64_t n, SparseResult& result
   BroadcastBinomial broadcast(comm_);
   broadcast.start(final_block, block, 0);
   run_to_completion(broadcast);
-  set_.indices.resize(static_cast<size_t>(k));
-  set_.values.resize(static_cast<size_t>(k));
-  coo_unpack(final_block, static_cast<size_t>(k), index_bytes, set_.indices.data(), set_.values.data());
+  set_.clear();
+  coo_unpack(final_block, k, index_bytes, set_);
   const auto divisor = static_cast<float>(comm_.size());
   for (size_t i = 0; i < set_.indices.size(); ++i)
     if (set_.values[i] != 0.0f) {
@@ -113,7 +108,7 @@ void SparseAllreduceGTopk::allreduce(float* acc, int64_t n, SparseResult& result
 
 uint64_t SparseAllreduceGTopk::bytes_sent(int64_t n, double density, int ranks, int rank) {
   if (n == 0) return 0;
-  const uint64_t block = coo_block_bytes(static_cast<size_t>(topk_count(n, density)), coo_index_bytes(n));
+  const uint64_t block = coo_wire_bytes(topk_count(n, density), coo_index_bytes(n));
   const patterns::BinomialTree tree{rank, ranks, 0};
   return block * ((rank != 0 ? 1 : 0) + tree.children().size());
 }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "sparse/coo.h"
 #include "sparse/sparse_allreduce.h"
 
 namespace concord::sparse {
@@ -35,7 +36,7 @@ namespace concord::sparse {
 class SparseAllreduceGTopk : public SparseAllreduce {
  public:
   /// Binds to `comm` (which must outlive this object); uses options.density. Throws
-  /// InvalidArgument for a density outside (0, 1].
+  /// InvalidArgument for invalid options (sparse/options.h).
   SparseAllreduceGTopk(Communicator& comm, const SparseOptions& options);
   const char* name() const override { return "gtopk"; }
   void allreduce(float* acc, int64_t n, SparseResult& result) override;
@@ -45,15 +46,15 @@ class SparseAllreduceGTopk : public SparseAllreduce {
 
  private:
   // Merges the child's set into set_ (step 2), adding dropped entries to acc.
-  void merge_child(float* acc, int64_t k, const SparseResult& child);
+  void merge_child(float* acc, int64_t k, const CooBlock& child);
 
   Communicator& comm_;
   SparseOptions options_;
   ScratchBuffer wire_;
   std::vector<int64_t> selected_;
-  SparseResult set_;      // this node's current set
-  SparseResult child_;    // a child's set
-  SparseResult union_;    // set_ merged with child_
+  CooBlock set_;      // this node's current set
+  CooBlock child_;    // a child's set
+  CooBlock union_;    // set_ merged with child_
   std::vector<int64_t> keep_;
 };
 

@@ -7,6 +7,8 @@
 #include "sparse/dense.h"
 #include "sparse/gaussiank.h"
 #include "sparse/gtopk.h"
+#include "sparse/oktopk.h"
+#include "sparse/options.h"
 #include "sparse/sparse_allreduce.h"
 #include "sparse/topka.h"
 #include "sparse/topkdsa.h"
@@ -19,23 +21,20 @@ struct SparseEntry {
   std::function<std::unique_ptr<SparseAllreduce>(Communicator&, const SparseOptions&)> create;
 };
 
+// Creates algorithm T, whose constructor takes (comm, options).
+template <typename T>
+std::unique_ptr<SparseAllreduce> create(Communicator& comm, const SparseOptions& options) {
+  return std::make_unique<T>(comm, options);
+}
+
 const std::vector<SparseEntry>& entries() {
   static const std::vector<SparseEntry> table = {
-      {"dense", [](Communicator& comm, const SparseOptions&) -> std::unique_ptr<SparseAllreduce> {
-         return std::make_unique<SparseAllreduceDense>(comm);
-       }},
-      {"topka", [](Communicator& comm, const SparseOptions& options) -> std::unique_ptr<SparseAllreduce> {
-         return std::make_unique<SparseAllreduceTopkA>(comm, options);
-       }},
-      {"topkdsa", [](Communicator& comm, const SparseOptions& options) -> std::unique_ptr<SparseAllreduce> {
-         return std::make_unique<SparseAllreduceTopkDSA>(comm, options);
-       }},
-      {"gtopk", [](Communicator& comm, const SparseOptions& options) -> std::unique_ptr<SparseAllreduce> {
-         return std::make_unique<SparseAllreduceGTopk>(comm, options);
-       }},
-      {"gaussiank", [](Communicator& comm, const SparseOptions& options) -> std::unique_ptr<SparseAllreduce> {
-         return std::make_unique<SparseAllreduceGaussianK>(comm, options);
-       }},
+      {"oktopk", create<OkTopk>},
+      {"dense", create<SparseAllreduceDense>},
+      {"topka", create<SparseAllreduceTopkA>},
+      {"topkdsa", create<SparseAllreduceTopkDSA>},
+      {"gtopk", create<SparseAllreduceGTopk>},
+      {"gaussiank", create<SparseAllreduceGaussianK>},
   };
   return table;
 }
@@ -50,6 +49,7 @@ std::vector<std::string> sparse_allreduce_names() {
 
 std::unique_ptr<SparseAllreduce> make_sparse_allreduce(const std::string& name, Communicator& comm,
                                                        const SparseOptions& options) {
+  validate_options(options);
   for (const auto& entry : entries())
     if (name == entry.name) return entry.create(comm, options);
   std::ostringstream known;

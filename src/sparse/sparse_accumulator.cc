@@ -33,22 +33,22 @@ void SparseAccumulator::extract(SparseResult& out, float divisor) {
   order_.clear();
 }
 
-void sum_entries(SparseAccumulator& accumulator, int64_t n, const std::vector<int64_t>& indices,
-                 const std::vector<float>& values, float divisor, SparseResult& out) {
+void sum_entries(SparseAccumulator& accumulator, int64_t n, const CooBlock& all, float divisor, SparseResult& out) {
   out.indices.clear();
   out.values.clear();
   accumulator.reset(n);
-  for (size_t i = 0; i < indices.size(); ++i) {
-    CONCORD_ENFORCE(indices[i] >= 0 && indices[i] < n, MismatchError, "sparse allreduce received index ",
-                    indices[i], " outside [0, ", n, "): ranks passed different n");
-    accumulator.add(indices[i], values[i]);
+  for (int64_t e = 0; e < all.size(); ++e) {
+    CONCORD_ENFORCE(all.indices[e] >= 0 && all.indices[e] < n, MismatchError, "sparse allreduce received index ",
+                    all.indices[e], " outside [0, ", n, "): ranks passed different n");
+    accumulator.add(all.indices[e], all.values[e]);
   }
   accumulator.extract(out, divisor);
 }
 
-void gather_values(const float* dense, const std::vector<int64_t>& indices, std::vector<float>& values) {
-  values.resize(indices.size());
-  for (size_t i = 0; i < indices.size(); ++i) values[i] = dense[indices[i]];
+void take_entries(const float* dense, const std::vector<int64_t>& indices, CooBlock& out) {
+  out.indices = indices;
+  out.values.resize(indices.size());
+  for (size_t i = 0; i < indices.size(); ++i) out.values[i] = dense[indices[i]];
 }
 
 void zero_delivered(float* acc, const std::vector<int64_t>& selected, const SparseResult& result) {

@@ -1,3 +1,7 @@
+// Pieces the allgather-based sparse baselines share (TopkA, Gaussiank, gTopk, TopkDSA):
+// SparseAccumulator sums gathered COO entries in a fixed order; take_entries() turns
+// selected indices into a COO block; zero_delivered() applies the residual rule.
+//
 // SparseAccumulator: scatter-add of sparse (index, value) entries into a dense float32
 // buffer that remembers which entries were touched, so a call costs O(entries added) after
 // the first (the buffer of n floats is zeroed once and cleaned entry by entry). Entries are
@@ -8,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "sparse/coo.h"
 #include "sparse/sparse_allreduce.h"
 
 namespace concord::sparse {
@@ -35,15 +40,14 @@ class SparseAccumulator {
   std::vector<int64_t> order_;
 };
 
-/// U of gathered entries: clears `out`, sums (indices[i], values[i]) in the order given
-/// (blocks in rank order give the same bits on every rank), drops exact zeros and divides
-/// by `divisor`; `out` ends in ascending index order. Throws MismatchError when an index
-/// lies outside [0, n) (ranks passed different n).
-void sum_entries(SparseAccumulator& accumulator, int64_t n, const std::vector<int64_t>& indices,
-                 const std::vector<float>& values, float divisor, SparseResult& out);
+/// U of gathered entries: clears `out`, sums the entries of `all` in their order (blocks
+/// in rank order give the same bits on every rank), drops exact zeros and divides by
+/// `divisor`; `out` ends in ascending index order. Throws MismatchError when an index lies
+/// outside [0, n) (ranks passed different n).
+void sum_entries(SparseAccumulator& accumulator, int64_t n, const CooBlock& all, float divisor, SparseResult& out);
 
-/// values[i] = dense[indices[i]] for every i (values resized).
-void gather_values(const float* dense, const std::vector<int64_t>& indices, std::vector<float>& values);
+/// `out` (replaced) = the entries (j, dense[j]) for j in `indices`, in that order.
+void take_entries(const float* dense, const std::vector<int64_t>& indices, CooBlock& out);
 
 /// The residual rule of the sparse baselines: zeroes acc[j] for every j of `selected`
 /// (ascending) that appears in `result.indices` (ascending), i.e. the selected entries that

@@ -1,14 +1,13 @@
 #include "sparse/topka.h"
 
 #include "common/enforce.h"
-#include "sparse/coo.h"
-#include "sparse/sparse_exchange.h"
+#include "sparse/options.h"
 
 namespace concord::sparse {
 
 SparseAllreduceTopkA::SparseAllreduceTopkA(Communicator& comm, const SparseOptions& options)
-    : comm_(comm), options_(options) {
-  topk_count(1, options_.density);  // validates the density
+    : comm_(comm), options_(options), gather_(comm) {
+  validate_options(options_);
 }
 
 void SparseAllreduceTopkA::allreduce(float* acc, int64_t n, SparseResult& result) {
@@ -16,19 +15,16 @@ void SparseAllreduceTopkA::allreduce(float* acc, int64_t n, SparseResult& result
   result.indices.clear();
   result.values.clear();
   if (n == 0) return;
-  const int64_t k = topk_count(n, options_.density);
-  topk_exact(acc, n, k, selected_);
-  const std::vector<int64_t> counts(comm_.size(), static_cast<int64_t>(selected_.size()));
-  gather_values(acc, selected_, selected_values_);
-  allgatherv_coo(comm_, counts, selected_.data(), selected_values_.data(), coo_index_bytes(n), wire_, all_indices_, all_values_);
-  sum_entries(accumulator_, n, all_indices_, all_values_, static_cast<float>(comm_.size()), result);
-  zero_delivered(acc, selected_, result);
+  topk_exact(acc, n, topk_count(n, options_.density), indices_);
+  take_entries(acc, indices_, selected_);
+  gather_.allgatherv(selected_, std::vector<int64_t>(comm_.size(), selected_.size()), coo_index_bytes(n), all_);
+  sum_entries(accumulator_, n, all_, static_cast<float>(comm_.size()), result);
+  zero_delivered(acc, indices_, result);
 }
 
 uint64_t SparseAllreduceTopkA::bytes_sent(int64_t n, double density, int ranks) {
   if (n == 0) return 0;
-  return coo_block_bytes(static_cast<size_t>(topk_count(n, density)), coo_index_bytes(n)) *
-         static_cast<uint64_t>(ranks - 1);
+  return coo_wire_bytes(topk_count(n, density), coo_index_bytes(n)) * static_cast<uint64_t>(ranks - 1);
 }
 
 }  // namespace concord::sparse

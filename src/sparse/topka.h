@@ -4,7 +4,8 @@
 //
 // Steps for P ranks, n entries, k = topk_count(n, density):
 //   1. S_i = TopK(acc_i, k) (sparse/topk.h: ties by lower index), ascending indices.
-//   2. Ring allgather of the k COO entries of every rank (sparse/sparse_exchange.h).
+//   2. Ring allgatherv of the k COO entries of every rank (CooGather::allgatherv,
+//      sparse/coo_gather.h); the counts are known (k everywhere), so none are exchanged.
 //   3. U[j] = (sum over ranks i in rank order with j in S_i of acc_i[j]) / P, exact zeros
 //      dropped; identical bits on every rank (same additions in the same order).
 //   Residual: acc_i[j] = 0 for j in S_i with j in supp U (every selected entry reaches the
@@ -17,7 +18,7 @@
 
 #include <vector>
 
-#include "algorithms/algorithm.h"
+#include "sparse/coo_gather.h"
 #include "sparse/sparse_accumulator.h"
 #include "sparse/sparse_allreduce.h"
 
@@ -25,23 +26,23 @@ namespace concord::sparse {
 
 class SparseAllreduceTopkA : public SparseAllreduce {
  public:
-  /// Binds to `comm` (which must outlive this object); uses options.density.
+  /// Binds to `comm` (which must outlive this object); uses options.density. Throws
+  /// InvalidArgument for invalid options (sparse/options.h).
   SparseAllreduceTopkA(Communicator& comm, const SparseOptions& options);
   const char* name() const override { return "topka"; }
   void allreduce(float* acc, int64_t n, SparseResult& result) override;
 
-  /// Bytes rank `rank` sends in one call (the same for every rank): coo_block_bytes(k) (P-1).
+  /// Bytes rank `rank` sends in one call (the same for every rank): coo_wire_bytes(k) (P-1).
   static uint64_t bytes_sent(int64_t n, double density, int ranks);
 
  private:
   Communicator& comm_;
   SparseOptions options_;
-  ScratchBuffer wire_;
+  CooGather gather_;
   SparseAccumulator accumulator_;
-  std::vector<int64_t> selected_;
-  std::vector<float> selected_values_;
-  std::vector<int64_t> all_indices_;
-  std::vector<float> all_values_;
+  std::vector<int64_t> indices_;
+  CooBlock selected_;
+  CooBlock all_;
 };
 
 }  // namespace concord::sparse

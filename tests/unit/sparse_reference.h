@@ -14,6 +14,7 @@
 
 #include "sparse/sparse_allreduce.h"
 #include "sparse/topk.h"
+#include "transport/communicator.h"
 
 namespace concord::testing_util {
 
@@ -77,10 +78,11 @@ inline SparseExpectation reference_topka(const std::vector<std::vector<float>>& 
   return expected;
 }
 
-/// Gaussiank: S_i = { j : |acc_i[j]| >= gaussian_threshold(acc_i) }; 8(P-1) bytes of
-/// counts + 8 (C - c_{(r+1) mod P}) bytes of entries, 2(P-1) messages.
+/// Gaussiank: S_i = { j : |acc_i[j]| >= gaussian_threshold(acc_i) }; the count
+/// allgather's traffic (`counts_traffic`, by rank) + 8 (C - c_{(r+1) mod P}) bytes of
+/// entries in P-1 messages (none when C = 0).
 inline SparseExpectation reference_gaussiank(const std::vector<std::vector<float>>& acc, double density,
-                                             int corrections) {
+                                             int corrections, const std::vector<TrafficCounters>& counts_traffic) {
   const int P = static_cast<int>(acc.size());
   const auto n = static_cast<int64_t>(acc[0].size());
   std::vector<std::vector<int64_t>> selected(P);
@@ -93,17 +95,24 @@ inline SparseExpectation reference_gaussiank(const std::vector<std::vector<float
   }
   SparseExpectation expected = reference_selection_sum(acc, selected);
   for (int r = 0; r < P; ++r) {
-    const uint64_t entries = n == 0 ? 0 : total - selected[(r + 1) % P].size();
-    expected.bytes_sent.push_back(n == 0 ? 0 : 8 * (P - 1) + 8 * entries);
-    expected.messages_sent.push_back(n == 0 ? 0 : 2 * (P - 1));
+    if (n == 0) {
+      expected.bytes_sent.push_back(0);
+      expected.messages_sent.push_back(0);
+      continue;
+    }
+    const bool gathers = P > 1 && total > 0;
+    expected.bytes_sent.push_back(counts_traffic[r].bytes_sent + 8 * (total - selected[(r + 1) % P].size()));
+    expected.messages_sent.push_back(counts_traffic[r].messages_sent + (gathers ? P - 1 : 0));
   }
   return expected;
 }
 
 /// TopkDSA: the same U as TopkA (exact for dyadic data: the owner sums in another order);
-/// bytes 8(P-1) + 8 (entries to other regions) + 8(P-1) + 8 (T - c_{r+1}) when 3T < n,
-/// else 4 (n - |region r+1|); 4(P-1) messages.
-inline SparseExpectation reference_topkdsa(const std::vector<std::vector<float>>& acc, double density) {
+/// bytes 16(P-1) (count exchange) + 8 (entries for other regions, one message per non-empty
+/// block) + the count allgather's (`counts_traffic`) + 8 (T - c_{r+1}) when 3T < n (no
+/// messages when T = 0), else 4 (n - |region r+1|), in P-1 messages.
+inline SparseExpectation reference_topkdsa(const std::vector<std::vector<float>>& acc, double density,
+                                           const std::vector<TrafficCounters>& counts_traffic) {
   const int P = static_cast<int>(acc.size());
   const auto n = static_cast<int64_t>(acc[0].size());
   const int64_t k = sparse::topk_count(n, density);
@@ -115,20 +124,30 @@ inline SparseExpectation reference_topkdsa(const std::vector<std::vector<float>>
   auto region_end = [&](int q) { return q == P - 1 ? n : (q + 1) * width; };
   const auto T = static_cast<int64_t>(expected.U.indices.size());
   for (int r = 0; r < P; ++r) {
-    if (n == 0) {
+    if (n == 0 || P == 1) {
       expected.bytes_sent.push_back(0);
       expected.messages_sent.push_back(0);
       continue;
     }
     const int next = (r + 1) % P;
-    const int64_t own = count_in(selected[r], region_begin(r), region_end(r));
-    uint64_t bytes = 16 * static_cast<uint64_t>(P - 1) + 8 * static_cast<uint64_t>(k - own);
-    if (3 * T < n)
+    uint64_t bytes = 16 * static_cast<uint64_t>(P - 1) + counts_traffic[r].bytes_sent;
+    uint64_t messages = (P - 1) + counts_traffic[r].messages_sent;
+    for (int q = 0; q < P; ++q) {
+      const int64_t block = count_in(selected[r], region_begin(q), region_end(q));
+      if (q != r && block > 0) {
+        bytes += 8 * static_cast<uint64_t>(block);
+        ++messages;
+      }
+    }
+    if (3 * T < n) {
       bytes += 8 * static_cast<uint64_t>(T - count_in(expected.U.indices, region_begin(next), region_end(next)));
-    else
+      messages += T > 0 ? P - 1 : 0;
+    } else {
       bytes += 4 * static_cast<uint64_t>(n - (region_end(next) - region_begin(next)));
+      messages += P - 1;
+    }
     expected.bytes_sent.push_back(bytes);
-    expected.messages_sent.push_back(4 * (P - 1));
+    expected.messages_sent.push_back(messages);
   }
   return expected;
 }

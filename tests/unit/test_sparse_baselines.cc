@@ -18,6 +18,7 @@
 #include "cost_check.h"
 #include "dtype_util.h"
 #include "rank_runner.h"
+#include "sparse/coo_gather.h"
 #include "sparse/dense.h"
 #include "sparse/sparse_allreduce.h"
 #include "sparse_reference.h"
@@ -88,13 +89,28 @@ CallLog run_calls(const Case& c, const sparse::SparseOptions& options, bool dyad
   return out;
 }
 
+// Traffic of the count allgather (CooGather::allgather_counts, tested with the
+// allgather algorithms) on P ranks, by rank: a part of the gaussiank and topkdsa formulas.
+std::vector<TrafficCounters> count_allgather_traffic(int P) {
+  std::vector<TrafficCounters> traffic(P);
+  const std::string error = run_ranks(P, [&](Communicator& comm, const AbortFlag&) {
+    sparse::CooGather gather(comm);
+    const std::vector<int64_t> counts = gather.allgather_counts(100 + comm.rank());
+    for (int q = 0; q < P; ++q) EXPECT_EQ(counts[q], 100 + q) << "rank " << comm.rank() << ": count of rank " << q;
+    traffic[comm.rank()] = comm.counters();
+  });
+  EXPECT_EQ(error, "");
+  return traffic;
+}
+
 SparseExpectation reference(const Case& c, const sparse::SparseOptions& options,
                             const std::vector<std::vector<float>>& acc) {
   if (c.algorithm == "topka") return testing_util::reference_topka(acc, c.density);
-  if (c.algorithm == "topkdsa") return testing_util::reference_topkdsa(acc, c.density);
+  if (c.algorithm == "topkdsa") return testing_util::reference_topkdsa(acc, c.density, count_allgather_traffic(c.P));
   if (c.algorithm == "gtopk") return testing_util::reference_gtopk(acc, c.density);
   if (c.algorithm == "gaussiank")
-    return testing_util::reference_gaussiank(acc, c.density, options.gaussian_corrections);
+    return testing_util::reference_gaussiank(acc, c.density, options.gaussian_corrections,
+                                             count_allgather_traffic(c.P));
   return testing_util::reference_dense(acc);
 }
 

@@ -1,0 +1,101 @@
+#include "sparse/coo_gather.h"
+
+#include <algorithm>
+
+#include "algorithms/allgather_recursive_doubling.h"
+#include "algorithms/allgather_ring.h"
+#include "sparse/balance.h"
+#include "sparse/coo_exchange.h"
+
+namespace concord::sparse {
+
+std::vector<int64_t> CooGather::allgather_counts(int64_t mine) {
+  const int P = comm_.size();
+  std::vector<int64_t> counts(P, 0);
+  counts[comm_.rank()] = mine;
+  if (P == 1) return counts;
+  AllgatherRecursiveDoubling allgather(comm_, counts_scratch_);
+  allgather.start(counts.data(), std::vector<size_t>(P, sizeof(int64_t)));
+  run_to_completion(allgather);
+  return counts;
+}
+
+void CooGather::allgatherv(const CooBlock& mine, const std::vector<int64_t>& counts, size_t index_bytes,
+                           CooBlock& out) {
+  const int P = comm_.size(), r = comm_.rank();
+  std::vector<size_t> block_bytes(P);
+  size_t offset = 0, total_bytes = 0;
+  for (int q = 0; q < P; ++q) {
+    block_bytes[q] = coo_wire_bytes(counts[q], index_bytes);
+    if (q < r) offset += block_bytes[q];
+    total_bytes += block_bytes[q];
+  }
+  wire_.resize(total_bytes);
+  coo_pack(mine, 0, mine.size(), index_bytes, wire_.data() + offset);
+  if (P > 1 && total_bytes > 0) {
+    AllgatherRing allgather(comm_);
+    allgather.start(wire_.data(), block_bytes);
+    run_to_completion(allgather);
+  }
+  out.clear();
+  offset = 0;
+  for (int q = 0; q < P; ++q) {
+    coo_unpack(wire_.data() + offset, counts[q], index_bytes, out);
+    offset += block_bytes[q];
+  }
+}
+
+void CooGather::balance(const CooBlock& mine, size_t index_bytes) {
+  const int r = comm_.rank();
+  const BalancePlan plan = balance_plan(trace_.counts, r);
+  size_t send_bytes = 0, receive_bytes = 0;
+  for (const auto& t : plan.sends) send_bytes += coo_wire_bytes(t.count, index_bytes);
+  for (const auto& t : plan.receives) receive_bytes += coo_wire_bytes(t.count, index_bytes);
+  uint8_t* send = send_.get(send_bytes);
+  uint8_t* receive = receive_.get(receive_bytes);
+
+  std::vector<RequestPtr> requests;
+  size_t offset = 0;
+  for (const auto& t : plan.receives) {
+    const size_t bytes = coo_wire_bytes(t.count, index_bytes);
+    if (t.peer != r) requests.push_back(comm_.irecv(receive + offset, bytes, t.peer, kBalanceTag));
+    offset += bytes;
+  }
+  offset = 0;
+  const uint8_t* local = nullptr;
+  for (const auto& t : plan.sends) {
+    const size_t bytes = coo_wire_bytes(t.count, index_bytes);
+    coo_pack(mine, t.offset, t.count, index_bytes, send + offset);
+    if (t.peer != r)
+      requests.push_back(comm_.isend(send + offset, bytes, t.peer, kBalanceTag));
+    else
+      local = send + offset;
+    offset += bytes;
+  }
+  wait_all(requests);
+
+  // Receives are in ascending peer order, which is ascending position in the balanced range.
+  CooBlock& block = trace_.balanced_block;
+  block.clear();
+  offset = 0;
+  for (const auto& t : plan.receives) {
+    coo_unpack(t.peer == r ? local : receive + offset, t.count, index_bytes, block);
+    offset += coo_wire_bytes(t.count, index_bytes);
+  }
+}
+
+void CooGather::gather(const CooBlock& mine, size_t index_bytes, double balance_factor, CooBlock& out) {
+  trace_.counts = allgather_counts(mine.size());
+  trace_.balanced = comm_.size() > 1 && should_balance(trace_.counts, balance_factor);
+  if (!trace_.balanced) {
+    trace_.balanced_block = mine;
+    allgatherv(mine, trace_.counts, index_bytes, out);
+    return;
+  }
+  balance(mine, index_bytes);
+  int64_t total = 0;
+  for (int64_t c : trace_.counts) total += c;
+  allgatherv(trace_.balanced_block, balanced_counts(total, comm_.size()), index_bytes, out);
+}
+
+}  // namespace concord::sparse

@@ -1,0 +1,135 @@
+#include "sparse/oktopk.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sparse/options.h"
+#include "sparse/topk.h"
+
+namespace concord::sparse {
+
+OkTopk::OkTopk(Communicator& comm, const SparseOptions& options)
+    : comm_(comm), options_(options), exchange_(comm), gather_(comm) {
+  validate_options(options_);
+}
+
+void OkTopk::select_local(const float* acc, int64_t n, int64_t k) {
+  if (options_.exact) {
+    topk_exact(acc, n, k, indices_);
+    trace_.local_threshold = 0;
+  } else {
+    if (trace_.call % options_.tau_local == 0) local_threshold_ = k > 0 ? kth_largest_magnitude(acc, n, k) : 0;
+    trace_.local_threshold = local_threshold_;
+    // A zero threshold would select zeros, which change neither U nor the residual.
+    select_above(acc, n, local_threshold_, options_.strict || local_threshold_ <= 0, indices_);
+    local_threshold_ = options_.local_feedback.adjust(local_threshold_, static_cast<int64_t>(indices_.size()), k);
+  }
+  CooBlock& selected = trace_.selected;
+  selected.clear();
+  for (int64_t j : indices_)
+    if (acc[j] != 0) selected.push_back(j, acc[j]);
+}
+
+void OkTopk::split_and_reduce(int64_t n_checked, size_t index_bytes) {
+  const int P = comm_.size(), r = comm_.rank();
+  const CooBlock& selected = trace_.selected;
+  positions_ = regions_.split(selected.indices);
+  std::vector<int64_t> send_counts(P);
+  for (int q = 0; q < P; ++q) send_counts[q] = positions_[q + 1] - positions_[q];
+  const std::vector<int64_t> recv_counts = exchange_counts(comm_, send_counts, n_checked, "oktopk");
+
+  send_wire_.resize(coo_wire_bytes(selected.size(), index_bytes));
+  size_t offset = 0;
+  for (int q = 0; q < P; ++q) {
+    coo_pack(selected, positions_[q], send_counts[q], index_bytes, send_wire_.data() + offset);
+    offset += coo_wire_bytes(send_counts[q], index_bytes);
+  }
+  const int64_t base = regions_.start(r), length = regions_.end(r) - base;
+  if (static_cast<int64_t>(region_.size()) < length) region_.resize(length, 0.0f);
+  exchange_.run(send_wire_.data(), send_counts, recv_counts, index_bytes, options_.bucket_steps,
+                [&](int, const uint8_t* wire, int64_t count) {
+                  coo_scatter_add(wire, count, index_bytes, base, region_.data());
+                });
+  // The reduced region is the buffer's nonzeros; zero it again for the next call.
+  CooBlock& reduced = trace_.reduced;
+  reduced.clear();
+  for (int64_t j = 0; j < length; ++j) {
+    if (region_[j] != 0) reduced.push_back(base + j, region_[j]);
+    region_[j] = 0;
+  }
+}
+
+void OkTopk::select_global(int64_t k, size_t index_bytes, CooBlock& global) {
+  const CooBlock& reduced = trace_.reduced;
+  if (trace_.exact_global) {
+    CooBlock all;
+    gather_.gather(reduced, index_bytes, options_.balance_factor, all);
+    const int64_t kk = std::min(k, all.size());
+    if (kk > 0) global_threshold_ = kth_largest_magnitude(all.values.data(), all.size(), kk);
+    trace_.global_threshold = global_threshold_;
+    if (options_.exact)
+      topk_exact(all.values.data(), all.size(), kk, positions_);
+    else if (kk > 0)
+      select_above(all.values.data(), all.size(), global_threshold_, options_.strict, positions_);
+    else
+      positions_.clear();
+    global.clear();
+    for (int64_t e : positions_) global.push_back(all.indices[e], all.values[e]);
+    return;
+  }
+  trace_.global_threshold = global_threshold_;
+  kept_.clear();
+  const bool strict = options_.strict || global_threshold_ <= 0;
+  for (int64_t e = 0; e < reduced.size(); ++e) {
+    const float magnitude = std::fabs(reduced.values[e]);
+    if (strict ? magnitude > global_threshold_ : magnitude >= global_threshold_)
+      kept_.push_back(reduced.indices[e], reduced.values[e]);
+  }
+  gather_.gather(kept_, index_bytes, options_.balance_factor, global);
+  global_threshold_ = options_.global_feedback.adjust(global_threshold_, global.size(), k);
+}
+
+void OkTopk::allreduce(float* acc, int64_t n, SparseResult& result) {
+  const int P = comm_.size();
+  // A negative n is reported after the count exchange, on every rank alike; until then
+  // this rank takes part with an empty vector.
+  const int64_t length = std::max<int64_t>(n, 0);
+  const int64_t k = topk_count(length, options_.density);
+  const size_t index_bytes = coo_index_bytes(length);
+  trace_.call = t_;
+  trace_.k = k;
+
+  select_local(acc, length, k);  // Phase 0
+
+  // Phase 1. When n changed since the last call, regions are replaced by equal ones
+  // locally (no communication, so a rank-dependent n cannot make ranks disagree on it).
+  trace_.repartitioned = t_ % options_.tau == 0;
+  if (trace_.repartitioned)
+    regions_ = repartition(comm_, scratch_, trace_.selected.indices, length);
+  else if (length != last_n_ || regions_.size() != P)
+    regions_ = Regions::equal(length, P);
+  last_n_ = length;
+  trace_.regions = regions_;
+  ++t_;
+
+  split_and_reduce(n, index_bytes);  // Phase 2 (throws on bad or mismatched n)
+
+  trace_.exact_global = options_.exact || trace_.call % options_.tau_global == 0;
+  select_global(k, index_bytes, global_);  // Phases 3 and 4
+  trace_.gather = gather_.trace();
+
+  result.indices.assign(global_.indices.begin(), global_.indices.end());
+  result.values.resize(global_.values.size());
+  const float ranks = static_cast<float>(P);
+  for (size_t e = 0; e < global_.values.size(); ++e) result.values[e] = global_.values[e] / ranks;
+
+  // Residual: zero S_i ∩ G (both ascending).
+  const std::vector<int64_t>& selected = trace_.selected.indices;
+  size_t s = 0;
+  for (int64_t j : global_.indices) {
+    while (s < selected.size() && selected[s] < j) ++s;
+    if (s < selected.size() && selected[s] == j) acc[j] = 0;
+  }
+}
+
+}  // namespace concord::sparse

@@ -1,0 +1,93 @@
+// OkTopk: the Ok-Topk sparse allreduce (Li & Hoefler, "Near-Optimal Sparse Allreduce for
+// Distributed Deep Learning", PPoPP 2022; ../shared/specs/oktopk.md, every phase). One
+// blocking call on P ranks, n floats, k = topk_count(n, density):
+//
+// Phase 0 local selection: S_i = {j : |acc_i[j]| >= th} with th the exact k-th largest
+//   |acc_i| every tau_local calls and reused (with lo/hi/f feedback on |S_i|) in between;
+//   exact mode takes the exact top-k (ties: lower index). Zero entries are never selected
+//   (they change neither U nor the residual). No communication.
+// Phase 1 space repartition every tau calls (sparse/partition.h): allreduce of P int64.
+// Phase 2 split and reduce (sparse/coo_exchange.h): count exchange (P-1 messages of 16
+//   bytes, which also check n), then the destination-rotated, bucketed exchange of the
+//   COO blocks (at most P-1 messages, 8 bytes per entry for n < 2^31), scatter-added by
+//   the owner into a dense zeroed region buffer in step order; the reduced region is its
+//   nonzeros.
+// Phase 3 global selection: every tau_global calls (always in exact mode) all reduced
+//   nonzeros are gathered (sparse/coo_gather.h) and G = their exact top-k (threshold
+//   th_g = k-th largest |value|); otherwise each owner keeps |reduced| >= th_g, Phase 4
+//   gathers the kept entries and th_g follows the lo/hi/f feedback on T = |G|.
+// Phase 4 balance (when max c_q > balance_factor * T/P) + allgatherv (sparse/coo_gather.h).
+// Result U = reduced / P on G, bit-identical on every rank (each entry is reduced by its
+//   owner alone, then copied). Residual: acc_i with S_i ∩ G zeroed.
+//
+// Bytes per rank on a call without re-evaluation or repartition (one COO entry = 2 words):
+// split and reduce <= 2|S_i| words, balance + allgatherv <= 2(c_r + (P-1)/P T) words, plus
+// 4(P-1) words of counts and log-P count allgather: < 6k words for |S_i|, T ~ k.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "algorithms/algorithm.h"
+#include "sparse/coo.h"
+#include "sparse/coo_exchange.h"
+#include "sparse/coo_gather.h"
+#include "sparse/partition.h"
+#include "sparse/sparse_allreduce.h"
+
+namespace concord::sparse {
+
+/// What the last OkTopk call did on this rank (for tests and diagnostics).
+struct OkTopkTrace {
+  int64_t call = 0;                ///< t of the call
+  int64_t k = 0;                   ///< target count
+  CooBlock selected;               ///< S_i with acc_i's values, ascending indices
+  float local_threshold = 0;       ///< th used for S_i (0 in exact mode)
+  bool repartitioned = false;      ///< Phase 1 ran
+  Regions regions;                 ///< regions used by Phase 2
+  CooBlock reduced;                ///< nonzeros of this rank's reduced region, ascending
+  bool exact_global = false;       ///< Phase 3 re-evaluated th_g from all reduced entries
+  float global_threshold = 0;      ///< th_g used (reuse) or computed (re-evaluation)
+  GatherTrace gather;              ///< Phase 4 counts and balancing
+};
+
+class OkTopk : public SparseAllreduce {
+ public:
+  /// Binds to `comm` (which must outlive this object). Throws InvalidArgument for invalid
+  /// options (sparse/options.h).
+  OkTopk(Communicator& comm, const SparseOptions& options);
+
+  const char* name() const override { return "oktopk"; }
+  /// See SparseAllreduce::allreduce and the header comment. Throws InvalidArgument for
+  /// n < 0 and MismatchError for differing n (on every rank, after the count exchange),
+  /// CommError on transport failure.
+  void allreduce(float* acc, int64_t n, SparseResult& result) override;
+
+  /// The last call's details.
+  const OkTopkTrace& trace() const { return trace_; }
+
+ private:
+  void select_local(const float* acc, int64_t n, int64_t k);
+  void split_and_reduce(int64_t n_checked, size_t index_bytes);
+  void select_global(int64_t k, size_t index_bytes, CooBlock& global);
+
+  Communicator& comm_;
+  SparseOptions options_;
+  int64_t t_ = 0;
+  int64_t last_n_ = -1;
+  float local_threshold_ = 0;
+  float global_threshold_ = 0;
+  Regions regions_;
+  std::vector<int64_t> indices_;
+  std::vector<uint8_t> send_wire_;
+  std::vector<float> region_;  // dense reduce buffer, all zeros between calls
+  std::vector<int64_t> positions_;
+  CooBlock kept_;
+  CooBlock global_;
+  ScratchBuffer scratch_;
+  RotatedExchange exchange_;
+  CooGather gather_;
+  OkTopkTrace trace_;
+};
+
+}  // namespace concord::sparse
