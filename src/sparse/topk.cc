@@ -1,13 +1,15 @@
 // Top-k selection (src/sparse/topk.h). Exact selection works on magnitude keys
 // (topk_scan.h: |x| bits, a total order), so every result is deterministic.
 //
-// Sampled selection (large n, small k/n): take s stratified sample keys (fixed seed),
-// pick the candidate c = r-th largest sample key with r = s*k/n + 4 sqrt(s*k/n) + 8 (about
-// four standard deviations of the binomial count above the expected one), gather every
-// index with key >= c in one vectorised pass, and select exactly among those candidates
-// (std::nth_element). When fewer than k entries pass (the sample missed, probability
-// about 3e-5), or r would exceed s, select among all n instead. Both routes give the same
-// answer: the k-th largest key is the same whenever at least k keys are >= c.
+// Sampled selection (n >= 2^15, k/n small): read s sample keys (s/16 cache-line runs at
+// stratified positions of a fixed-seed jitter; s = n/64 clamped to [4096, 2^17]), pick the
+// candidate c = r-th largest sample key with r = s*k/n + 4 sqrt(s*k/n) + 8 (about four
+// standard deviations of the binomial count above the expected one), gather every index
+// with key >= c in one vectorised pass (topk_scan.h), and select exactly among those
+// candidates (std::nth_element on their keys). When fewer than k entries pass (the sample
+// missed), retry once with rank 4r + 64; then, or when r >= s/2, select among all n. Every
+// route gives the same answer: the k-th largest key is the same whenever at least k keys
+// are >= c. Cost: one streaming pass over 4n bytes plus O(s + k) work.
 #include "sparse/topk.h"
 
 #include <algorithm>
@@ -43,45 +45,59 @@ uint32_t kth_largest_key(std::vector<uint32_t>& keys, int64_t k) {
 }
 
 // Fills `candidates` (ascending) with the indices whose key is >= a sampled candidate
-// threshold; returns true when at least k of them pass (then the k-th largest key of x is
-// among them), false when the caller must select among all n.
-bool sampled_candidates(const float* x, int64_t n, int64_t k, std::vector<int64_t>& candidates) {
+// threshold and `keys` with their keys; returns true when at least k of them pass (then
+// the k-th largest key of x is among them), false when the caller must select among all n.
+// The sample is s keys read as s/16 runs of 16 consecutive elements (one cache line each)
+// at stratified, jittered positions; on a miss one retry takes a 4x lower sample rank.
+bool sampled_candidates(const float* x, int64_t n, int64_t k, std::vector<int64_t>& candidates,
+                        std::vector<uint32_t>& keys) {
   if (n < kMinSampledN) return false;
-  const int64_t s = std::clamp<int64_t>(n / 64, 4096, 1 << 18);
+  constexpr int64_t kRun = 16;
+  const int64_t runs = std::clamp<int64_t>(n / (64 * kRun), 256, (1 << 17) / kRun);
+  const int64_t s = runs * kRun;
   const double expected = static_cast<double>(s) * static_cast<double>(k) / static_cast<double>(n);
   const auto r = static_cast<int64_t>(std::ceil(expected + 4 * std::sqrt(expected) + 8));
-  if (r >= s) return false;
+  if (r >= s / 2) return false;
   std::vector<uint32_t> sample(static_cast<size_t>(s));
-  const double stride = static_cast<double>(n) / static_cast<double>(s);
-  for (int64_t j = 0; j < s; ++j) {
+  const double stride = static_cast<double>(n - kRun) / static_cast<double>(runs);
+  for (int64_t j = 0; j < runs; ++j) {
     const double jitter = static_cast<double>(mix(static_cast<uint64_t>(j)) >> 11) * 0x1.0p-53;
-    const auto pos = std::min<int64_t>(n - 1, static_cast<int64_t>((static_cast<double>(j) + jitter) * stride));
-    sample[static_cast<size_t>(j)] = magnitude_key(x[pos]);
+    const auto pos = std::min<int64_t>(n - kRun, static_cast<int64_t>((static_cast<double>(j) + jitter) * stride));
+    for (int64_t i = 0; i < kRun; ++i) sample[static_cast<size_t>(j * kRun + i)] = magnitude_key(x[pos + i]);
   }
-  const uint32_t candidate = kth_largest_key(sample, r);
-  candidates.clear();
-  candidates.reserve(static_cast<size_t>(static_cast<double>(r) * stride * 1.25) + 64);
-  detail::append_key_at_least(x, n, candidate, candidates);
-  return static_cast<int64_t>(candidates.size()) >= k;
+  for (int64_t rank : {r, std::min(s, 4 * r + 64)}) {
+    const uint32_t candidate = kth_largest_key(sample, rank);
+    candidates.clear();
+    keys.clear();
+    detail::append_key_at_least(x, n, candidate, candidates, &keys);
+    if (static_cast<int64_t>(candidates.size()) >= k) return true;
+  }
+  return false;
 }
 
-// Exact top-k among the m entries x[index_of(i)], i < m, ascending in index: every key
-// above the k-th largest key T, then the lowest-index entries with key == T until k.
+// Exact top-k among the m entries with keys[i] = magnitude key of x[index_of(i)], i < m,
+// ascending in index: every key above the k-th largest key T, then the lowest-index
+// entries with key == T until k.
 template <typename IndexOf>
-void select_among(const float* x, int64_t m, IndexOf index_of, int64_t k, std::vector<int64_t>& out) {
-  std::vector<uint32_t> keys(static_cast<size_t>(m));
-  for (int64_t i = 0; i < m; ++i) keys[static_cast<size_t>(i)] = magnitude_key(x[index_of(i)]);
-  const uint32_t kth = kth_largest_key(keys, k);
+void select_among(const std::vector<uint32_t>& keys, IndexOf index_of, int64_t k, std::vector<int64_t>& out) {
+  const auto m = static_cast<int64_t>(keys.size());
+  std::vector<uint32_t> work(keys);
+  const uint32_t kth = kth_largest_key(work, k);
   int64_t above = 0;
-  for (int64_t i = 0; i < m; ++i) above += magnitude_key(x[index_of(i)]) > kth;
+  for (int64_t i = 0; i < m; ++i) above += keys[static_cast<size_t>(i)] > kth;
   int64_t ties = k - above;  // >= 1: T itself is among the k largest
   out.resize(static_cast<size_t>(k));
   int64_t w = 0;
   for (int64_t i = 0; i < m && w < k; ++i) {
-    const int64_t j = index_of(i);
-    const uint32_t key = magnitude_key(x[j]);
-    if (key > kth || (key == kth && ties-- > 0)) out[static_cast<size_t>(w++)] = j;
+    const uint32_t key = keys[static_cast<size_t>(i)];
+    if (key > kth || (key == kth && ties-- > 0)) out[static_cast<size_t>(w++)] = index_of(i);
   }
+}
+
+// Keys of all n elements (the route without sampling).
+void all_keys(const float* x, int64_t n, std::vector<uint32_t>& keys) {
+  keys.resize(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) keys[static_cast<size_t>(j)] = magnitude_key(x[j]);
 }
 
 void check_buffer(const float* x, int64_t n, const char* what) {
@@ -105,13 +121,7 @@ float kth_largest_magnitude(const float* x, int64_t n, int64_t k) {
   CONCORD_ENFORCE(k >= 1 && k <= n, InvalidArgument, "kth_largest_magnitude: k = ", k, " outside [1, n = ", n, "]");
   std::vector<int64_t> candidates;
   std::vector<uint32_t> keys;
-  if (sampled_candidates(x, n, k, candidates)) {
-    keys.resize(candidates.size());
-    for (size_t i = 0; i < candidates.size(); ++i) keys[i] = magnitude_key(x[candidates[i]]);
-  } else {
-    keys.resize(static_cast<size_t>(n));
-    for (int64_t j = 0; j < n; ++j) keys[static_cast<size_t>(j)] = magnitude_key(x[j]);
-  }
+  if (!sampled_candidates(x, n, k, candidates, keys)) all_keys(x, n, keys);
   return key_value(kth_largest_key(keys, k));
 }
 
@@ -126,11 +136,13 @@ void topk_exact(const float* x, int64_t n, int64_t k, std::vector<int64_t>& indi
     return;
   }
   std::vector<int64_t> candidates;
-  if (sampled_candidates(x, n, k, candidates)) {
+  std::vector<uint32_t> keys;
+  if (sampled_candidates(x, n, k, candidates, keys)) {
     const int64_t* c = candidates.data();
-    select_among(x, static_cast<int64_t>(candidates.size()), [c](int64_t i) { return c[i]; }, k, indices);
+    select_among(keys, [c](int64_t i) { return c[i]; }, k, indices);
   } else {
-    select_among(x, n, [](int64_t i) { return i; }, k, indices);
+    all_keys(x, n, keys);
+    select_among(keys, [](int64_t i) { return i; }, k, indices);
   }
 }
 

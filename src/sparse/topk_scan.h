@@ -28,20 +28,30 @@ inline float key_value(uint32_t key) {
   return value;
 }
 
-/// Appends to `out` (ascending) every j in [0, n) with magnitude_key(x[j]) >= key.
-/// One streaming pass over n * 4 bytes; vectorised (x86-64-v3/v4 clones where available).
-void append_key_at_least(const float* x, int64_t n, uint32_t key, std::vector<int64_t>& out);
+/// Appends to `out` (ascending) every j in [0, n) with magnitude_key(x[j]) >= key, and
+/// their keys to `*keys` when given (same order; both vectors must have equal sizes).
+/// One streaming pass over n * 4 bytes; AVX-512/AVX2 kernels where the CPU has them.
+void append_key_at_least(const float* x, int64_t n, uint32_t key, std::vector<int64_t>& out,
+                         std::vector<uint32_t>* keys = nullptr);
 
 /// Appends to `out` (ascending) every j in [0, n) with |x[j]| >= threshold, or
 /// |x[j]| > threshold when `strict` (IEEE comparisons: a NaN never passes).
 void append_abs_above(const float* x, int64_t n, float threshold, bool strict, std::vector<int64_t>& out);
 
+/// The compaction kernels behind append_*: kAuto picks the best the CPU has (AVX-512,
+/// else AVX2, else the portable compiler-vectorised loop); all give identical output.
+enum class ScanKernel { kAuto, kPortable, kAvx2, kAvx512 };
+
+/// Makes every later append_* call use `kernel` (process-wide; for tests and benchmarks).
+/// Returns false, changing nothing, when the CPU lacks it.
+bool force_scan_kernel(ScanKernel kernel);
+
 /// The number of j in [0, n) with |x[j]| >= threshold (> when `strict`); IEEE comparisons.
 int64_t count_abs_above(const float* x, int64_t n, float threshold, bool strict);
 
 /// Mean and population standard deviation (divide by n) of x[0..n), n > 0, accumulated in
-/// float64 in a fixed order (two passes, 8 interleaved partial sums): identical results on
-/// every CPU and every run.
+/// float64 in a fixed order (one pass of x - x[0] and its square, 8 interleaved partial
+/// sums): identical results on every CPU and every run. Throws InvalidArgument for n <= 0.
 struct Moments {
   double mean = 0;
   double stddev = 0;

@@ -1,6 +1,6 @@
 // The sparse baselines (src/sparse/{dense,topka,topkdsa,gtopk,gaussiank}.h) on the
 // in-process transport, P = 1..8, several calls with the residual carried between them:
-// each against its test-side reference (sparse_reference.h: U, residual, bytes and
+// each against its test-side reference (sparse_baseline_reference.h: U, residual, bytes and
 // messages sent per rank from the transport's counters), U bit-identical on all ranks and
 // conservation sum_i eps_i + P U == sum_i acc_i. Data are multiples of 1/64 below 2^10,
 // so every sum is exact in any order and the references can compare bits; a second suite
@@ -21,7 +21,7 @@
 #include "sparse/coo_gather.h"
 #include "sparse/dense.h"
 #include "sparse/sparse_allreduce.h"
-#include "sparse_reference.h"
+#include "sparse_baseline_reference.h"
 
 namespace concord {
 namespace {

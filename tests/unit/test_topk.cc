@@ -211,6 +211,41 @@ TEST(SelectAbove, ExactThresholdGivesTopk) {
   EXPECT_LT(static_cast<int64_t>(gt.size()), k) << "ties n=" << n << " th=" << th;
 }
 
+// Every compaction kernel the CPU has (portable, AVX2, AVX-512) gives the reference's
+// indices, for all three tests (key >=, |x| >=, |x| >), on block tails and group tails.
+TEST(SelectAbove, EveryScanKernelMatchesReference) {
+  using detail::ScanKernel;
+  for (ScanKernel kernel : {ScanKernel::kPortable, ScanKernel::kAvx2, ScanKernel::kAvx512}) {
+    if (!detail::force_scan_kernel(kernel)) continue;
+    for (int64_t n : {int64_t{5}, int64_t{4096 + 17}, int64_t{(1 << 16) + 9}}) {
+      for (Data kind : {Data::kNormal, Data::kTies, Data::kZerosMostly}) {
+        const std::vector<float> x = make_data(kind, n, static_cast<uint32_t>(n) * 3 + 1);
+        for (float th : {0.0f, 0.5f, 2.0f}) {
+          for (bool strict : {false, true}) {
+            std::vector<int64_t> got;
+            select_above(x.data(), n, th, strict, got);
+            const std::vector<int64_t> want = reference_above(x, th, strict);
+            ASSERT_EQ(got, want) << "kernel " << static_cast<int>(kernel) << " n=" << n << " th=" << th
+                                 << " strict=" << strict << " data=" << data_name(kind) << ": "
+                                 << describe_mismatch(got, want);
+          }
+          std::vector<int64_t> keyed;
+          detail::append_key_at_least(x.data(), n, detail::magnitude_key(th), keyed);
+          const std::vector<int64_t> want = reference_above(x, th, false);
+          ASSERT_EQ(keyed, want) << "append_key_at_least kernel " << static_cast<int>(kernel) << " n=" << n
+                                 << " th=" << th << ": " << describe_mismatch(keyed, want);
+        }
+        const int64_t k = std::max<int64_t>(1, n / 100);
+        std::vector<int64_t> top;
+        topk_exact(x.data(), n, k, top);
+        ASSERT_EQ(top, reference_topk(x, k)) << "topk_exact kernel " << static_cast<int>(kernel) << " n=" << n
+                                             << " k=" << k << " data=" << data_name(kind);
+      }
+    }
+  }
+  ASSERT_TRUE(detail::force_scan_kernel(ScanKernel::kAuto));
+}
+
 TEST(SelectAbove, NanThresholdSelectsNothing) {
   const std::vector<float> x = {1, -2, 3};
   std::vector<int64_t> out = {7};
@@ -245,6 +280,24 @@ TEST(GaussianThreshold, MomentsAreExactOnSmallData) {
   const detail::Moments m = detail::moments(x.data(), 11);
   EXPECT_DOUBLE_EQ(m.mean, 6.0);
   EXPECT_DOUBLE_EQ(m.stddev, std::sqrt(10.0));
+}
+
+// Far from zero (mean 1000, std 0.5) the one-pass shifted sums still give the moments to
+// float64 accuracy: compared with a two-pass long double reference.
+TEST(GaussianThreshold, MomentsMatchTwoPassReference) {
+  const int64_t n = 100003;
+  std::mt19937 gen(9);
+  std::normal_distribution<float> normal(1000.0f, 0.5f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = normal(gen);
+  long double sum = 0, sq = 0;
+  for (float v : x) sum += v;
+  const long double mean = sum / n;
+  for (float v : x) sq += (v - mean) * (v - mean);
+  const double stddev = static_cast<double>(std::sqrt(sq / n));
+  const detail::Moments m = detail::moments(x.data(), n);
+  EXPECT_NEAR(m.mean, static_cast<double>(mean), 1e-9) << "n=" << n;
+  EXPECT_NEAR(m.stddev, stddev, 1e-9) << "n=" << n;
 }
 
 // On N(0, 1) data the uncorrected estimate is Phi^-1(1 - d/2) ~ 2.576 (d = 1%) and about
