@@ -147,13 +147,9 @@ def test_spec_vector_a(size, tname):
                   [8, 2, 0, 1, 6, 0, -3, 0, 4, 9, 0, 0, 0, -5, 0, 2],
                   [1, 0, 7, -3, 0, 9, 2, 0, 6, 0, 0, -11, 0, 0, 4, 0]], dtype=np.float32)
     zeros = [[0, 8], [5], [0, 9], [5, 8]]
-    results = {}
-    for name in ("oktopk",) + (("topkdsa",) if "topkdsa" in hvd.sparse_allreduce_names() else ()):
-        allreducer = _core.SparseAllreducer(name, density=0.25, exact=True)
-        acc = g[hvd.rank()].copy()
-        results[name] = (allreducer.allreduce(acc), acc)
-    indices, values = results["oktopk"][0]
-    acc = results["oktopk"][1]
+    allreducer = _core.SparseAllreducer("oktopk", density=0.25, exact=True)
+    acc = g[hvd.rank()].copy()
+    indices, values = allreducer.allreduce(acc)
     what = _what("Vector A", algorithm="oktopk", n=16, k=4)
     assert list(indices) == [0, 5, 8, 9], f"{what}: U indices {list(indices)}"
     assert list(values) == [4.25, 4.75, 2.75, 2.25], f"{what}: U values {list(values)}"
@@ -164,16 +160,19 @@ def test_spec_vector_a(size, tname):
 
 
 # --------------------------------------------------------------------------------------
-# threshold mode on a real model: conservation
+# every algorithm on a real model: conservation
 
-def test_residual_invariant_threshold_mode(size, tname):
-    """sum_i residual_i + P*U == sum_i acc_i (up to float32 rounding of the sums), with the
-    default threshold reuse (tau_local = tau_global = 2, repartition every 3 calls)."""
+@pytest.mark.parametrize("algorithm", _core.SparseAllreducer.names())
+def test_residual_invariant(size, tname, algorithm):
+    """sum_i residual_i + P*U == sum_i acc_i (up to float32 rounding of the sums) and U is
+    bit-identical on all ranks, for every sparse allreduce; Ok-Topk with threshold reuse
+    (tau_local = tau_global = 2, repartition every 3 calls)."""
     torch.manual_seed(1)
     model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     optimizer = hvd.SparseDistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
-                                               density=0.05, tau=3, tau_local=2, tau_global=2)
+                                               density=0.05, algorithm=algorithm, tau=3, tau_local=2,
+                                               tau_global=2)
     n = optimizer.numel
     generator = torch.Generator().manual_seed(100 + hvd.rank())
     problems = []
@@ -190,16 +189,16 @@ def test_residual_invariant_threshold_mode(size, tname):
         sums = hvd.allreduce(torch.stack([acc.to(torch.float64), optimizer.residual.to(torch.float64),
                                           acc.abs().to(torch.float64)]), name=f"{tname}.sums.{step}", op=hvd.Sum)
         assert_same_on_all_ranks(update.to(torch.float32), f"{tname}.update.{step}",
-                                 _what("threshold-mode U", n=n, step=step))
+                                 _what("U", algorithm=algorithm, n=n, step=step))
         left = sums[1] + size * update
         tolerance = 4 * size * 2.0 ** -23 * sums[2]
         bad = torch.nonzero((left - sums[0]).abs() > tolerance).reshape(-1)
         if bad.numel():
             j = int(bad[0])
-            problems.append(f"{_what('residual invariant', n=n, step=step)}: element {j}: sum residual + P*U = "
-                            f"{left[j].item()!r}, sum acc = {sums[0][j].item()!r}")
+            problems.append(f"{_what('residual invariant', algorithm=algorithm, n=n, step=step)}: element {j}: "
+                            f"sum residual + P*U = {left[j].item()!r}, sum acc = {sums[0][j].item()!r}")
         if not 0 < indices.numel() <= n:
-            problems.append(f"{_what('threshold mode', n=n, step=step)}: |U| = {indices.numel()}")
+            problems.append(f"{_what('U size', algorithm=algorithm, n=n, step=step)}: |U| = {indices.numel()}")
     assert not problems, "\n".join(problems[:5])
 
 
