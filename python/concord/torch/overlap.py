@@ -2,8 +2,8 @@
 the parameter update of one step overlaps the gradient allreduces and the next forward
 pass, as C-Cube's "gradient queuing" chains the next iteration's forward behind each
 layer's completed allreduce (Jo, Son & Kim, "Logical/Physical Topology-Aware Collective
-Communication in Deep Learning Training", HPCA 2023; also ByteScheduler, Peng et al.,
-SOSP 2019, and PyTorch DDP's "no_sync"-free overlap).
+Communication in Deep Learning Training", HPCA 2023; ByteScheduler, Peng et al., SOSP 2019,
+likewise lets the next forward start before every allreduce is done).
 
 How a step runs:
 
@@ -27,10 +27,11 @@ and state (SGD with momentum, weight decay and Nesterov; Adam, AdamW, RMSprop, A
 the parameters are bit-identical to the plain DistributedOptimizer's. ``zero_grad()`` on a
 pending parameter is deferred until its update (its gradient buffer is still being
 reduced). Limits: a parameter must not be used (by another module, or functionally) before
-its owning module runs in a forward pass while it is pending: backward would accumulate
-its gradient into the buffer still being reduced, so a tensor hook raises RuntimeError
-before it does (call ``finish()`` before such a forward). ``step(closure)`` is not supported (ValueError); call
-``model.zero_grad()`` only after ``finish()`` (use ``optimizer.zero_grad()`` otherwise).
+its owning module runs in a forward pass while it is pending (the forward would see the
+old value, and backward would accumulate into the gradient buffer still being reduced, so a
+tensor hook raises RuntimeError before it does; call ``finish()`` before such a forward).
+``step(closure)`` is not supported (ValueError). Call ``model.zero_grad()`` only after
+``finish()``; ``optimizer.zero_grad()`` defers as above.
 """
 
 from concord.torch.mpi_ops import synchronize
