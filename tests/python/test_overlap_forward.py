@@ -1,8 +1,8 @@
 """DistributedOptimizer(overlap_forward=True) (concord/torch/overlap.py): the parameters are
 bit-identical to the plain DistributedOptimizer's over several steps (SGD with momentum and
-weight decay, Adam, an LR scheduler, grouped allreduces, an unused module); updates really
-wait for the next forward (module by module); zero_grad() is deferred for pending
-parameters; finish(); misuse errors."""
+weight decay, Adam, an LR scheduler, grouped allreduces, gradient accumulation, an unused
+module); updates really wait for the next forward (module by module); zero_grad() is
+deferred for pending parameters; finish(); misuse errors."""
 
 import pytest
 import torch
@@ -48,17 +48,19 @@ OPTIMIZERS = {
 }
 
 
-def train(kind, overlap, prefix, scheduler=False, num_groups=0, zero_to_none=False):
-    """STEPS steps of Net on rank-dependent data; returns the model (after finish())."""
+def train(kind, overlap, prefix, scheduler=False, num_groups=0, zero_to_none=False, passes=1):
+    """STEPS steps of Net on rank-dependent data, each of ``passes`` accumulated backward
+    passes; returns the model (after finish()) and the optimizer."""
     model = Net(11)
     optimizer = hvd.DistributedOptimizer(OPTIMIZERS[kind](model.parameters()), named_parameters=named(model, prefix),
-                                         num_groups=num_groups, overlap_forward=overlap,
-                                         model=model if overlap else None)
+                                         num_groups=num_groups, backward_passes_per_step=passes,
+                                         overlap_forward=overlap, model=model if overlap else None)
     lr_schedule = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5) if scheduler else None
     for step in range(STEPS):
         optimizer.zero_grad(set_to_none=zero_to_none)
-        x, y = batch(hvd.rank(), step)
-        F.cross_entropy(model(x), y).backward()
+        for k in range(passes):
+            x, y = batch(hvd.rank(), step * passes + k)
+            F.cross_entropy(model(x), y).backward()
         optimizer.step()
         if lr_schedule is not None:
             lr_schedule.step()
@@ -81,6 +83,7 @@ CASES = {
     "adam": dict(kind="adam"),
     "adam_steplr": dict(kind="adam", scheduler=True),
     "sgd_grouped": dict(kind="sgd_momentum_wd", num_groups=3),
+    "sgd_accumulate2": dict(kind="sgd_momentum_wd", passes=2),
 }
 
 
