@@ -3,9 +3,11 @@
 // auto gives optimal_chunk_bytes(), other algorithms and "bytes" are unchanged), then the
 // runtime's Executor on the in-process transport: with a forced K the transport counts
 // exactly 2 (P - 1) K messages per tree (the cost model's count for that chunk size), with
-// auto the count of K_opt chunks, and the results are right.
+// auto the count of K_opt chunks, and the results are right. select_algorithm's per-entry
+// problems (ProblemForEntry).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <sstream>
@@ -95,6 +97,31 @@ TEST(TreeChunking, OtherAlgorithmsBytesModeAndEmptyAreUnchanged) {
   }
   EXPECT_EQ(tree_chunked_problem("tree", float_problem(4, 0), 3, CostParams{}).chunk_bytes, problem.chunk_bytes);
   EXPECT_THROW(tree_chunked_problem("tree", problem, -2, CostParams{}), InvalidArgument);
+}
+
+TEST(TreeChunking, SelectionJudgesEachEntryOnItsOwnProblem) {
+  const Problem problem = float_problem(6, 1 << 20);
+  // An adjustment that makes one entry's problem empty (cost 0) must make it the choice.
+  for (const char* favourite : {"tree", "recursive_doubling"}) {
+    const ProblemForEntry problem_for = [&](const std::string& name, const Problem& p) {
+      Problem adjusted = p;
+      if (name == favourite) adjusted.count = 0;
+      return adjusted;
+    };
+    EXPECT_EQ(select_algorithm(allreduce_algorithms(), problem, CostParams{}, "", problem_for).name, favourite)
+        << "P=6 n=" << problem.count;
+  }
+  // The executor's adjustment: with K_opt the overlapped tree is priced at its own chunks.
+  CostParams params;
+  const ProblemForEntry tree_chunks = [&](const std::string& name, const Problem& p) {
+    return tree_chunked_problem(name, p, kTreeChunksAuto, params);
+  };
+  const auto& chosen = select_algorithm(allreduce_algorithms(), problem, params, "", tree_chunks);
+  double best = 1e300;
+  for (const auto& entry : allreduce_algorithms())
+    if (entry.declines(tree_chunks(entry.name, problem)).empty())
+      best = std::min(best, entry.cost(tree_chunks(entry.name, problem)).seconds(params));
+  EXPECT_EQ(chosen.cost(tree_chunks(chosen.name, problem)).seconds(params), best) << chosen.name << " P=6";
 }
 
 // Runs one allreduce (sum) of `count` float32 elements through an Executor on each of P
