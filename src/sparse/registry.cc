@@ -4,9 +4,14 @@
 #include <sstream>
 
 #include "common/enforce.h"
+#include "sparse/dense.h"
+#include "sparse/gaussiank.h"
+#include "sparse/gtopk.h"
 #include "sparse/oktopk.h"
 #include "sparse/options.h"
 #include "sparse/sparse_allreduce.h"
+#include "sparse/topka.h"
+#include "sparse/topkdsa.h"
 
 namespace concord::sparse {
 namespace {
@@ -16,11 +21,20 @@ struct SparseEntry {
   std::function<std::unique_ptr<SparseAllreduce>(Communicator&, const SparseOptions&)> create;
 };
 
+// Creates algorithm T, whose constructor takes (comm, options).
+template <typename T>
+std::unique_ptr<SparseAllreduce> create(Communicator& comm, const SparseOptions& options) {
+  return std::make_unique<T>(comm, options);
+}
+
 const std::vector<SparseEntry>& entries() {
   static const std::vector<SparseEntry> table = {
-      {"oktopk", [](Communicator& comm, const SparseOptions& options) -> std::unique_ptr<SparseAllreduce> {
-         return std::make_unique<OkTopk>(comm, options);
-       }},
+      {"oktopk", create<OkTopk>},
+      {"dense", create<SparseAllreduceDense>},
+      {"topka", create<SparseAllreduceTopkA>},
+      {"topkdsa", create<SparseAllreduceTopkDSA>},
+      {"gtopk", create<SparseAllreduceGTopk>},
+      {"gaussiank", create<SparseAllreduceGaussianK>},
   };
   return table;
 }

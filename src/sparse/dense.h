@@ -1,0 +1,43 @@
+// SparseAllreduceDense ("dense"), the dense baseline of the sparse comparison (spec
+// ../shared/specs/oktopk.md, "Baselines"): an ordinary allreduce of the whole accumulator.
+//
+// Steps for P ranks, n entries:
+//   1. In-place float32 sum allreduce of acc by the dense algorithm the registry
+//      (algorithms/registry.h) selects for (P, n floats) with the default cost constants
+//      and without the MPI-native algorithm (its bytes bypass the counters), so every rank
+//      picks the same algorithm without an exchange and every byte is counted.
+//   2. U[j] = sum[j] / P for every j in [0, n) (all n entries, zeros included).
+//   Residual: zero everywhere (every entry reached U).
+// Bytes on the wire: those of the selected algorithm, SparseAllreduceDense::cost(P, n)
+// (e.g. ring: about 2 (P-1)/P 4n bytes per rank). n = 0 sends nothing.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "algorithms/registry.h"
+#include "sparse/sparse_allreduce.h"
+
+namespace concord::sparse {
+
+class SparseAllreduceDense : public SparseAllreduce {
+ public:
+  /// Binds to `comm` (which must outlive this object). The options are not used (the
+  /// registry validates them).
+  SparseAllreduceDense(Communicator& comm, const SparseOptions& options = {});
+  const char* name() const override { return "dense"; }
+  void allreduce(float* acc, int64_t n, SparseResult& result) override;
+
+  /// The registry entry used for `ranks` ranks and `n` floats.
+  static const AllreduceEntry& dense_algorithm(int ranks, int64_t n);
+  /// Its cost, whose exact counts equal the traffic of one call.
+  static Cost cost(int ranks, int64_t n);
+
+ private:
+  Communicator& comm_;
+  ScratchBuffer scratch_;
+  std::map<std::string, std::unique_ptr<AllreduceAlgorithm>> instances_;  // by registry name
+};
+
+}  // namespace concord::sparse

@@ -1,0 +1,51 @@
+// SparseAllreduceGaussianK ("gaussiank"), the Gaussiank baseline (Shi et al., "Understanding
+// Top-k Sparsification in Distributed Deep Learning", 2019; compared against in Li &
+// Hoefler, PPoPP 2022; spec ../shared/specs/oktopk.md, "Baselines"): each rank picks its
+// entries by a threshold estimated from a normal fit of acc instead of an exact top-k, so
+// the number selected varies per rank and call.
+//
+// Steps for P ranks, n entries, density d:
+//   1. th_i = gaussian_threshold(acc_i, n, d, options.gaussian_corrections) (sparse/topk.h:
+//      mean + Phi^-1(1 - d/2) std, corrected while the count is outside [3k/4, 5k/4]);
+//      S_i = { j : |acc_i[j]| >= th_i } (> with options.strict), ascending.
+//   2. Allgather of the counts c_i = |S_i| (CooGather::allgather_counts: recursive
+//      doubling of one int64 per rank, sparse/coo_gather.h).
+//   3. Ring allgatherv of the COO entries of every rank (CooGather::allgatherv; nothing
+//      is sent when every c_i is 0).
+//   4. U[j] = (sum over ranks i in rank order with j in S_i of acc_i[j]) / P, exact zeros
+//      dropped; identical bits on every rank.
+//   Residual: acc_i[j] = 0 for j in S_i with j in supp U.
+// Bytes sent by rank r: the count allgather's (8(P-1) on a power of two, log2 P messages)
+// + e (C - c_{(r+1) mod P}) in P-1 messages (entries), C = sum_i c_i, e = 8 with int32
+// indices (12 with int64). About 2 C (P-1)/P words, with C ~ P k: like TopkA, it grows
+// with P. n = 0 sends nothing.
+#pragma once
+
+#include <vector>
+
+#include "sparse/coo_gather.h"
+#include "sparse/sparse_accumulator.h"
+#include "sparse/sparse_allreduce.h"
+
+namespace concord::sparse {
+
+class SparseAllreduceGaussianK : public SparseAllreduce {
+ public:
+  /// Binds to `comm` (which must outlive this object); uses options.density, .strict and
+  /// .gaussian_corrections. Throws InvalidArgument for invalid options
+  /// (sparse/options.h).
+  SparseAllreduceGaussianK(Communicator& comm, const SparseOptions& options);
+  const char* name() const override { return "gaussiank"; }
+  void allreduce(float* acc, int64_t n, SparseResult& result) override;
+
+ private:
+  Communicator& comm_;
+  SparseOptions options_;
+  CooGather gather_;
+  SparseAccumulator accumulator_;
+  std::vector<int64_t> indices_;
+  CooBlock selected_;
+  CooBlock all_;
+};
+
+}  // namespace concord::sparse
