@@ -29,6 +29,13 @@ struct SparseExpectation {
   std::vector<uint64_t> messages_sent;       ///< by rank
 };
 
+/// `expected` with no byte and no message sent by any of the P ranks.
+inline SparseExpectation silent(SparseExpectation expected, int P) {
+  expected.bytes_sent.assign(P, 0);
+  expected.messages_sent.assign(P, 0);
+  return expected;
+}
+
 /// U of "every rank's selection summed in rank order, exact zeros dropped, / P", and the
 /// residuals acc_i with S_i ∩ supp U zeroed.
 inline SparseExpectation reference_selection_sum(const std::vector<std::vector<float>>& acc,
@@ -55,13 +62,19 @@ inline int64_t count_in(const std::vector<int64_t>& indices, int64_t begin, int6
   return std::lower_bound(indices.begin(), indices.end(), end) - std::lower_bound(indices.begin(), indices.end(), begin);
 }
 
+/// S_i = TopK(acc_i, k) of every rank.
+inline std::vector<std::vector<int64_t>> local_topk(const std::vector<std::vector<float>>& acc, int64_t k) {
+  std::vector<std::vector<int64_t>> selected;
+  for (const auto& a : acc) selected.push_back(reference_topk(a, k));
+  return selected;
+}
+
 /// TopkA: S_i = TopK(acc_i, k); 8k(P-1) bytes (int32 indices) in P-1 messages per rank.
 inline SparseExpectation reference_topka(const std::vector<std::vector<float>>& acc, double density) {
   const int P = static_cast<int>(acc.size());
   const auto n = static_cast<int64_t>(acc[0].size());
   const int64_t k = sparse::topk_count(n, density);
-  std::vector<std::vector<int64_t>> selected;
-  for (const auto& a : acc) selected.push_back(reference_topk(a, k));
+  const std::vector<std::vector<int64_t>> selected = local_topk(acc, k);
   SparseExpectation expected = reference_selection_sum(acc, selected);
   expected.bytes_sent.assign(P, n == 0 ? 0 : 8 * static_cast<uint64_t>(k) * (P - 1));
   expected.messages_sent.assign(P, n == 0 ? 0 : P - 1);
@@ -84,12 +97,8 @@ inline SparseExpectation reference_gaussiank(const std::vector<std::vector<float
     total += selected[i].size();
   }
   SparseExpectation expected = reference_selection_sum(acc, selected);
+  if (n == 0) return silent(expected, P);
   for (int r = 0; r < P; ++r) {
-    if (n == 0) {
-      expected.bytes_sent.push_back(0);
-      expected.messages_sent.push_back(0);
-      continue;
-    }
     const bool gathers = P > 1 && total > 0;
     expected.bytes_sent.push_back(counts_traffic[r].bytes_sent + 8 * (total - selected[(r + 1) % P].size()));
     expected.messages_sent.push_back(counts_traffic[r].messages_sent + (gathers ? P - 1 : 0));
@@ -106,19 +115,14 @@ inline SparseExpectation reference_topkdsa(const std::vector<std::vector<float>>
   const int P = static_cast<int>(acc.size());
   const auto n = static_cast<int64_t>(acc[0].size());
   const int64_t k = sparse::topk_count(n, density);
-  std::vector<std::vector<int64_t>> selected;
-  for (const auto& a : acc) selected.push_back(reference_topk(a, k));
+  const std::vector<std::vector<int64_t>> selected = local_topk(acc, k);
   SparseExpectation expected = reference_selection_sum(acc, selected);
   const int64_t width = n / P;
   auto region_begin = [&](int q) { return q * width; };
   auto region_end = [&](int q) { return q == P - 1 ? n : (q + 1) * width; };
   const auto T = static_cast<int64_t>(expected.U.indices.size());
+  if (n == 0 || P == 1) return silent(expected, P);
   for (int r = 0; r < P; ++r) {
-    if (n == 0 || P == 1) {
-      expected.bytes_sent.push_back(0);
-      expected.messages_sent.push_back(0);
-      continue;
-    }
     const int next = (r + 1) % P;
     uint64_t bytes = 16 * static_cast<uint64_t>(P - 1) + counts_traffic[r].bytes_sent;
     uint64_t messages = (P - 1) + counts_traffic[r].messages_sent;
@@ -151,11 +155,7 @@ inline SparseExpectation reference_gtopk(const std::vector<std::vector<float>>& 
   const auto n = static_cast<int64_t>(acc[0].size());
   SparseExpectation expected;
   expected.residual = acc;
-  if (n == 0) {
-    expected.bytes_sent.assign(P, 0);
-    expected.messages_sent.assign(P, 0);
-    return expected;
-  }
+  if (n == 0) return silent(expected, P);
   const int64_t k = sparse::topk_count(n, density);
   std::vector<std::map<int64_t, float>> set(P);
   for (int v = 0; v < P; ++v)

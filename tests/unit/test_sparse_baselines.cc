@@ -158,14 +158,16 @@ void expect_conservation(const std::string& what, const CallLog& out, int t, int
         << ", sum acc = " << rhs[j];
 }
 
-class SparseBaseline : public ::testing::TestWithParam<Case> {};
+class SparseBaseline : public ::testing::TestWithParam<Case> {
+ protected:
+  SparseBaseline() { options.density = GetParam().density; }
+  sparse::SparseOptions options;
+};
 
 TEST_P(SparseBaseline, MatchesReferenceResidualAndBytes) {
   const Case c = GetParam();
-  sparse::SparseOptions options;
-  options.density = c.density;
   const CallLog out = run_calls(c, options, /*dyadic=*/true);
-  if (::testing::Test::HasFailure()) return;
+  ASSERT_FALSE(::testing::Test::HasFailure());
   for (int t = 0; t < kCalls; ++t) {
     const SparseExpectation expected = reference(c, options, out.acc_before[t]);
     for (int r = 0; r < c.P; ++r) {
@@ -190,10 +192,8 @@ TEST_P(SparseBaseline, MatchesReferenceResidualAndBytes) {
 
 TEST_P(SparseBaseline, ArbitraryFloatsBitIdenticalAndConserved) {
   const Case c = GetParam();
-  sparse::SparseOptions options;
-  options.density = c.density;
   const CallLog out = run_calls(c, options, /*dyadic=*/false);
-  if (::testing::Test::HasFailure()) return;
+  ASSERT_FALSE(::testing::Test::HasFailure());
   for (int t = 0; t < kCalls; ++t) {
     for (int r = 1; r < c.P; ++r)
       expect_same_result(cat("rank ", r, " vs rank 0 of ", case_name(c), " (P=", c.P, ", n=", c.n, ") call ", t),
