@@ -165,6 +165,20 @@ TEST(TopkExact, TieRuleKeepsLowestIndices) {
   EXPECT_EQ(kth_largest_magnitude(x.data(), 7, 7), 0.0f);
 }
 
+// NaN ranks above +inf in topk_exact / kth_largest_magnitude (magnitude-key order) and
+// never passes select_above (IEEE comparison).
+TEST(TopkExact, NanOrdersAboveInfinity) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {1, std::nanf(""), -inf, 2};
+  std::vector<int64_t> got;
+  topk_exact(x.data(), 4, 2, got);
+  EXPECT_EQ(got, (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(std::isnan(kth_largest_magnitude(x.data(), 4, 1)));
+  EXPECT_EQ(kth_largest_magnitude(x.data(), 4, 2), inf);
+  select_above(x.data(), 4, 0.0f, false, got);
+  EXPECT_EQ(got, (std::vector<int64_t>{0, 2, 3}));
+}
+
 TEST(TopkExact, InvalidArguments) {
   const std::vector<float> x = {1, 2, 3};
   std::vector<int64_t> out;
