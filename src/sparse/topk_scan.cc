@@ -45,10 +45,11 @@ inline int passes(float v, Threshold th) {
   return key_value(magnitude_key(v)) > th.value;
 }
 
-// Portable kernel: writes the offsets i < len that pass to out (ascending); returns how
-// many. Branch-free inside a group: out[m] is always written, m advances only on a pass.
+// Portable kernel (CPUs without AVX2, other architectures, sanitizer builds): writes the
+// offsets i < len that pass to out (ascending); returns how many. Branch-free inside a
+// group: out[m] is always written, m advances only on a pass.
 template <Test kTest>
-CONCORD_SCAN_KERNEL int64_t compact_block_portable(const float* __restrict x, int64_t len, Threshold th,
+int64_t compact_block_portable(const float* __restrict x, int64_t len, Threshold th,
                                                    uint32_t* __restrict out) {
   int64_t m = 0;
   int64_t i = 0;
