@@ -115,7 +115,8 @@ int main(int argc, char** argv) {
   uint64_t seed = 1;
   app.add_option("-s,--sizes", size_texts, "element counts (K, M, G = 2^10, 2^20, 2^30)")->delimiter(',');
   app.add_option("-d,--density", density, "k = max(1, floor(n * density))")->check(CLI::Range(1e-9, 1.0));
-  app.add_option("-n,--iters", iters, "timed calls per function and size (median reported)")->check(CLI::Range(1, 1000));
+  app.add_option("-n,--iters", iters, "timed calls per function and size (median reported)")
+      ->check(CLI::Range(1, 1000));
   app.add_option("-w,--warmup", warmup, "untimed calls before timing")->check(CLI::Range(0, 1000));
   app.add_option("--sort-iters", sort_iters, "timed calls of the full sort (slow at 64M)")->check(CLI::Range(1, 1000));
   app.add_option("--seed", seed, "data seed");
