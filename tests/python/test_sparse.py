@@ -90,14 +90,20 @@ def _first_difference(got, expected):
 # --------------------------------------------------------------------------------------
 # optimizer against the exact-mode reference
 
+# exact: the spec's exact mode; tau1: threshold mode re-evaluating both thresholds and the
+# partition on every call, which selects the same entries (spec property 5).
+_MODES = {"exact": {"exact": True}, "tau1": {"tau_local": 1, "tau_global": 1, "tau": 1}}
+
+
+@pytest.mark.parametrize("mode", sorted(_MODES))
 @pytest.mark.parametrize("fold_lr", [False, True])
-def test_exact_mode_matches_allgathered_reference(size, tname, fold_lr):
+def test_exact_mode_matches_allgathered_reference(size, tname, fold_lr, mode):
     torch.manual_seed(0)
     model, reference = _Dyadic(), _Dyadic()
     lr, density, steps = 0.5, 0.1, 5
     optimizer = hvd.SparseDistributedOptimizer(torch.optim.SGD(model.parameters(), lr=lr), density=density,
                                                fold_lr=fold_lr, named_parameters=model.named_parameters(),
-                                               exact=True)
+                                               **_MODES[mode])
     n = sum(p.numel() for p in model.parameters())
     k = max(1, int(n * density))
     residuals = np.zeros((size, n), dtype=np.float32)
@@ -121,7 +127,8 @@ def test_exact_mode_matches_allgathered_reference(size, tname, fold_lr):
                     p.sub_(piece)
                 else:
                     p.add_(piece, alpha=-lr)
-        what = _what("exact-mode SparseDistributedOptimizer", fold_lr=fold_lr, n=n, k=k, step=step)
+        what = _what("SparseDistributedOptimizer vs exact-mode reference", mode=mode, fold_lr=fold_lr, n=n, k=k,
+                     step=step)
         got_indices, got_values = optimizer.last_update
         for label, got, expected in (("U indices", got_indices.numpy(), indices),
                                      ("U values", got_values.numpy(), values),
@@ -134,7 +141,7 @@ def test_exact_mode_matches_allgathered_reference(size, tname, fold_lr):
             if difference:
                 problems.append(f"{what}: parameter {name}: {difference}")
     final = _flat(list(model.parameters()))
-    assert_same_on_all_ranks(final, f"{tname}.final", _what("exact-mode parameters", fold_lr=fold_lr))
+    assert_same_on_all_ranks(final, f"{tname}.final", _what("parameters", mode=mode, fold_lr=fold_lr))
     assert not problems, "\n".join(problems[:5])
 
 
