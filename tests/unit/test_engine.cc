@@ -40,11 +40,9 @@ class ForeignCompleter {
   }
   /// Runs `work` on the foreign thread, then calls `done(error of work)`.
   void post(std::function<void()> work, OnComplete done) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      queue_.push_back({std::move(work), std::move(done)});
-    }
-    cv_.notify_all();
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back({std::move(work), std::move(done)});
+    cv_.notify_all();  // under the mutex: the item may finish and free us before we return
   }
   std::thread::id id() const { return thread_.get_id(); }
 
@@ -359,8 +357,10 @@ TEST(Engine, AsyncOperationsCompleteFromAForeignThread) {
   EXPECT_THROW(engine.wait_for_var(v), CommError);
   engine.push_async([](OnComplete) { throw MismatchError("refused"); }, {}, {v});
   EXPECT_THROW(engine.wait_for_var(v), MismatchError);
-  // Completing twice is refused.
+  // Completing twice is refused. The operation is complete after the first call, so the
+  // test waits for the function itself (the latch), not for the engine.
   std::atomic<bool> second_refused{false};
+  std::latch fn_returned(1);
   engine.push_async(
       [&](OnComplete done) {
         done(nullptr);
@@ -369,8 +369,10 @@ TEST(Engine, AsyncOperationsCompleteFromAForeignThread) {
         } catch (const StateError&) {
           second_refused = true;
         }
+        fn_returned.count_down();
       },
       {}, {v});
+  fn_returned.wait();
   engine.wait_all();
   EXPECT_TRUE(second_refused.load());
 }
