@@ -319,6 +319,31 @@ TEST(Engine, DuplicateVarIsRejectedNamingTheOperation) {
   EXPECT_EQ(engine.version(a), 0u);
 }
 
+// Waiting on (or shutting down) the engine from one of its own operations would wait for
+// itself: it is refused with StateError, which becomes the operation's error. Vars of
+// another engine are refused at push.
+TEST(Engine, SelfWaitsAndForeignVarsAreRefused) {
+  Engine engine(2, 1);
+  Engine other(1, 1);
+  Var* v = engine.new_var();
+  Var* foreign = other.new_var();
+  engine.push_sync([&] { engine.wait_all(); }, {}, {v}, {FnKind::kCpu, 0, "waits on its engine"});
+  EXPECT_THROW(engine.wait_for_var(v), StateError);
+  engine.push_sync([&] { engine.wait_for_var(v); }, {}, {v});
+  EXPECT_THROW(engine.wait_for_var(v), StateError);
+  engine.push_sync([&] { engine.shutdown(); }, {}, {v});
+  EXPECT_THROW(engine.wait_for_var(v), StateError);
+  // Waiting on another engine from inside an operation is allowed.
+  std::atomic<bool> waited{false};
+  other.push_sync([] {}, {}, {foreign});
+  engine.push_sync([&] { other.wait_for_var(foreign); waited = true; }, {}, {v});
+  EXPECT_NO_THROW(engine.wait_for_var(v));
+  EXPECT_TRUE(waited.load());
+  EXPECT_THROW(engine.push_sync([] {}, {foreign}, {}), InvalidArgument);
+  EXPECT_THROW(engine.wait_for_var(foreign), InvalidArgument);
+  EXPECT_THROW(engine.version(foreign), InvalidArgument);
+}
+
 // ---- Asynchronous operations ----
 
 TEST(Engine, AsyncOperationsCompleteFromAForeignThread) {
