@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <type_traits>
 #include <unordered_set>
 #include <utility>
 
@@ -18,6 +19,21 @@ namespace {
 
 std::string describe(const PushOptions& options) {
   return options.name.empty() ? std::string("unnamed operation") : "operation '" + options.name + "'";
+}
+
+// A new operation running `fn` (SyncFn, AsyncFn, or nullptr for a deletion).
+template <typename Fn>
+std::unique_ptr<Operation> make_operation(Fn fn, const std::vector<Var*>& reads,
+                                          const std::vector<Var*>& writes, const PushOptions& options) {
+  if constexpr (!std::is_same_v<Fn, std::nullptr_t>)
+    CONCORD_ENFORCE(fn != nullptr, InvalidArgument, describe(options), ": empty function");
+  auto op = std::make_unique<Operation>();
+  if constexpr (std::is_same_v<Fn, SyncFn>) op->sync = std::move(fn);
+  if constexpr (std::is_same_v<Fn, AsyncFn>) op->async = std::move(fn);
+  op->reads = reads;
+  op->writes = writes;
+  op->options = options;
+  return op;
 }
 
 // The engine whose operation this thread is running (nullptr outside operations): waiting on
@@ -234,33 +250,19 @@ Var* Engine::new_var() {
 
 void Engine::delete_var(Var* var) {
   CONCORD_ENFORCE(var != nullptr, InvalidArgument, "Engine::delete_var(nullptr)");
-  auto op = std::make_unique<Operation>();
-  op->writes = {var};
+  auto op = make_operation(nullptr, {}, {var}, PushOptions{FnKind::kCpu, 0, "delete_var"});
   op->deletes = var;
-  op->options.name = "delete_var";
   impl_->push(std::move(op));
 }
 
 void Engine::push_sync(SyncFn fn, const std::vector<Var*>& reads, const std::vector<Var*>& writes,
                        const PushOptions& options) {
-  CONCORD_ENFORCE(fn != nullptr, InvalidArgument, describe(options), ": empty function");
-  auto op = std::make_unique<Operation>();
-  op->sync = std::move(fn);
-  op->reads = reads;
-  op->writes = writes;
-  op->options = options;
-  impl_->push(std::move(op));
+  impl_->push(make_operation(std::move(fn), reads, writes, options));
 }
 
 void Engine::push_async(AsyncFn fn, const std::vector<Var*>& reads, const std::vector<Var*>& writes,
                         const PushOptions& options) {
-  CONCORD_ENFORCE(fn != nullptr, InvalidArgument, describe(options), ": empty function");
-  auto op = std::make_unique<Operation>();
-  op->async = std::move(fn);
-  op->reads = reads;
-  op->writes = writes;
-  op->options = options;
-  impl_->push(std::move(op));
+  impl_->push(make_operation(std::move(fn), reads, writes, options));
 }
 
 void Engine::wait_for_var(Var* var) {

@@ -313,6 +313,8 @@ TEST(Engine, DuplicateVarIsRejectedNamingTheOperation) {
     }
   }
   EXPECT_THROW(engine.push_sync([] {}, {nullptr}, {}), InvalidArgument);
+  EXPECT_THROW(engine.push_sync(SyncFn{}, {}, {a}), InvalidArgument);
+  EXPECT_THROW(engine.push_async(AsyncFn{}, {}, {a}), InvalidArgument);
   EXPECT_THROW(Engine(0, 1), InvalidArgument);
   EXPECT_THROW(Engine(1, 0), InvalidArgument);
   engine.wait_all();
