@@ -29,10 +29,23 @@ Example::
     engine.shutdown()
 """
 
+import atexit
+import weakref
+
 from concord import _core
 from concord._core import EngineVar as Var
 
 __all__ = ["Engine", "Var"]
+
+# Engines still running at interpreter exit are shut down by atexit, while their threads can
+# still take the GIL to finish pending Python operations.
+_live_engines = weakref.WeakSet()
+
+
+@atexit.register
+def _shutdown_live_engines():
+    for engine in list(_live_engines):
+        engine.shutdown()
 
 
 class Engine:
@@ -51,6 +64,7 @@ class Engine:
 
     def __init__(self, cpu_threads=2, comm_threads=1):
         self._engine = _core.Engine(int(cpu_threads), int(comm_threads))
+        _live_engines.add(self)
 
     def new_var(self):
         """A new :class:`Var` (version 0). Raises StateError after :meth:`shutdown`."""

@@ -4,6 +4,9 @@ Covers push order per var, concurrent reads (observed through a barrier), except
 propagation to dependents and waits (the original exception object, rethrown once),
 versions, deferred deletion, priorities with one worker, shutdown and argument errors."""
 
+import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
@@ -115,3 +118,24 @@ def test_shutdown_runs_pending_python_work(rank):
     engine.shutdown()
     assert sorted(total) == list(range(200)), f"rank {rank}: {len(total)} of 200 ran"
     assert engine.version(v) == 100
+
+
+def test_engine_left_running_at_exit_finishes_its_work(rank, tmp_path):
+    """An engine nobody shut down still runs its pending Python operations at exit."""
+    out = tmp_path / f"exit_{rank}.txt"
+    script = textwrap.dedent(f"""
+        import time
+        from concord.engine import Engine
+        engine = Engine(cpu_threads=2)
+        v = engine.new_var()
+        def slow_append(i):
+            time.sleep(0.001)
+            with open({str(out)!r}, "a") as f:
+                f.write(f"{{i}}\\n")
+        for i in range(20):
+            engine.push(lambda i=i: slow_append(i), writes=[v])
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"rank {rank}: exit code {result.returncode}: {result.stderr}"
+    lines = out.read_text().split()
+    assert lines == [str(i) for i in range(20)], f"rank {rank}: {lines}"
