@@ -15,6 +15,7 @@ using namespace concord;
 
 void bind_topk(py::module_& m);    // bind_topk.cc
 void bind_sparse(py::module_& m);  // bind_sparse.cc
+void bind_engine(py::module_& m);  // bind_engine.cc
 
 namespace {
 
@@ -127,7 +128,6 @@ PYBIND11_MODULE(_core, m) {
     return rows;
   });
 
-  bind_sparse(m);
   m.attr("SUM") = static_cast<int>(ReduceOp::kSum);
   m.attr("AVERAGE") = static_cast<int>(ReduceOp::kAverage);
   m.attr("MIN") = static_cast<int>(ReduceOp::kMin);
@@ -135,4 +135,6 @@ PYBIND11_MODULE(_core, m) {
   m.attr("PRODUCT") = static_cast<int>(ReduceOp::kProduct);
 
   bind_topk(m);
+  bind_sparse(m);
+  bind_engine(m);
 }
