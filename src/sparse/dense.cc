@@ -2,7 +2,6 @@
 
 #include <numeric>
 
-#include "common/enforce.h"
 
 namespace concord::sparse {
 namespace {
@@ -20,10 +19,6 @@ Problem dense_problem(int ranks, int64_t n) {
 
 }  // namespace
 
-SparseAllreduceDense::SparseAllreduceDense(Communicator& comm, const SparseOptions& options) : comm_(comm) {
-  (void)options;
-}
-
 const AllreduceEntry& SparseAllreduceDense::dense_algorithm(int ranks, int64_t n) {
   return select_algorithm(allreduce_algorithms(), dense_problem(ranks, n), CostParams{});
 }
@@ -32,11 +27,7 @@ Cost SparseAllreduceDense::cost(int ranks, int64_t n) {
   return dense_algorithm(ranks, n).cost(dense_problem(ranks, n));
 }
 
-void SparseAllreduceDense::allreduce(float* acc, int64_t n, SparseResult& result) {
-  CONCORD_ENFORCE(n >= 0, InvalidArgument, "dense: n = ", n, " < 0");
-  result.indices.clear();
-  result.values.clear();
-  if (n == 0) return;
+void SparseAllreduceDense::run(float* acc, int64_t n, SparseResult& result) {
   const AllreduceEntry& entry = dense_algorithm(comm_.size(), n);
   auto& instance = instances_[entry.name];
   if (!instance) {

@@ -17,17 +17,15 @@
 #include <string>
 
 #include "algorithms/registry.h"
-#include "sparse/sparse_allreduce.h"
+#include "sparse/baseline.h"
 
 namespace concord::sparse {
 
-class SparseAllreduceDense : public SparseAllreduce {
+class SparseAllreduceDense : public SparseBaseline {
  public:
-  /// Binds to `comm` (which must outlive this object). The options are not used (the
-  /// registry validates them).
-  SparseAllreduceDense(Communicator& comm, const SparseOptions& options = {});
+  /// Binds to `comm` (which must outlive this object). The options are only validated.
+  SparseAllreduceDense(Communicator& comm, const SparseOptions& options = {}) : SparseBaseline(comm, options) {}
   const char* name() const override { return "dense"; }
-  void allreduce(float* acc, int64_t n, SparseResult& result) override;
 
   /// The registry entry used for `ranks` ranks and `n` floats.
   static const AllreduceEntry& dense_algorithm(int ranks, int64_t n);
@@ -35,7 +33,8 @@ class SparseAllreduceDense : public SparseAllreduce {
   static Cost cost(int ranks, int64_t n);
 
  private:
-  Communicator& comm_;
+  void run(float* acc, int64_t n, SparseResult& result) override;
+
   ScratchBuffer scratch_;
   std::map<std::string, std::unique_ptr<AllreduceAlgorithm>> instances_;  // by registry name
 };

@@ -4,14 +4,12 @@
 // entries by a threshold estimated from a normal fit of acc instead of an exact top-k, so
 // the number selected varies per rank and call.
 //
-// Steps for P ranks, n entries, density d:
+// Steps (SelectGatherSum, sparse/baseline.h) for P ranks, n entries, density d:
 //   1. th_i = gaussian_threshold(acc_i, n, d, options.gaussian_corrections) (sparse/topk.h:
 //      mean + Phi^-1(1 - d/2) std, corrected while the count is outside [3k/4, 5k/4]);
 //      S_i = { j : |acc_i[j]| >= th_i } (> with options.strict), ascending.
-//   2. Allgather of the counts c_i = |S_i| (CooGather::allgather_counts: recursive
-//      doubling of one int64 per rank, sparse/coo_gather.h).
-//   3. Ring allgatherv of the COO entries of every rank (CooGather::allgatherv; nothing
-//      is sent when every c_i is 0).
+//   2. Allgather of the counts c_i = |S_i| (recursive doubling of one int64 per rank).
+//   3. Ring allgatherv of the COO entries of every rank (nothing when every c_i is 0).
 //   4. U[j] = (sum over ranks i in rank order with j in S_i of acc_i[j]) / P, exact zeros
 //      dropped; identical bits on every rank.
 //   Residual: acc_i[j] = 0 for j in S_i with j in supp U.
@@ -21,31 +19,20 @@
 // with P. n = 0 sends nothing.
 #pragma once
 
-#include <vector>
-
-#include "sparse/coo_gather.h"
-#include "sparse/sparse_accumulator.h"
-#include "sparse/sparse_allreduce.h"
+#include "sparse/baseline.h"
 
 namespace concord::sparse {
 
-class SparseAllreduceGaussianK : public SparseAllreduce {
+class SparseAllreduceGaussianK : public SelectGatherSum {
  public:
   /// Binds to `comm` (which must outlive this object); uses options.density, .strict and
-  /// .gaussian_corrections. Throws InvalidArgument for invalid options
-  /// (sparse/options.h).
-  SparseAllreduceGaussianK(Communicator& comm, const SparseOptions& options);
+  /// .gaussian_corrections. Throws InvalidArgument for invalid options (sparse/options.h).
+  SparseAllreduceGaussianK(Communicator& comm, const SparseOptions& options) : SelectGatherSum(comm, options) {}
   const char* name() const override { return "gaussiank"; }
-  void allreduce(float* acc, int64_t n, SparseResult& result) override;
 
  private:
-  Communicator& comm_;
-  SparseOptions options_;
-  CooGather gather_;
-  SparseAccumulator accumulator_;
-  std::vector<int64_t> indices_;
-  CooBlock selected_;
-  CooBlock all_;
+  void select(const float* acc, int64_t n, std::vector<int64_t>& indices) override;
+  bool counts_known() const override { return false; }
 };
 
 }  // namespace concord::sparse

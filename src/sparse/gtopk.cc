@@ -5,7 +5,6 @@
 #include "algorithms/broadcast_binomial.h"
 #include "common/enforce.h"
 #include "patterns/binomial_tree.h"
-#include "sparse/options.h"
 #include "sparse/sparse_accumulator.h"
 
 namespace concord::sparse {
@@ -34,11 +33,6 @@ void merge_sum(const CooBlock& a, const CooBlock& b, CooBlock& out) {
 
 }  // namespace
 
-SparseAllreduceGTopk::SparseAllreduceGTopk(Communicator& comm, const SparseOptions& options)
-    : comm_(comm), options_(options) {
-  validate_options(options_);
-}
-
 void SparseAllreduceGTopk::merge_child(float* acc, int64_t k, const CooBlock& child) {
   merge_sum(set_, child, union_);
   const int64_t m = union_.size();
@@ -55,11 +49,7 @@ void SparseAllreduceGTopk::merge_child(float* acc, int64_t k, const CooBlock& ch
   }
 }
 
-void SparseAllreduceGTopk::allreduce(float* acc, int64_t n, SparseResult& result) {
-  CONCORD_ENFORCE(n >= 0, InvalidArgument, "gtopk: n = ", n, " < 0");
-  result.indices.clear();
-  result.values.clear();
-  if (n == 0) return;
+void SparseAllreduceGTopk::run(float* acc, int64_t n, SparseResult& result) {
   const int64_t k = topk_count(n, options_.density);
   const size_t index_bytes = coo_index_bytes(n);
   const size_t block = coo_wire_bytes(k, index_bytes);

@@ -28,28 +28,26 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "sparse/baseline.h"
 #include "sparse/coo.h"
-#include "sparse/sparse_allreduce.h"
 
 namespace concord::sparse {
 
-class SparseAllreduceGTopk : public SparseAllreduce {
+class SparseAllreduceGTopk : public SparseBaseline {
  public:
   /// Binds to `comm` (which must outlive this object); uses options.density. Throws
   /// InvalidArgument for invalid options (sparse/options.h).
-  SparseAllreduceGTopk(Communicator& comm, const SparseOptions& options);
+  SparseAllreduceGTopk(Communicator& comm, const SparseOptions& options) : SparseBaseline(comm, options) {}
   const char* name() const override { return "gtopk"; }
-  void allreduce(float* acc, int64_t n, SparseResult& result) override;
 
   /// Bytes rank `rank` of `ranks` sends in one call for n entries.
   static uint64_t bytes_sent(int64_t n, double density, int ranks, int rank);
 
  private:
+  void run(float* acc, int64_t n, SparseResult& result) override;
   // Merges the child's set into set_ (step 2), adding dropped entries to acc.
   void merge_child(float* acc, int64_t k, const CooBlock& child);
 
-  Communicator& comm_;
-  SparseOptions options_;
   ScratchBuffer wire_;
   std::vector<int64_t> selected_;
   CooBlock set_;      // this node's current set

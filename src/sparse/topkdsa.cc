@@ -3,22 +3,14 @@
 #include <algorithm>
 
 #include "algorithms/allgather_ring.h"
-#include "common/enforce.h"
-#include "sparse/options.h"
 #include "sparse/sparse_accumulator.h"
 
 namespace concord::sparse {
 
 SparseAllreduceTopkDSA::SparseAllreduceTopkDSA(Communicator& comm, const SparseOptions& options)
-    : comm_(comm), options_(options), split_reduce_(comm), gather_(comm) {
-  validate_options(options_);
-}
+    : SparseBaseline(comm, options), split_reduce_(comm), gather_(comm) {}
 
-void SparseAllreduceTopkDSA::allreduce(float* acc, int64_t n, SparseResult& result) {
-  CONCORD_ENFORCE(n >= 0, InvalidArgument, "topkdsa: n = ", n, " < 0");
-  result.indices.clear();
-  result.values.clear();
-  if (n == 0) return;
+void SparseAllreduceTopkDSA::run(float* acc, int64_t n, SparseResult& result) {
   topk_exact(acc, n, topk_count(n, options_.density), indices_);
   take_entries(acc, indices_, selected_);
   const Regions regions = Regions::equal(n, comm_.size());

@@ -27,26 +27,24 @@
 
 #include <vector>
 
+#include "sparse/baseline.h"
 #include "sparse/coo_gather.h"
-#include "sparse/sparse_allreduce.h"
 #include "sparse/split_reduce.h"
 
 namespace concord::sparse {
 
-class SparseAllreduceTopkDSA : public SparseAllreduce {
+class SparseAllreduceTopkDSA : public SparseBaseline {
  public:
   /// Binds to `comm` (which must outlive this object); uses options.density and
   /// options.bucket_steps. Throws InvalidArgument for invalid options (sparse/options.h).
   SparseAllreduceTopkDSA(Communicator& comm, const SparseOptions& options);
   const char* name() const override { return "topkdsa"; }
-  void allreduce(float* acc, int64_t n, SparseResult& result) override;
 
  private:
+  void run(float* acc, int64_t n, SparseResult& result) override;
   // Steps 5-6: gathers every owner's reduced entries (reduced_) into `result`.
   void gather_reduced(int64_t n, const Regions& regions, SparseResult& result);
 
-  Communicator& comm_;
-  SparseOptions options_;
   SplitReduce split_reduce_;
   CooGather gather_;
   std::vector<int64_t> indices_;

@@ -1,6 +1,6 @@
 // OkTopk (src/sparse/oktopk.h) on an MpiCommunicator under mpirun: every rank runs several
 // calls, allgathers every rank's accumulator and selection, and checks its own result and
-// residual against a reference computed on every rank (tests/unit/oktopk_reference.h):
+// residual against a reference computed on every rank (tests/unit/sparse_reference.h):
 // exact mode bit for bit (integer data, so sums are exact in any order); threshold mode
 // by properties 1-3 (U bit-identical on every rank, U[j] = sum of the selected acc_i[j] / P,
 // residual = acc with S_i ∩ G zeroed). Also: mismatched n throws MismatchError on every rank.
@@ -14,7 +14,7 @@
 #include "concord/errors.h"
 #include "sparse/oktopk.h"
 #include "transport/mpi_communicator.h"
-#include "unit/oktopk_reference.h"
+#include "unit/sparse_reference.h"
 
 namespace concord::sparse {
 namespace {

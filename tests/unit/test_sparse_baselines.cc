@@ -1,6 +1,6 @@
 // The sparse baselines (src/sparse/{dense,topka,topkdsa,gtopk,gaussiank}.h) on the
 // in-process transport, P = 1..8, several calls with the residual carried between them:
-// each against its test-side reference (sparse_reference.h: U, residual, bytes and
+// each against its test-side reference (sparse_baseline_reference.h: U, residual, bytes and
 // messages sent per rank from the transport's counters), U bit-identical on all ranks and
 // conservation sum_i eps_i + P U == sum_i acc_i. Data are multiples of 1/64 below 2^10,
 // so every sum is exact in any order and the references can compare bits; a second suite
@@ -21,7 +21,7 @@
 #include "sparse/coo_gather.h"
 #include "sparse/dense.h"
 #include "sparse/sparse_allreduce.h"
-#include "sparse_reference.h"
+#include "sparse_baseline_reference.h"
 
 namespace concord {
 namespace {
@@ -158,14 +158,16 @@ void expect_conservation(const std::string& what, const CallLog& out, int t, int
         << ", sum acc = " << rhs[j];
 }
 
-class SparseBaseline : public ::testing::TestWithParam<Case> {};
+class SparseBaseline : public ::testing::TestWithParam<Case> {
+ protected:
+  SparseBaseline() { options.density = GetParam().density; }
+  sparse::SparseOptions options;
+};
 
 TEST_P(SparseBaseline, MatchesReferenceResidualAndBytes) {
   const Case c = GetParam();
-  sparse::SparseOptions options;
-  options.density = c.density;
   const CallLog out = run_calls(c, options, /*dyadic=*/true);
-  if (::testing::Test::HasFailure()) return;
+  ASSERT_FALSE(::testing::Test::HasFailure());
   for (int t = 0; t < kCalls; ++t) {
     const SparseExpectation expected = reference(c, options, out.acc_before[t]);
     for (int r = 0; r < c.P; ++r) {
@@ -190,10 +192,8 @@ TEST_P(SparseBaseline, MatchesReferenceResidualAndBytes) {
 
 TEST_P(SparseBaseline, ArbitraryFloatsBitIdenticalAndConserved) {
   const Case c = GetParam();
-  sparse::SparseOptions options;
-  options.density = c.density;
   const CallLog out = run_calls(c, options, /*dyadic=*/false);
-  if (::testing::Test::HasFailure()) return;
+  ASSERT_FALSE(::testing::Test::HasFailure());
   for (int t = 0; t < kCalls; ++t) {
     for (int r = 1; r < c.P; ++r)
       expect_same_result(cat("rank ", r, " vs rank 0 of ", case_name(c), " (P=", c.P, ", n=", c.n, ") call ", t),

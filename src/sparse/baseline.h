@@ -1,0 +1,66 @@
+// Base classes of the sparse baselines (../shared/specs/oktopk.md, "Baselines"):
+//   SparseBaseline   the argument handling every baseline shares: options validated at
+//                    construction, n < 0 rejected, n = 0 a no-op that sends nothing.
+//   SelectGatherSum  the allgather family (TopkA, Gaussiank): each rank selects entries of
+//                    its accumulator by its own rule, all ranks allgather everybody's
+//                    selection, each sums it locally in rank order and divides by P.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sparse/coo.h"
+#include "sparse/coo_gather.h"
+#include "sparse/sparse_accumulator.h"
+#include "sparse/sparse_allreduce.h"
+
+namespace concord::sparse {
+
+class SparseBaseline : public SparseAllreduce {
+ public:
+  /// Throws InvalidArgument for n < 0; n = 0 leaves `acc` alone, empties `result` and sends
+  /// nothing; otherwise clears `result` and runs the algorithm (run()).
+  void allreduce(float* acc, int64_t n, SparseResult& result) final;
+
+ protected:
+  /// Binds to `comm` (which must outlive this object). Throws InvalidArgument for invalid
+  /// options (sparse/options.h).
+  SparseBaseline(Communicator& comm, const SparseOptions& options);
+  /// One call with n > 0 and an empty `result` (SparseAllreduce::allreduce's contract).
+  virtual void run(float* acc, int64_t n, SparseResult& result) = 0;
+
+  Communicator& comm_;
+  SparseOptions options_;
+};
+
+/// The allgather family. Steps for P ranks, n entries:
+///   1. S_i = select(acc_i) (ascending indices), c_i = |S_i|.
+///   2. Unless every rank selects the same known count (counts_known()), an allgather of
+///      the counts (CooGather::allgather_counts: recursive doubling of one int64 per rank).
+///   3. Ring allgatherv of every rank's COO entries (CooGather::allgatherv): rank r sends
+///      e (C - c_{(r+1) mod P}) bytes in P-1 messages, C = sum_i c_i, e = 8 with int32
+///      indices (12 with int64); nothing when C = 0.
+///   4. U[j] = (sum over ranks i in rank order with j in S_i of acc_i[j]) / P, exact zeros
+///      dropped: the same additions in the same order, so identical bits on every rank.
+///   Residual: acc_i[j] = 0 for j in S_i with j in supp U (every selected entry reaches
+///   the sum; only sums that are exactly zero are left out of U, and those stay in acc_i).
+class SelectGatherSum : public SparseBaseline {
+ protected:
+  SelectGatherSum(Communicator& comm, const SparseOptions& options) : SparseBaseline(comm, options), gather_(comm) {}
+  /// This rank's selection S_i of acc[0, n), ascending, into `indices`.
+  virtual void select(const float* acc, int64_t n, std::vector<int64_t>& indices) = 0;
+  /// True when every rank selects the same number of entries for a given n, so step 2 is
+  /// skipped.
+  virtual bool counts_known() const = 0;
+
+ private:
+  void run(float* acc, int64_t n, SparseResult& result) final;
+
+  CooGather gather_;
+  SparseAccumulator accumulator_;
+  std::vector<int64_t> indices_;
+  CooBlock selected_;
+  CooBlock all_;
+};
+
+}  // namespace concord::sparse
