@@ -14,6 +14,7 @@ namespace py = pybind11;
 using namespace concord;
 
 void bind_topk(py::module_& m);  // bind_topk.cc
+void bind_sparse(py::module_& m);  // bind_sparse.cc
 
 namespace {
 
@@ -133,4 +134,5 @@ PYBIND11_MODULE(_core, m) {
   m.attr("PRODUCT") = static_cast<int>(ReduceOp::kProduct);
 
   bind_topk(m);
+  bind_sparse(m);
 }

@@ -29,10 +29,10 @@
 
 #include "sparse/topk.h"
 #include "tools/bench_options.h"
+#include "tools/bench_timing.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using concord::sparse::gaussian_threshold;
 using concord::sparse::kth_largest_magnitude;
 using concord::sparse::select_above;
@@ -42,15 +42,7 @@ using concord::sparse::topk_exact;
 // Median milliseconds of `iters` calls of `body` after `warmup` untimed ones.
 template <typename Body>
 double median_ms(int warmup, int iters, Body&& body) {
-  for (int i = 0; i < warmup; ++i) body();
-  std::vector<double> times;
-  for (int i = 0; i < iters; ++i) {
-    const auto begin = Clock::now();
-    body();
-    times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - begin).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return 1e3 * concord::bench::median_seconds(warmup, iters, body);
 }
 
 // Full-sort top-k: one 64-bit key per element, (0x7fffffff - |x| bits) << 32 | index, so
@@ -123,7 +115,8 @@ int main(int argc, char** argv) {
   uint64_t seed = 1;
   app.add_option("-s,--sizes", size_texts, "element counts (K, M, G = 2^10, 2^20, 2^30)")->delimiter(',');
   app.add_option("-d,--density", density, "k = max(1, floor(n * density))")->check(CLI::Range(1e-9, 1.0));
-  app.add_option("-n,--iters", iters, "timed calls per function and size (median reported)")->check(CLI::Range(1, 1000));
+  app.add_option("-n,--iters", iters, "timed calls per function and size (median reported)")
+      ->check(CLI::Range(1, 1000));
   app.add_option("-w,--warmup", warmup, "untimed calls before timing")->check(CLI::Range(0, 1000));
   app.add_option("--sort-iters", sort_iters, "timed calls of the full sort (slow at 64M)")->check(CLI::Range(1, 1000));
   app.add_option("--seed", seed, "data seed");

@@ -9,7 +9,7 @@
 namespace concord::sparse {
 
 OkTopk::OkTopk(Communicator& comm, const SparseOptions& options)
-    : comm_(comm), options_(options), exchange_(comm), gather_(comm) {
+    : comm_(comm), options_(options), split_reduce_(comm), gather_(comm) {
   validate_options(options_);
 }
 
@@ -28,35 +28,6 @@ void OkTopk::select_local(const float* acc, int64_t n, int64_t k) {
   selected.clear();
   for (int64_t j : indices_)
     if (acc[j] != 0) selected.push_back(j, acc[j]);
-}
-
-void OkTopk::split_and_reduce(int64_t n_checked, size_t index_bytes) {
-  const int P = comm_.size(), r = comm_.rank();
-  const CooBlock& selected = trace_.selected;
-  positions_ = regions_.split(selected.indices);
-  std::vector<int64_t> send_counts(P);
-  for (int q = 0; q < P; ++q) send_counts[q] = positions_[q + 1] - positions_[q];
-  const std::vector<int64_t> recv_counts = exchange_counts(comm_, send_counts, n_checked, "oktopk");
-
-  send_wire_.resize(coo_wire_bytes(selected.size(), index_bytes));
-  size_t offset = 0;
-  for (int q = 0; q < P; ++q) {
-    coo_pack(selected, positions_[q], send_counts[q], index_bytes, send_wire_.data() + offset);
-    offset += coo_wire_bytes(send_counts[q], index_bytes);
-  }
-  const int64_t base = regions_.start(r), length = regions_.end(r) - base;
-  if (static_cast<int64_t>(region_.size()) < length) region_.resize(length, 0.0f);
-  exchange_.run(send_wire_.data(), send_counts, recv_counts, index_bytes, options_.bucket_steps,
-                [&](int, const uint8_t* wire, int64_t count) {
-                  coo_scatter_add(wire, count, index_bytes, base, region_.data());
-                });
-  // The reduced region is the buffer's nonzeros; zero it again for the next call.
-  CooBlock& reduced = trace_.reduced;
-  reduced.clear();
-  for (int64_t j = 0; j < length; ++j) {
-    if (region_[j] != 0) reduced.push_back(base + j, region_[j]);
-    region_[j] = 0;
-  }
 }
 
 void OkTopk::select_global(int64_t k, size_t index_bytes, CooBlock& global) {
@@ -112,7 +83,8 @@ void OkTopk::allreduce(float* acc, int64_t n, SparseResult& result) {
   trace_.regions = regions_;
   ++t_;
 
-  split_and_reduce(n, index_bytes);  // Phase 2 (throws on bad or mismatched n)
+  // Phase 2 (throws on bad or mismatched n, on every rank alike).
+  split_reduce_.run(trace_.selected, regions_, n, index_bytes, options_.bucket_steps, "oktopk", trace_.reduced);
 
   trace_.exact_global = options_.exact || trace_.call % options_.tau_global == 0;
   select_global(k, index_bytes, global_);  // Phases 3 and 4

@@ -7,7 +7,7 @@
 //   exact mode takes the exact top-k (ties: lower index). Zero entries are never selected
 //   (they change neither U nor the residual). No communication.
 // Phase 1 space repartition every tau calls (sparse/partition.h): allreduce of P int64.
-// Phase 2 split and reduce (sparse/coo_exchange.h): count exchange (P-1 messages of 16
+// Phase 2 split and reduce (sparse/split_reduce.h): count exchange (P-1 messages of 16
 //   bytes, which also check n), then the destination-rotated, bucketed exchange of the
 //   COO blocks (at most P-1 messages, 8 bytes per entry for n < 2^31), scatter-added by
 //   the owner into a dense zeroed region buffer in step order; the reduced region is its
@@ -30,9 +30,9 @@
 
 #include "algorithms/algorithm.h"
 #include "sparse/coo.h"
-#include "sparse/coo_exchange.h"
 #include "sparse/coo_gather.h"
 #include "sparse/partition.h"
+#include "sparse/split_reduce.h"
 #include "sparse/sparse_allreduce.h"
 
 namespace concord::sparse {
@@ -68,7 +68,6 @@ class OkTopk : public SparseAllreduce {
 
  private:
   void select_local(const float* acc, int64_t n, int64_t k);
-  void split_and_reduce(int64_t n_checked, size_t index_bytes);
   void select_global(int64_t k, size_t index_bytes, CooBlock& global);
 
   Communicator& comm_;
@@ -79,13 +78,11 @@ class OkTopk : public SparseAllreduce {
   float global_threshold_ = 0;
   Regions regions_;
   std::vector<int64_t> indices_;
-  std::vector<uint8_t> send_wire_;
-  std::vector<float> region_;  // dense reduce buffer, all zeros between calls
   std::vector<int64_t> positions_;
   CooBlock kept_;
   CooBlock global_;
   ScratchBuffer scratch_;
-  RotatedExchange exchange_;
+  SplitReduce split_reduce_;
   CooGather gather_;
   OkTopkTrace trace_;
 };

@@ -45,11 +45,11 @@ inline int passes(float v, Threshold th) {
   return key_value(magnitude_key(v)) > th.value;
 }
 
-// Portable kernel: writes the offsets i < len that pass to out (ascending); returns how
-// many. Branch-free inside a group: out[m] is always written, m advances only on a pass.
+// Portable kernel (CPUs without AVX2, other architectures, sanitizer builds): writes the
+// offsets i < len that pass to out (ascending); returns how many. Branch-free inside a
+// group: out[m] is always written, m advances only on a pass.
 template <Test kTest>
-CONCORD_SCAN_KERNEL int64_t compact_block_portable(const float* __restrict x, int64_t len, Threshold th,
-                                                   uint32_t* __restrict out) {
+int64_t compact_block_portable(const float* __restrict x, int64_t len, Threshold th, uint32_t* __restrict out) {
   int64_t m = 0;
   int64_t i = 0;
   for (; i + kGroup <= len; i += kGroup) {
@@ -164,7 +164,9 @@ std::atomic<ScanKernel> g_forced{ScanKernel::kAuto};
 template <Test kTest>
 BlockKernel<kTest> block_kernel() {
   ScanKernel kind = g_forced.load(std::memory_order_relaxed);
-  if (kind == ScanKernel::kAuto) kind = cpu_has_avx512() ? ScanKernel::kAvx512 : cpu_has_avx2() ? ScanKernel::kAvx2 : ScanKernel::kPortable;
+  if (kind == ScanKernel::kAuto) {
+    kind = cpu_has_avx512() ? ScanKernel::kAvx512 : cpu_has_avx2() ? ScanKernel::kAvx2 : ScanKernel::kPortable;
+  }
 #if CONCORD_X86_SCAN
   if (kind == ScanKernel::kAvx512) return &compact_block_avx512<kTest>;
   if (kind == ScanKernel::kAvx2) return &compact_block_avx2<kTest>;

@@ -383,6 +383,34 @@ TEST(OkTopkBytes, FewerThanSixKWordsPerRankOnReuseCalls) {
   }
 }
 
+// The bytes each rank sends equal the header's accounting exactly, on reuse calls without
+// balancing or repartition (P a power of two, so the counts allgather sends 8(P-1) bytes):
+// 16(P-1) count exchange + 8 per selected entry outside the own region + 8(P-1) counts +
+// 8 per gathered entry except the right neighbour's block (ring allgatherv).
+TEST(OkTopkBytes, ExactAccountingOnReuseCalls) {
+  for (int P : {2, 4, 8}) {
+    const int64_t n = 4096;
+    SparseOptions options;
+    options.density = 0.02;
+    options.tau_global = 4;
+    options.balance_factor = 0;
+    const Records records = run_oktopk(P, n, 8, options, normal_gradient(23u), /*accumulate=*/false);
+    for (int t = 1; t < 8; ++t) {
+      if (t % options.tau_global == 0) continue;
+      for (int rank = 0; rank < P; ++rank) {
+        const auto& trace = records[t][rank].trace;
+        const auto positions = trace.regions.split(trace.selected.indices);
+        const int64_t outside = trace.selected.size() - (positions[rank + 1] - positions[rank]);
+        int64_t total = 0;
+        for (int64_t c : trace.gather.counts) total += c;
+        const int64_t ring = total - trace.gather.counts[(rank + 1) % P];
+        const uint64_t expected = static_cast<uint64_t>(16 * (P - 1) + 8 * outside + 8 * (P - 1) + 8 * ring);
+        EXPECT_EQ(records[t][rank].bytes_sent, expected) << where(P, n, t, rank) << ": bytes sent";
+      }
+    }
+  }
+}
+
 // ---- Errors -----------------------------------------------------------------------------
 
 // Ranks passing different n get MismatchError naming the ranks and their n's, on every

@@ -43,7 +43,7 @@ std::vector<int64_t> reference_above(const std::vector<float>& x, float th, bool
   return out;
 }
 
-enum class Data { kNormal, kTies, kZerosMostly, kConstant, kSortedUp };
+enum class Data { kNormal, kTies, kZerosMostly, kConstant, kSortedUp, kExtremes };
 
 const char* data_name(Data d) {
   switch (d) {
@@ -52,12 +52,14 @@ const char* data_name(Data d) {
     case Data::kZerosMostly: return "zeros_mostly";
     case Data::kConstant: return "constant";
     case Data::kSortedUp: return "sorted_up";
+    case Data::kExtremes: return "extremes";
   }
   return "?";
 }
 
 // Deterministic data of each kind; kTies draws from 7 magnitudes with random signs and
-// signed zeros; kZerosMostly has 1% nonzeros (the sampled threshold lands on 0).
+// signed zeros; kZerosMostly has 1% nonzeros (the sampled threshold lands on 0);
+// kExtremes mixes subnormals, huge values and infinities with N(0, 1) (the widest key range).
 std::vector<float> make_data(Data kind, int64_t n, uint32_t seed) {
   std::mt19937 gen(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -71,6 +73,11 @@ std::vector<float> make_data(Data kind, int64_t n, uint32_t seed) {
       case Data::kZerosMostly: v = (gen() % 100 == 0) ? normal(gen) : ((gen() & 1) ? -0.0f : 0.0f); break;
       case Data::kConstant: v = (j & 1) ? -3.0f : 3.0f; break;
       case Data::kSortedUp: v = static_cast<float>(j) * 1e-3f; break;
+      case Data::kExtremes: {
+        static const float kValues[] = {1e-42f, 1e-30f, 1e30f, 3e38f, std::numeric_limits<float>::infinity()};
+        v = (gen() % 10 == 0) ? kValues[gen() % 5] * ((gen() & 1) ? -1.0f : 1.0f) : normal(gen);
+        break;
+      }
     }
     x[static_cast<size_t>(j)] = v;
   }
@@ -104,7 +111,8 @@ TEST(TopkCount, DensityRuleAndErrors) {
 // the small (all-n) and sampled paths, k from 1 to n and beyond.
 TEST(TopkExact, MatchesSortReference) {
   const std::vector<int64_t> sizes = {0, 1, 2, 7, 1023, 40001, 131075};
-  const std::vector<Data> kinds = {Data::kNormal, Data::kTies, Data::kZerosMostly, Data::kConstant, Data::kSortedUp};
+  const std::vector<Data> kinds = {Data::kNormal,   Data::kTies,     Data::kZerosMostly,
+                                   Data::kConstant, Data::kSortedUp, Data::kExtremes};
   uint32_t seed = 1;
   for (int64_t n : sizes) {
     for (Data kind : kinds) {
@@ -155,6 +163,20 @@ TEST(TopkExact, TieRuleKeepsLowestIndices) {
   EXPECT_EQ(got, (std::vector<int64_t>{6}));
   EXPECT_EQ(kth_largest_magnitude(x.data(), 7, 3), 2.0f);
   EXPECT_EQ(kth_largest_magnitude(x.data(), 7, 7), 0.0f);
+}
+
+// NaN ranks above +inf in topk_exact / kth_largest_magnitude (magnitude-key order) and
+// never passes select_above (IEEE comparison).
+TEST(TopkExact, NanOrdersAboveInfinity) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x = {1, std::nanf(""), -inf, 2};
+  std::vector<int64_t> got;
+  topk_exact(x.data(), 4, 2, got);
+  EXPECT_EQ(got, (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(std::isnan(kth_largest_magnitude(x.data(), 4, 1)));
+  EXPECT_EQ(kth_largest_magnitude(x.data(), 4, 2), inf);
+  select_above(x.data(), 4, 0.0f, false, got);
+  EXPECT_EQ(got, (std::vector<int64_t>{0, 2, 3}));
 }
 
 TEST(TopkExact, InvalidArguments) {
