@@ -246,5 +246,54 @@ TEST(SparseBaselines, TopkABytesPerRankAre8kPMinus1) {
   }
 }
 
+
+TEST(SparseBaselines, NegativeLengthIsInvalidOnEveryRank) {
+  for (const char* name : {"dense", "topka", "topkdsa", "gtopk", "gaussiank"}) {
+    std::vector<int> thrown(3, 0);
+    const std::string error = run_ranks(3, [&](Communicator& comm, const AbortFlag&) {
+      auto algorithm = sparse::make_sparse_allreduce(name, comm);
+      float acc[1] = {1.0f};
+      sparse::SparseResult result;
+      try {
+        algorithm->allreduce(acc, -1, result);
+      } catch (const InvalidArgument&) {
+        thrown[comm.rank()] = 1;
+      }
+      EXPECT_EQ(comm.counters().messages_sent, 0u) << "rank " << comm.rank() << " of " << name << " sent messages";
+    });
+    ASSERT_EQ(error, "") << name;
+    for (int r = 0; r < 3; ++r) EXPECT_EQ(thrown[r], 1) << "rank " << r << " of " << name << " (P=3, n=-1)";
+  }
+}
+
+TEST(SparseBaselines, TopkDsaReportsDifferentLengthsOnEveryRank) {
+  for (int P : {2, 4}) {
+    std::vector<int> thrown(P, 0);
+    const std::string error = run_ranks(P, [&](Communicator& comm, const AbortFlag&) {
+      auto algorithm = sparse::make_sparse_allreduce("topkdsa", comm);
+      const int64_t n = comm.rank() == 1 ? 120 : 100;
+      std::vector<float> acc = gradient(comm.rank(), 0, n, false);
+      sparse::SparseResult result;
+      try {
+        algorithm->allreduce(acc.data(), n, result);
+      } catch (const MismatchError&) {
+        thrown[comm.rank()] = 1;
+      }
+    });
+    ASSERT_EQ(error, "") << "P=" << P;
+    for (int r = 0; r < P; ++r) EXPECT_EQ(thrown[r], 1) << "rank " << r << " of topkdsa (P=" << P << ", n=100/120)";
+  }
+}
+
+TEST(SparseBaselines, InvalidOptionsAreRejected) {
+  const std::string error = run_ranks(1, [&](Communicator& comm, const AbortFlag&) {
+    sparse::SparseOptions options;
+    options.density = 0.0;
+    for (const char* name : {"dense", "topka", "topkdsa", "gtopk", "gaussiank"})
+      EXPECT_THROW(sparse::make_sparse_allreduce(name, comm, options), InvalidArgument) << name << ", density 0";
+  });
+  EXPECT_EQ(error, "");
+}
+
 }  // namespace
 }  // namespace concord
