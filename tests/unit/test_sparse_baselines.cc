@@ -20,6 +20,8 @@
 #include "rank_runner.h"
 #include "sparse/coo_gather.h"
 #include "sparse/dense.h"
+#include "sparse/gtopk.h"
+#include "sparse/topka.h"
 #include "sparse/sparse_allreduce.h"
 #include "sparse_baseline_reference.h"
 
@@ -182,6 +184,10 @@ TEST_P(SparseBaseline, MatchesReferenceResidualAndBytes) {
         EXPECT_EQ(out.counters[t][r].messages_sent, expected.messages_sent[r]) << what << ": messages sent";
       }
     }
+    if (c.algorithm == "gtopk")
+      for (int r = 0; r < c.P; ++r)
+        EXPECT_EQ(out.counters[t][r].bytes_sent, sparse::SparseAllreduceGTopk::bytes_sent(c.n, c.density, c.P, r))
+            << "rank " << r << " of " << case_name(c) << " call " << t << ": SparseAllreduceGTopk::bytes_sent";
     if (c.algorithm == "dense")
       testing_util::expect_counts(cat(case_name(c), " call ", t), sparse::SparseAllreduceDense::cost(c.P, c.n),
                                   out.counters[t]);
@@ -242,7 +248,10 @@ TEST(SparseBaselines, TopkABytesPerRankAre8kPMinus1) {
       bytes[comm.rank()] = comm.counters().bytes_sent;
     });
     ASSERT_EQ(error, "");
-    for (int r = 0; r < P; ++r) EXPECT_EQ(bytes[r], 8u * 100u * (P - 1)) << "rank " << r << " of topka, P=" << P;
+    for (int r = 0; r < P; ++r) {
+      EXPECT_EQ(bytes[r], 8u * 100u * (P - 1)) << "rank " << r << " of topka, P=" << P;
+      EXPECT_EQ(bytes[r], sparse::SparseAllreduceTopkA::bytes_sent(10000, 0.01, P)) << "rank " << r << ", P=" << P;
+    }
   }
 }
 
