@@ -15,21 +15,12 @@
 #include "sparse/coo_gather.h"
 #include "sparse/dense.h"
 #include "sparse/sparse_allreduce.h"
+#include "sparse_mpi_util.h"
 #include "transport/mpi_communicator.h"
 #include "unit/sparse_baseline_reference.h"
 
 namespace concord::sparse {
 namespace {
-
-// Every rank's copy of `mine` (equal lengths), in rank order.
-std::vector<std::vector<float>> gather_all(const std::vector<float>& mine, int P) {
-  std::vector<float> all(mine.size() * P);
-  MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_FLOAT, all.data(), static_cast<int>(mine.size()),
-                MPI_FLOAT, MPI_COMM_WORLD);
-  std::vector<std::vector<float>> result(P);
-  for (int q = 0; q < P; ++q) result[q].assign(all.begin() + q * mine.size(), all.begin() + (q + 1) * mine.size());
-  return result;
-}
 
 // Traffic of CooGather::allgather_counts on every rank (part of two formulas).
 std::vector<TrafficCounters> count_allgather_traffic(int P) {
@@ -65,7 +56,7 @@ TEST_P(SparseBaselinesOverMpi, MatchesReference) {
     std::uniform_int_distribution<int> value(-40, 40);
     for (int t = 0; t < 3; ++t) {
       for (auto& x : acc) x += static_cast<float>(value(random));
-      const auto all_acc = gather_all(acc, P);
+      const auto all_acc = allgather_floats(acc, P);
       testing_util::SparseExpectation expected =
           name == "topka"     ? testing_util::reference_topka(all_acc, options.density)
           : name == "topkdsa" ? testing_util::reference_topkdsa(all_acc, options.density, counts_traffic)
