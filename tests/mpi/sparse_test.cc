@@ -13,20 +13,12 @@
 
 #include "concord/errors.h"
 #include "sparse/oktopk.h"
+#include "sparse_mpi_util.h"
 #include "transport/mpi_communicator.h"
 #include "unit/sparse_reference.h"
 
 namespace concord::sparse {
 namespace {
-
-std::vector<std::vector<float>> allgather_floats(const std::vector<float>& mine, int P) {
-  std::vector<float> all(mine.size() * P);
-  MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_FLOAT, all.data(), static_cast<int>(mine.size()),
-                MPI_FLOAT, MPI_COMM_WORLD);
-  std::vector<std::vector<float>> result(P);
-  for (int q = 0; q < P; ++q) result[q].assign(all.begin() + q * mine.size(), all.begin() + (q + 1) * mine.size());
-  return result;
-}
 
 void integer_gradient(int rank, int call, std::vector<float>& g) {
   std::mt19937 random(static_cast<uint32_t>(rank * 7919 + call * 31 + 5));
