@@ -147,7 +147,7 @@ void bind_sparse(py::module_& m) {
              py::gil_scoped_release release;
              return std::make_unique<SparseAllreducer>(name, options);
            }),
-           py::arg("name"))
+           py::arg("name") = "oktopk")
       .def("allreduce", &SparseAllreducer::allreduce, py::arg("acc"),
            "allreduce(acc) -> (indices int64, values float32): acc (float32, contiguous, n "
            "elements) becomes the residual; U = values at indices (ascending), already / size.")
@@ -158,5 +158,7 @@ void bind_sparse(py::module_& m) {
       .def("messages_sent", &SparseAllreducer::messages_sent,
            "messages this rank sent through this allreducer (zero-byte ones included)")
       .def_static("names", &concord::sparse::sparse_allreduce_names,
-                  "names of every sparse allreduce, in registry order");
+                  "names of every sparse allreduce (\"oktopk\" first), in registry order");
+  m.def("sparse_allreduce_names", &concord::sparse::sparse_allreduce_names,
+        "names of every sparse allreduce (\"oktopk\" first), in registry order");
 }

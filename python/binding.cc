@@ -13,7 +13,7 @@
 namespace py = pybind11;
 using namespace concord;
 
-void bind_topk(py::module_& m);    // bind_topk.cc
+void bind_topk(py::module_& m);  // bind_topk.cc
 void bind_sparse(py::module_& m);  // bind_sparse.cc
 void bind_engine(py::module_& m);  // bind_engine.cc
 

@@ -14,7 +14,9 @@
 //   time_ms      time of one call on the slowest rank (max over ranks, mean over calls),
 //                barrier before each call
 //   |U|/k        entries of the result per k
-//   bytes/dense, time/dense   ratios to the dense allreduce of the same n
+//   bytes/dense, time/dense   ratios to the dense allreduce of the same n (dense's time
+//                includes writing its U, all n indices and values, as every algorithm's
+//                includes building its U)
 // Checks: every call's U must be bit-identical on all ranks (a hash compared across
 // ranks), and with --check the conservation sum_i eps_i + P U == sum_i acc_i (to 1e-4
 // relative, an allreduce of n doubles per call). The exit status is 1 on any failure.

@@ -1,5 +1,8 @@
 #include "sparse/baseline.h"
 
+#include <algorithm>
+#include <limits>
+
 #include "common/enforce.h"
 #include "sparse/options.h"
 
@@ -22,8 +25,54 @@ void SelectGatherSum::run(float* acc, int64_t n, SparseResult& result) {
   const std::vector<int64_t> counts = counts_known() ? std::vector<int64_t>(comm_.size(), selected_.size())
                                                      : gather_.allgather_counts(selected_.size());
   gather_.allgatherv(selected_, counts, coo_index_bytes(n), all_);
-  sum_entries(accumulator_, n, all_, static_cast<float>(comm_.size()), result);
+  sum_sorted_blocks(all_, counts, n, static_cast<float>(comm_.size()), result);
   zero_delivered(acc, indices_, result);
+}
+
+void sum_sorted_blocks(const CooBlock& all, const std::vector<int64_t>& counts, int64_t n, float divisor,
+                       SparseResult& out) {
+  const size_t P = counts.size();
+  std::vector<int64_t> head(P), end(P);
+  int64_t at = 0;
+  for (size_t q = 0; q < P; ++q) {
+    head[q] = at;
+    at += counts[q];
+    end[q] = at;
+  }
+  out.indices.clear();
+  out.values.clear();
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  for (;;) {
+    int64_t j = kNone;
+    for (size_t q = 0; q < P; ++q)
+      if (head[q] < end[q]) j = std::min(j, all.indices[head[q]]);
+    if (j == kNone) return;
+    CONCORD_ENFORCE(j >= 0 && j < n, MismatchError, "sparse allreduce received index ", j, " outside [0, ", n,
+                    "): ranks passed different n");
+    float sum = 0.0f;
+    for (size_t q = 0; q < P; ++q)
+      if (head[q] < end[q] && all.indices[head[q]] == j) sum += all.values[head[q]++];
+    if (sum != 0.0f) {
+      out.indices.push_back(j);
+      out.values.push_back(sum / divisor);
+    }
+  }
+}
+
+void take_entries(const float* dense, const std::vector<int64_t>& indices, CooBlock& out) {
+  out.indices = indices;
+  out.values.resize(indices.size());
+  for (size_t i = 0; i < indices.size(); ++i) out.values[i] = dense[indices[i]];
+}
+
+void zero_delivered(float* acc, const std::vector<int64_t>& selected, const SparseResult& result) {
+  size_t at = 0;
+  const size_t m = result.indices.size();
+  for (int64_t index : selected) {
+    while (at < m && result.indices[at] < index) ++at;
+    if (at == m) break;
+    if (result.indices[at] == index) acc[index] = 0.0f;
+  }
 }
 
 }  // namespace concord::sparse

@@ -4,6 +4,7 @@
 //   SelectGatherSum  the allgather family (TopkA, Gaussiank): each rank selects entries of
 //                    its accumulator by its own rule, all ranks allgather everybody's
 //                    selection, each sums it locally in rank order and divides by P.
+// plus the helpers they share: sum_sorted_blocks(), take_entries(), zero_delivered().
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,6 @@
 
 #include "sparse/coo.h"
 #include "sparse/coo_gather.h"
-#include "sparse/sparse_accumulator.h"
 #include "sparse/sparse_allreduce.h"
 
 namespace concord::sparse {
@@ -41,7 +41,8 @@ class SparseBaseline : public SparseAllreduce {
 ///      e (C - c_{(r+1) mod P}) bytes in P-1 messages, C = sum_i c_i, e = 8 with int32
 ///      indices (12 with int64); nothing when C = 0.
 ///   4. U[j] = (sum over ranks i in rank order with j in S_i of acc_i[j]) / P, exact zeros
-///      dropped: the same additions in the same order, so identical bits on every rank.
+///      dropped (sum_sorted_blocks): the same additions in the same order, so identical
+///      bits on every rank.
 ///   Residual: acc_i[j] = 0 for j in S_i with j in supp U (every selected entry reaches
 ///   the sum; only sums that are exactly zero are left out of U, and those stay in acc_i).
 class SelectGatherSum : public SparseBaseline {
@@ -57,10 +58,26 @@ class SelectGatherSum : public SparseBaseline {
   void run(float* acc, int64_t n, SparseResult& result) final;
 
   CooGather gather_;
-  SparseAccumulator accumulator_;
   std::vector<int64_t> indices_;
   CooBlock selected_;
   CooBlock all_;
 };
+
+/// U of gathered blocks: `all` holds P blocks back to back, block q being counts[q]
+/// entries with ascending indices. `out` (replaced) gets, for every index j in any block in
+/// ascending order, (sum over blocks q in order 0..P-1 holding j of its value) / divisor,
+/// starting from +0.0f, exact zeros dropped: a P-way merge, O(C + |U| P) for C entries,
+/// no dense buffer. Throws MismatchError when an index lies outside [0, n) (ranks passed
+/// different n).
+void sum_sorted_blocks(const CooBlock& all, const std::vector<int64_t>& counts, int64_t n, float divisor,
+                       SparseResult& out);
+
+/// `out` (replaced) = the entries (j, dense[j]) for j in `indices`, in that order.
+void take_entries(const float* dense, const std::vector<int64_t>& indices, CooBlock& out);
+
+/// The residual rule of the sparse baselines: zeroes acc[j] for every j of `selected`
+/// (ascending) that appears in `result.indices` (ascending), i.e. the selected entries that
+/// reached U. O(|selected| + |result|).
+void zero_delivered(float* acc, const std::vector<int64_t>& selected, const SparseResult& result);
 
 }  // namespace concord::sparse

@@ -5,7 +5,6 @@
 #include "algorithms/broadcast_binomial.h"
 #include "common/enforce.h"
 #include "patterns/binomial_tree.h"
-#include "sparse/sparse_accumulator.h"
 
 namespace concord::sparse {
 namespace {

@@ -22,7 +22,8 @@
 //   is lost: sum_i acc_i(after) + P U == sum_i acc_i(before) up to rounding.
 // Bytes sent by rank r (e = 8 with int32 indices, 12 with int64): e k (r != 0 ? 1 : 0) to
 // the parent + e k |children(r)| in the broadcast, as many messages; the root sends
-// e k ceil(log2 P), about 4k log2 P words on the busiest rank. n = 0 sends nothing.
+// e k ceil(log2 P) (2k log2 P words); the critical path carries 2 ceil(log2 P) messages of
+// 2k words (the spec's ~4k log P). n = 0 sends nothing.
 #pragma once
 
 #include <vector>

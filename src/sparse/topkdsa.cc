@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "algorithms/allgather_ring.h"
-#include "sparse/sparse_accumulator.h"
 
 namespace concord::sparse {
 

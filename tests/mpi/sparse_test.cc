@@ -1,6 +1,6 @@
 // OkTopk (src/sparse/oktopk.h) on an MpiCommunicator under mpirun: every rank runs several
 // calls, allgathers every rank's accumulator and selection, and checks its own result and
-// residual against a reference computed on every rank (tests/unit/oktopk_reference.h):
+// residual against a reference computed on every rank (tests/unit/sparse_reference.h):
 // exact mode bit for bit (integer data, so sums are exact in any order); threshold mode
 // by properties 1-3 (U bit-identical on every rank, U[j] = sum of the selected acc_i[j] / P,
 // residual = acc with S_i ∩ G zeroed). Also: mismatched n throws MismatchError on every rank.
@@ -13,20 +13,12 @@
 
 #include "concord/errors.h"
 #include "sparse/oktopk.h"
+#include "sparse_mpi_util.h"
 #include "transport/mpi_communicator.h"
-#include "unit/oktopk_reference.h"
+#include "unit/sparse_reference.h"
 
 namespace concord::sparse {
 namespace {
-
-std::vector<std::vector<float>> allgather_floats(const std::vector<float>& mine, int P) {
-  std::vector<float> all(mine.size() * P);
-  MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_FLOAT, all.data(), static_cast<int>(mine.size()),
-                MPI_FLOAT, MPI_COMM_WORLD);
-  std::vector<std::vector<float>> result(P);
-  for (int q = 0; q < P; ++q) result[q].assign(all.begin() + q * mine.size(), all.begin() + (q + 1) * mine.size());
-  return result;
-}
 
 void integer_gradient(int rank, int call, std::vector<float>& g) {
   std::mt19937 random(static_cast<uint32_t>(rank * 7919 + call * 31 + 5));

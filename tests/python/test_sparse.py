@@ -166,6 +166,36 @@ def test_spec_vector_a(size, tname):
     assert difference is None, f"{what}: residual: {difference}"
 
 
+def _integer_gradient(rank, call, n):
+    """Small integers (sums exact in float32) as a pure function of (rank, call, n)."""
+    rng = np.random.default_rng(1000 * call + 17 * rank + n)
+    return rng.integers(-40, 41, size=n).astype(np.float32)
+
+
+@pytest.mark.parametrize("n", [0, 5, 1000])
+def test_allreducer_exact_mode_matches_reference(size, n):
+    """SparseAllreducer alone over several calls with residuals carried (spec exact mode)."""
+    rank, density = hvd.rank(), 0.02
+    k = 0 if n == 0 else max(1, int(n * density))
+    reducer = _core.SparseAllreducer("oktopk", density=density, exact=True, tau=2)
+    accs = np.zeros((size, n), dtype=np.float32)
+    failures = []
+    for call in range(4):
+        for q in range(size):
+            accs[q] += _integer_gradient(q, call, n)
+        indices, values, residuals = _exact_reference(accs, k)
+        mine = accs[rank].copy()
+        got_indices, got_values = reducer.allreduce(mine)
+        what = _what("SparseAllreducer exact mode", algorithm="oktopk", n=n, k=k, call=call)
+        for label, got, expected in (("U indices", got_indices, indices), ("U values", got_values, values),
+                                     ("residual", mine, residuals[rank])):
+            difference = _first_difference(got, expected)
+            if difference:
+                failures.append(f"{what}: {label}: {difference}")
+        accs = residuals
+    assert not failures, "\n".join(failures[:5])
+
+
 # --------------------------------------------------------------------------------------
 # every algorithm on a real model: conservation
 
@@ -254,7 +284,8 @@ def test_allreducer_numpy_and_torch_inputs(size, tname):
     empty = allreducer.allreduce(np.zeros(0, dtype=np.float32))
     sent = allreducer.bytes_sent() - before
     what = _what("SparseAllreducer", algorithm="oktopk", n=6)
-    assert "oktopk" in names, f"{what}: names() = {names}"
+    assert names and names[0] == "oktopk", f"{what}: names() = {names}"
+    assert list(_core.sparse_allreduce_names()) == names, f"{what}: sparse_allreduce_names() != names()"
     assert allreducer.name == "oktopk" and allreducer.size == size and allreducer.rank == hvd.rank(), what
     total = size * (size + 1) // 2
     assert list(first[0]) == [3, 4, 5], f"{what}: U indices {list(first[0])}"
@@ -282,7 +313,9 @@ def test_bad_input_errors():
                   no_such_option=1)
     expect_raises(hvd.InvalidArgumentError, _what("unknown algorithm"), hvd.SparseDistributedOptimizer, sgd,
                   algorithm="no-such-algorithm")
-    allreducer = _core.SparseAllreducer("oktopk", density=0.5)
+    expect_raises(hvd.InvalidArgumentError, _what("SparseAllreducer density=0"), _core.SparseAllreducer, "oktopk",
+                  density=0.0)
+    allreducer = _core.SparseAllreducer(density=0.5)
     expect_raises(hvd.InvalidArgumentError, _what("float64 acc"), allreducer.allreduce, np.zeros(4))
     expect_raises(hvd.InvalidArgumentError, _what("non-contiguous acc"), allreducer.allreduce,
                   np.zeros(8, dtype=np.float32)[::2])

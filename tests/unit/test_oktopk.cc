@@ -1,5 +1,5 @@
 // OkTopk (src/sparse/oktopk.h) on the in-process transport: the spec's Vector A step by
-// step, the exact-mode semantics against a test-side reference (oktopk_reference.h), the
+// step, the exact-mode semantics against a test-side reference (sparse_reference.h), the
 // properties every sparse allreduce must pass (../shared/specs/oktopk.md) at P = 1..8 over
 // several calls, the statistical quality of threshold reuse, edge sizes, bytes per rank
 // and errors. Failure messages name rank, P, n, call and element.
@@ -11,7 +11,7 @@
 
 #include "concord/errors.h"
 #include "oktopk_runner.h"
-#include "oktopk_reference.h"
+#include "sparse_reference.h"
 
 namespace concord::sparse {
 namespace {

@@ -20,6 +20,8 @@
 #include "rank_runner.h"
 #include "sparse/coo_gather.h"
 #include "sparse/dense.h"
+#include "sparse/gtopk.h"
+#include "sparse/topka.h"
 #include "sparse/sparse_allreduce.h"
 #include "sparse_baseline_reference.h"
 
@@ -182,6 +184,10 @@ TEST_P(SparseBaseline, MatchesReferenceResidualAndBytes) {
         EXPECT_EQ(out.counters[t][r].messages_sent, expected.messages_sent[r]) << what << ": messages sent";
       }
     }
+    if (c.algorithm == "gtopk")
+      for (int r = 0; r < c.P; ++r)
+        EXPECT_EQ(out.counters[t][r].bytes_sent, sparse::SparseAllreduceGTopk::bytes_sent(c.n, c.density, c.P, r))
+            << "rank " << r << " of " << case_name(c) << " call " << t << ": SparseAllreduceGTopk::bytes_sent";
     if (c.algorithm == "dense")
       testing_util::expect_counts(cat(case_name(c), " call ", t), sparse::SparseAllreduceDense::cost(c.P, c.n),
                                   out.counters[t]);
@@ -242,8 +248,60 @@ TEST(SparseBaselines, TopkABytesPerRankAre8kPMinus1) {
       bytes[comm.rank()] = comm.counters().bytes_sent;
     });
     ASSERT_EQ(error, "");
-    for (int r = 0; r < P; ++r) EXPECT_EQ(bytes[r], 8u * 100u * (P - 1)) << "rank " << r << " of topka, P=" << P;
+    for (int r = 0; r < P; ++r) {
+      EXPECT_EQ(bytes[r], 8u * 100u * (P - 1)) << "rank " << r << " of topka, P=" << P;
+      EXPECT_EQ(bytes[r], sparse::SparseAllreduceTopkA::bytes_sent(10000, 0.01, P)) << "rank " << r << ", P=" << P;
+    }
   }
+}
+
+
+TEST(SparseBaselines, NegativeLengthIsInvalidOnEveryRank) {
+  for (const char* name : {"dense", "topka", "topkdsa", "gtopk", "gaussiank"}) {
+    std::vector<int> thrown(3, 0);
+    const std::string error = run_ranks(3, [&](Communicator& comm, const AbortFlag&) {
+      auto algorithm = sparse::make_sparse_allreduce(name, comm);
+      float acc[1] = {1.0f};
+      sparse::SparseResult result;
+      try {
+        algorithm->allreduce(acc, -1, result);
+      } catch (const InvalidArgument&) {
+        thrown[comm.rank()] = 1;
+      }
+      EXPECT_EQ(comm.counters().messages_sent, 0u) << "rank " << comm.rank() << " of " << name << " sent messages";
+    });
+    ASSERT_EQ(error, "") << name;
+    for (int r = 0; r < 3; ++r) EXPECT_EQ(thrown[r], 1) << "rank " << r << " of " << name << " (P=3, n=-1)";
+  }
+}
+
+TEST(SparseBaselines, TopkDsaReportsDifferentLengthsOnEveryRank) {
+  for (int P : {2, 4}) {
+    std::vector<int> thrown(P, 0);
+    const std::string error = run_ranks(P, [&](Communicator& comm, const AbortFlag&) {
+      auto algorithm = sparse::make_sparse_allreduce("topkdsa", comm);
+      const int64_t n = comm.rank() == 1 ? 120 : 100;
+      std::vector<float> acc = gradient(comm.rank(), 0, n, false);
+      sparse::SparseResult result;
+      try {
+        algorithm->allreduce(acc.data(), n, result);
+      } catch (const MismatchError&) {
+        thrown[comm.rank()] = 1;
+      }
+    });
+    ASSERT_EQ(error, "") << "P=" << P;
+    for (int r = 0; r < P; ++r) EXPECT_EQ(thrown[r], 1) << "rank " << r << " of topkdsa (P=" << P << ", n=100/120)";
+  }
+}
+
+TEST(SparseBaselines, InvalidOptionsAreRejected) {
+  const std::string error = run_ranks(1, [&](Communicator& comm, const AbortFlag&) {
+    sparse::SparseOptions options;
+    options.density = 0.0;
+    for (const char* name : {"dense", "topka", "topkdsa", "gtopk", "gaussiank"})
+      EXPECT_THROW(sparse::make_sparse_allreduce(name, comm, options), InvalidArgument) << name << ", density 0";
+  });
+  EXPECT_EQ(error, "");
 }
 
 }  // namespace
