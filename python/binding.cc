@@ -15,6 +15,7 @@ using namespace concord;
 
 void bind_topk(py::module_& m);  // bind_topk.cc
 void bind_sparse(py::module_& m);  // bind_sparse.cc
+void bind_engine(py::module_& m);  // bind_engine.cc
 
 namespace {
 
@@ -135,4 +136,5 @@ PYBIND11_MODULE(_core, m) {
 
   bind_topk(m);
   bind_sparse(m);
+  bind_engine(m);
 }
