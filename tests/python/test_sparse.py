@@ -1,10 +1,10 @@
 """SparseDistributedOptimizer and SparseAllreducer (Ok-Topk sparse allreduce with residuals;
 Li & Hoefler, PPoPP 2022; ../shared/specs/oktopk.md).
 
-The exact-mode tests use gradients that are multiples of 2^-8 of moderate size, so every
-sum and every division by the (power-of-two) number of ranks is exact in float32: the
-reference, computed in numpy from the allgathered gradients of every rank, must then
-match bit for bit whatever order the implementation sums in.
+The exact-mode tests use gradients that are multiples of 2^-8 (or small integers) of
+moderate size, so every sum is exact in float32 and the one division by P rounds the same
+on both sides: the reference, computed in numpy from the allgathered gradients of every
+rank, must then match bit for bit whatever order the implementation sums in.
 """
 
 import numpy as np
