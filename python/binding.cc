@@ -21,6 +21,8 @@ TensorView view(uintptr_t data, const std::string& dtype, const std::vector<int6
 
 }  // namespace
 
+namespace concord { void bind_kvstore(py::module_& m); }  // bind_kvstore.cc
+
 PYBIND11_MODULE(_core, m) {
   m.doc() = "Concord C++ runtime (see concord/__init__.py for the documented Python API)";
 
@@ -129,4 +131,5 @@ PYBIND11_MODULE(_core, m) {
   m.attr("MIN") = static_cast<int>(ReduceOp::kMin);
   m.attr("MAX") = static_cast<int>(ReduceOp::kMax);
   m.attr("PRODUCT") = static_cast<int>(ReduceOp::kProduct);
+  bind_kvstore(m);
 }
