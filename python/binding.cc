@@ -13,6 +13,8 @@
 namespace py = pybind11;
 using namespace concord;
 
+void bind_engine(py::module_& m);  // bind_engine.cc
+
 namespace {
 
 TensorView view(uintptr_t data, const std::string& dtype, const std::vector<int64_t>& shape) {
@@ -131,5 +133,7 @@ PYBIND11_MODULE(_core, m) {
   m.attr("MIN") = static_cast<int>(ReduceOp::kMin);
   m.attr("MAX") = static_cast<int>(ReduceOp::kMax);
   m.attr("PRODUCT") = static_cast<int>(ReduceOp::kProduct);
+
+  bind_engine(m);
   bind_kvstore(m);
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <type_traits>
 #include <unordered_set>
 #include <utility>
 
@@ -18,6 +19,30 @@ namespace {
 
 std::string describe(const PushOptions& options) {
   return options.name.empty() ? std::string("unnamed operation") : "operation '" + options.name + "'";
+}
+
+// A new operation running `fn` (SyncFn, AsyncFn, or nullptr for a deletion).
+template <typename Fn>
+std::unique_ptr<Operation> make_operation(Fn fn, const std::vector<Var*>& reads,
+                                          const std::vector<Var*>& writes, const PushOptions& options) {
+  if constexpr (!std::is_same_v<Fn, std::nullptr_t>)
+    CONCORD_ENFORCE(fn != nullptr, InvalidArgument, describe(options), ": empty function");
+  auto op = std::make_unique<Operation>();
+  if constexpr (std::is_same_v<Fn, SyncFn>) op->sync = std::move(fn);
+  if constexpr (std::is_same_v<Fn, AsyncFn>) op->async = std::move(fn);
+  op->reads = reads;
+  op->writes = writes;
+  op->options = options;
+  return op;
+}
+
+// The engine whose operation this thread is running (nullptr outside operations): waiting on
+// or shutting down that engine from inside would wait for the operation itself.
+thread_local const void* running_engine = nullptr;
+
+void check_not_inside_operation(const void* engine, const char* call) {
+  CONCORD_ENFORCE(running_engine != engine, StateError, "Engine::", call,
+                  " called from inside one of the engine's own operations (it would wait for itself)");
 }
 
 }  // namespace
@@ -53,7 +78,10 @@ void Engine::Impl::push(std::unique_ptr<Operation> op) {
   const std::string what = describe(op->options);
   std::vector<Var*> all = op->reads;
   all.insert(all.end(), op->writes.begin(), op->writes.end());
-  for (const Var* var : all) CONCORD_ENFORCE(var != nullptr, InvalidArgument, what, ": null var");
+  for (const Var* var : all) {
+    CONCORD_ENFORCE(var != nullptr, InvalidArgument, what, ": null var");
+    CONCORD_ENFORCE(var->owner == this, InvalidArgument, what, ": var ", var->id, " belongs to another engine");
+  }
   std::vector<Var*> sorted = all;
   std::sort(sorted.begin(), sorted.end());
   const auto duplicate = std::adjacent_find(sorted.begin(), sorted.end());
@@ -104,6 +132,11 @@ void Engine::Impl::dispatch(const std::vector<Operation*>& ready) {
 }
 
 void Engine::Impl::execute(Operation* op) {
+  struct RunningScope {  // marks this thread as inside one of this engine's operations
+    const void* saved = running_engine;
+    explicit RunningScope(const void* engine) { running_engine = engine; }
+    ~RunningScope() { running_engine = saved; }
+  } scope(this);
   if (op->inherited) {
     finish(op, op->inherited);
     return;
@@ -210,44 +243,33 @@ Engine::~Engine() {
 Var* Engine::new_var() {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   CONCORD_ENFORCE(impl_->accepting, StateError, "Engine::new_var() after shutdown()");
-  Var* var = new Var(impl_->next_var_id++);
+  Var* var = new Var(impl_.get(), impl_->next_var_id++);
   impl_->vars.insert(var);
   return var;
 }
 
 void Engine::delete_var(Var* var) {
   CONCORD_ENFORCE(var != nullptr, InvalidArgument, "Engine::delete_var(nullptr)");
-  auto op = std::make_unique<Operation>();
-  op->writes = {var};
+  auto op = make_operation(nullptr, {}, {var}, PushOptions{FnKind::kCpu, 0, "delete_var"});
   op->deletes = var;
-  op->options.name = "delete_var";
   impl_->push(std::move(op));
 }
 
 void Engine::push_sync(SyncFn fn, const std::vector<Var*>& reads, const std::vector<Var*>& writes,
                        const PushOptions& options) {
-  CONCORD_ENFORCE(fn != nullptr, InvalidArgument, describe(options), ": empty function");
-  auto op = std::make_unique<Operation>();
-  op->sync = std::move(fn);
-  op->reads = reads;
-  op->writes = writes;
-  op->options = options;
-  impl_->push(std::move(op));
+  impl_->push(make_operation(std::move(fn), reads, writes, options));
 }
 
 void Engine::push_async(AsyncFn fn, const std::vector<Var*>& reads, const std::vector<Var*>& writes,
                         const PushOptions& options) {
-  CONCORD_ENFORCE(fn != nullptr, InvalidArgument, describe(options), ": empty function");
-  auto op = std::make_unique<Operation>();
-  op->async = std::move(fn);
-  op->reads = reads;
-  op->writes = writes;
-  op->options = options;
-  impl_->push(std::move(op));
+  impl_->push(make_operation(std::move(fn), reads, writes, options));
 }
 
 void Engine::wait_for_var(Var* var) {
   CONCORD_ENFORCE(var != nullptr, InvalidArgument, "Engine::wait_for_var(nullptr)");
+  CONCORD_ENFORCE(var->owner == impl_.get(), InvalidArgument, "Engine::wait_for_var(): var ", var->id,
+                  " belongs to another engine");
+  check_not_inside_operation(impl_.get(), "wait_for_var()");
   std::exception_ptr error;
   {
     std::unique_lock<std::mutex> lock(impl_->mutex);
@@ -261,6 +283,7 @@ void Engine::wait_for_var(Var* var) {
 }
 
 void Engine::wait_all() {
+  check_not_inside_operation(impl_.get(), "wait_all()");
   std::exception_ptr error;
   std::vector<std::exception_ptr> cleared;  // released after the mutex (see finish())
   {
@@ -284,11 +307,14 @@ void Engine::wait_all() {
 
 uint64_t Engine::version(const Var* var) const {
   CONCORD_ENFORCE(var != nullptr, InvalidArgument, "Engine::version(nullptr)");
+  CONCORD_ENFORCE(var->owner == impl_.get(), InvalidArgument, "Engine::version(): var ", var->id,
+                  " belongs to another engine");
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return var->version;
 }
 
 void Engine::shutdown() {
+  check_not_inside_operation(impl_.get(), "shutdown()");
   {
     std::unique_lock<std::mutex> lock(impl_->mutex);
     impl_->accepting = false;

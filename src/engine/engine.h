@@ -8,6 +8,11 @@
 // error (exception from a synchronous fn, or passed to on_complete) is stored on the
 // operation's written vars; later operations reading or writing a failed var are skipped
 // and inherit it; wait_for_var()/wait_all() rethrow it once and clear it.
+//
+// Threads: `cpu_threads` workers and `comm_threads` communication threads, each pool with a
+// ready queue ordered by priority; idle threads sleep on condition variables. The rule and
+// bookkeeping are in var.h, the pools in thread_pool.h; docs/architecture.md ("Dependency
+// engine") has the whole picture.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +42,7 @@ struct PushOptions {
 };
 
 /// Callback an asynchronous operation calls exactly once, from any thread: nullptr on
-/// success, else the error.
+/// success, else the error. A second call throws StateError.
 using OnComplete = std::function<void(std::exception_ptr error)>;
 using SyncFn = std::function<void()>;
 using AsyncFn = std::function<void(OnComplete on_complete)>;
@@ -52,31 +57,40 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  /// A new var with version 0.
+  /// A new var with version 0. Throws StateError after shutdown().
   Var* new_var();
-  /// Deletes `var` after every operation pushed on it so far (a deferred write).
+  /// Deletes `var` after every operation pushed on it so far (a deferred write that always
+  /// runs, even on a failed var; an error left on it is kept for wait_all()). Using `var`
+  /// afterwards (push, wait_for_var, a second delete_var) throws InvalidArgument until the
+  /// deletion has run, and is undefined after it.
   void delete_var(Var* var);
 
   /// Queues `fn` to run once every earlier operation on `writes` and the earlier writes on
-  /// `reads` are done. Throws InvalidArgument when a var appears twice or in both lists,
-  /// StateError after shutdown().
+  /// `reads` are done. Throws InvalidArgument (naming options.name) when a var appears twice
+  /// or in both lists, is null, deleted or from another engine; StateError after shutdown().
+  /// An exception thrown by `fn` is stored on `writes` (see the file comment).
   void push_sync(SyncFn fn, const std::vector<Var*>& reads, const std::vector<Var*>& writes,
                  const PushOptions& options = {});
-  /// As push_sync(), for a function that finishes later by calling on_complete.
+  /// As push_sync(), for a function that finishes later by calling on_complete (its vars
+  /// stay held until then). A throw from `fn` before it completes is the operation's error.
   void push_async(AsyncFn fn, const std::vector<Var*>& reads, const std::vector<Var*>& writes,
                   const PushOptions& options = {});
 
-  /// Blocks until every write pushed on `var` so far is done; rethrows (and clears) an
-  /// error stored on it.
+  /// Blocks until every write pushed on `var` so far is done (reads still pending do not
+  /// count); rethrows (and clears) an error stored on it. Throws StateError when called
+  /// from one of this engine's operations, InvalidArgument for a deleted or foreign var.
   void wait_for_var(Var* var);
-  /// Blocks until every operation pushed so far is done; rethrows (and clears) the first
-  /// stored error.
+  /// Blocks until every operation pushed so far is done; rethrows the first stored error
+  /// (the earliest stored, on any var or from an operation writing none) and clears all of
+  /// them. Throws StateError when called from one of this engine's operations.
   void wait_all();
 
-  /// Completed writes on `var`.
+  /// Completed writes on `var` (skipped writes of failed dependencies count too).
   uint64_t version(const Var* var) const;
 
-  /// Runs every pending operation to completion, then stops the threads. Idempotent.
+  /// Refuses new pushes, runs every pending operation to completion (waiting for async
+  /// ones), then joins the threads; stored errors are dropped. Idempotent and safe from
+  /// several threads; StateError from inside one of the engine's operations.
   void shutdown();
 
  private:

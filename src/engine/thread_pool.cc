@@ -16,11 +16,11 @@ PriorityThreadPool::PriorityThreadPool(int num_threads, std::string name) : name
 PriorityThreadPool::~PriorityThreadPool() { stop(); }
 
 void PriorityThreadPool::submit(std::function<void()> task, int priority) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    CONCORD_ENFORCE(!stopping_, StateError, name_, ": submit after stop()");
-    queue_.push(Task{priority, next_sequence_++, std::move(task)});
-  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  CONCORD_ENFORCE(!stopping_, StateError, name_, ": submit after stop()");
+  queue_.push(Task{priority, next_sequence_++, std::move(task)});
+  // Notified under the mutex: the task may finish the engine's last operation and let the
+  // owner stop and destroy the pool while a foreign submitting thread is still here.
   ready_.notify_one();
 }
 

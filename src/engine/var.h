@@ -28,7 +28,7 @@ struct Operation;
 /// One var's state. Every field is guarded by the owning engine's mutex.
 class Var {
  public:
-  explicit Var(uint64_t id) : id(id) {}
+  Var(const void* owner, uint64_t id) : owner(owner), id(id) {}
 
   struct Waiting {
     Operation* op;
@@ -39,6 +39,7 @@ class Var {
   /// file comment), appending each operation whose last var this was to `ready`.
   void grant(std::vector<Operation*>& ready);
 
+  const void* const owner;          ///< the engine that made it (mixing engines is refused)
   const uint64_t id;                ///< creation order, for messages
   std::deque<Waiting> waiting;      ///< not yet granted, in push order
   int running_reads = 0;            ///< granted reads not yet completed

@@ -40,11 +40,9 @@ class ForeignCompleter {
   }
   /// Runs `work` on the foreign thread, then calls `done(error of work)`.
   void post(std::function<void()> work, OnComplete done) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      queue_.push_back({std::move(work), std::move(done)});
-    }
-    cv_.notify_all();
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back({std::move(work), std::move(done)});
+    cv_.notify_all();  // under the mutex: the item may finish and free us before we return
   }
   std::thread::id id() const { return thread_.get_id(); }
 
@@ -315,10 +313,37 @@ TEST(Engine, DuplicateVarIsRejectedNamingTheOperation) {
     }
   }
   EXPECT_THROW(engine.push_sync([] {}, {nullptr}, {}), InvalidArgument);
+  EXPECT_THROW(engine.push_sync(SyncFn{}, {}, {a}), InvalidArgument);
+  EXPECT_THROW(engine.push_async(AsyncFn{}, {}, {a}), InvalidArgument);
   EXPECT_THROW(Engine(0, 1), InvalidArgument);
   EXPECT_THROW(Engine(1, 0), InvalidArgument);
   engine.wait_all();
   EXPECT_EQ(engine.version(a), 0u);
+}
+
+// Waiting on (or shutting down) the engine from one of its own operations would wait for
+// itself: it is refused with StateError, which becomes the operation's error. Vars of
+// another engine are refused at push.
+TEST(Engine, SelfWaitsAndForeignVarsAreRefused) {
+  Engine engine(2, 1);
+  Engine other(1, 1);
+  Var* v = engine.new_var();
+  Var* foreign = other.new_var();
+  engine.push_sync([&] { engine.wait_all(); }, {}, {v}, {FnKind::kCpu, 0, "waits on its engine"});
+  EXPECT_THROW(engine.wait_for_var(v), StateError);
+  engine.push_sync([&] { engine.wait_for_var(v); }, {}, {v});
+  EXPECT_THROW(engine.wait_for_var(v), StateError);
+  engine.push_sync([&] { engine.shutdown(); }, {}, {v});
+  EXPECT_THROW(engine.wait_for_var(v), StateError);
+  // Waiting on another engine from inside an operation is allowed.
+  std::atomic<bool> waited{false};
+  other.push_sync([] {}, {}, {foreign});
+  engine.push_sync([&] { other.wait_for_var(foreign); waited = true; }, {}, {v});
+  EXPECT_NO_THROW(engine.wait_for_var(v));
+  EXPECT_TRUE(waited.load());
+  EXPECT_THROW(engine.push_sync([] {}, {foreign}, {}), InvalidArgument);
+  EXPECT_THROW(engine.wait_for_var(foreign), InvalidArgument);
+  EXPECT_THROW(engine.version(foreign), InvalidArgument);
 }
 
 // ---- Asynchronous operations ----
@@ -359,8 +384,10 @@ TEST(Engine, AsyncOperationsCompleteFromAForeignThread) {
   EXPECT_THROW(engine.wait_for_var(v), CommError);
   engine.push_async([](OnComplete) { throw MismatchError("refused"); }, {}, {v});
   EXPECT_THROW(engine.wait_for_var(v), MismatchError);
-  // Completing twice is refused.
+  // Completing twice is refused. The operation is complete after the first call, so the
+  // test waits for the function itself (the latch), not for the engine.
   std::atomic<bool> second_refused{false};
+  std::latch fn_returned(1);
   engine.push_async(
       [&](OnComplete done) {
         done(nullptr);
@@ -369,8 +396,10 @@ TEST(Engine, AsyncOperationsCompleteFromAForeignThread) {
         } catch (const StateError&) {
           second_refused = true;
         }
+        fn_returned.count_down();
       },
       {}, {v});
+  fn_returned.wait();
   engine.wait_all();
   EXPECT_TRUE(second_refused.load());
 }
