@@ -87,6 +87,7 @@ void AllreduceHierarchical::start(void* data, size_t count, DataType dtype, Redu
   broadcast_receives_.clear();
   broadcast_receives_.resize(chunks_);
   broadcast_sends_.clear();
+  final_.reset(count * element_size_);
   scratch_.get(2 * children_.size() * slot_bytes_);  // grow once, before any pointer is taken
   for (size_t child = 0; child < children_.size(); ++child) {
     child_receives_[child].resize(2);
@@ -150,9 +151,9 @@ bool AllreduceHierarchical::advance_inter() {
   return inter_done_;
 }
 
-// Sends every final chunk down the tree, in order: at the root once the inter-node
-// allreduce is done (on a single node, as soon as the chunk is reduced), elsewhere once it
-// has arrived from the parent.
+// Sends every final chunk down the tree, in order, and reports it final: at the root once
+// the inter-node allreduce is done (on a single node, as soon as the chunk is reduced),
+// elsewhere once it has arrived from the parent.
 void AllreduceHierarchical::advance_broadcast() {
   const bool alone = !inter_ || inter_->size() == 1;
   while (broadcast_next_ < chunks_) {
@@ -165,6 +166,7 @@ void AllreduceHierarchical::advance_broadcast() {
     }
     if (!ready) return;
     const Range piece = chunk(c);
+    final_.add(piece.offset, piece.bytes);  // final here; only read from now on
     for (int child : children_)
       broadcast_sends_.push_back(local_->isend(data_ + piece.offset, piece.bytes, child, kBroadcastTag));
     ++broadcast_next_;

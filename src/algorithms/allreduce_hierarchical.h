@@ -48,6 +48,11 @@ class AllreduceHierarchical : public AllreduceAlgorithm {
   /// (kAverage reduces as kSum). Same arguments on every rank; `data` valid until kDone.
   void start(void* data, size_t count, DataType dtype, ReduceOp op) override;
   Progress progress() override;
+  /// Per-range completion (AllreduceAlgorithm::take_final_ranges): chunk by chunk as this
+  /// rank sends it down its node's tree (received from the parent, or at the local root
+  /// once the inter-node allreduce is done), so a non-root reports chunk c while later
+  /// chunks are still on their way.
+  void take_final_ranges(std::vector<ByteRange>& out) override { final_.take(out); }
 
   /// "" when the problem spans several nodes of equal size with more than one rank each.
   static std::string declines(const Problem& problem);
@@ -101,6 +106,7 @@ class AllreduceHierarchical : public AllreduceAlgorithm {
   std::vector<RequestPtr> reduce_sends_;                 // by chunk
   std::vector<RequestPtr> broadcast_receives_;           // by chunk
   std::vector<RequestPtr> broadcast_sends_;
+  FinalRanges final_;
 };
 
 }  // namespace concord

@@ -1,5 +1,7 @@
 #include "algorithms/allreduce_recursive_doubling.h"
 
+#include <algorithm>
+
 #include "algorithms/doubling_steps.h"
 #include "patterns/recursive_doubling.h"
 
@@ -16,14 +18,20 @@ std::vector<ExchangeStep> AllreduceRecursiveDoubling::steps(int rank, int ranks,
   if (ranks == 1 || count == 0) return result;
   const patterns::RecursiveDoubling pattern{rank, ranks};
   const patterns::Segment whole{0, count * element_size};
-  if (append_fold(result, pattern, whole, whole, Combine::kReduce)) return result;
-  for (int k = 0; k < pattern.rounds(); ++k) {
-    // The lower virtual rank's vector is the left operand on both partners.
-    const bool lower = (pattern.virtual_rank() & pattern.doubling_distance(k)) == 0;
-    result.push_back(exchange_step(pattern.doubling_partner(k), whole, whole,
-                                   lower ? Combine::kReduce : Combine::kReduceLeft));
+  if (!append_fold(result, pattern, whole, whole, Combine::kReduce)) {
+    for (int k = 0; k < pattern.rounds(); ++k) {
+      // The lower virtual rank's vector is the left operand on both partners.
+      const bool lower = (pattern.virtual_rank() & pattern.doubling_distance(k)) == 0;
+      result.push_back(exchange_step(pattern.doubling_partner(k), whole, whole,
+                                     lower ? Combine::kReduce : Combine::kReduceLeft));
+    }
+    append_unfold(result, pattern, whole);
   }
-  append_unfold(result, pattern, whole);
+  // Per-range completion: the whole vector is final once the last step that receives has
+  // ended (the last round, or a folded rank's unfold receive); later steps only send.
+  const auto last_receive = std::find_if(result.rbegin(), result.rend(),
+                                         [](const ExchangeStep& step) { return step.recv_peer >= 0; });
+  if (last_receive != result.rend()) last_receive->recv_final = true;
   return result;
 }
 

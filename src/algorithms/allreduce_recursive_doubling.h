@@ -16,6 +16,9 @@
 // Bit-identical on every rank: partners combine in one canonical operand order, so the
 // value each pair holds after a round is the same on both (for any op, NaNs included).
 // P = 1 or n = 0 sends nothing.
+// Per-range completion (take_final_ranges): the whole buffer, once this rank's last
+// receiving step (last round, or a folded rank's unfold) has ended: before kDone on the
+// ranks that still send the unfold.
 #pragma once
 
 #include <vector>

@@ -159,10 +159,13 @@ const RegistryEntry<AlgorithmType>& find_algorithm(const std::vector<RegistryEnt
 template <typename AlgorithmType>
 const RegistryEntry<AlgorithmType>& select_algorithm(const std::vector<RegistryEntry<AlgorithmType>>& entries,
                                                      const Problem& problem, const CostParams& params,
-                                                     const std::string& forced) {
+                                                     const std::string& forced, const ProblemForEntry& problem_for) {
+  const auto entry_problem = [&](const RegistryEntry<AlgorithmType>& entry) {
+    return problem_for ? problem_for(entry.name, problem) : problem;
+  };
   if (!forced.empty() && forced != "auto") {
     const auto& entry = find_algorithm(entries, forced);
-    const std::string reason = entry.declines(problem);
+    const std::string reason = entry.declines(entry_problem(entry));
     if (reason.empty()) return entry;
     CONCORD_LOG_DEBUG("algorithm '{}' declines P={} bytes={}: {}; falling back to the cost model",
                       forced, problem.ranks, problem.bytes(), reason);
@@ -170,8 +173,9 @@ const RegistryEntry<AlgorithmType>& select_algorithm(const std::vector<RegistryE
   const RegistryEntry<AlgorithmType>* best = nullptr;
   double best_seconds = 0;
   for (const auto& entry : entries) {
-    if (!entry.declines(problem).empty()) continue;
-    const double seconds = entry.cost(problem).seconds(params);
+    const Problem mine = entry_problem(entry);
+    if (!entry.declines(mine).empty()) continue;
+    const double seconds = entry.cost(mine).seconds(params);
     if (best == nullptr || seconds < best_seconds) {
       best = &entry;
       best_seconds = seconds;
@@ -186,7 +190,8 @@ const RegistryEntry<AlgorithmType>& select_algorithm(const std::vector<RegistryE
   template const RegistryEntry<Type>& find_algorithm(const std::vector<RegistryEntry<Type>>&, \
                                                      const std::string&);                     \
   template const RegistryEntry<Type>& select_algorithm(                                        \
-      const std::vector<RegistryEntry<Type>>&, const Problem&, const CostParams&, const std::string&);
+      const std::vector<RegistryEntry<Type>>&, const Problem&, const CostParams&, const std::string&, \
+      const ProblemForEntry&);
 CONCORD_INSTANTIATE(AllreduceAlgorithm)
 CONCORD_INSTANTIATE(AllgatherAlgorithm)
 CONCORD_INSTANTIATE(BroadcastAlgorithm)

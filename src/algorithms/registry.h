@@ -65,13 +65,19 @@ template <typename AlgorithmType>
 const RegistryEntry<AlgorithmType>& find_algorithm(const std::vector<RegistryEntry<AlgorithmType>>& entries,
                                                    const std::string& name);
 
+/// How one entry (by name) would be asked to run a problem, when that differs per entry:
+/// e.g. the tree allreduces' chunk size (tree_chunked_problem()). Empty = the same problem.
+using ProblemForEntry = std::function<Problem(const std::string& name, const Problem& problem)>;
+
 /// The algorithm to run `problem` with: `forced` ("" or "auto" = none) when it supports
 /// the problem, else the supported entry with the lowest predicted time (ties: first
-/// registered). Deterministic, so ranks with the same inputs agree. Throws InvalidArgument
-/// for an unknown forced name, InternalError if nothing supports the problem.
+/// registered). Each entry is judged on problem_for(name, problem) when problem_for is
+/// set. Deterministic, so ranks with the same inputs agree. Throws InvalidArgument for an
+/// unknown forced name, InternalError if nothing supports the problem.
 template <typename AlgorithmType>
 const RegistryEntry<AlgorithmType>& select_algorithm(const std::vector<RegistryEntry<AlgorithmType>>& entries,
                                                      const Problem& problem, const CostParams& params,
-                                                     const std::string& forced = "");
+                                                     const std::string& forced = "",
+                                                     const ProblemForEntry& problem_for = {});
 
 }  // namespace concord

@@ -16,6 +16,10 @@ const std::vector<ConfigVar>& config_table() {
       {"CONCORD_RING_CHUNK_BYTES", "524288", "bytes",
        "bytes per pipelined message of the ring allreduce (a ring segment is sent in chunks "
        "of at most this size)"},
+      {"CONCORD_TREE_CHUNKS", "bytes", "string",
+       "pipelined chunks per tree of the tree allreduces (tree, double_tree, overlapped_*): "
+       "bytes = chunks of CONCORD_RING_CHUNK_BYTES; auto = C-Cube's K_opt = "
+       "sqrt(ceil(log2 P) beta n / alpha) from the cost model; or an integer K >= 1"},
       {"CONCORD_ALLREDUCE_ALGORITHM", "auto", "string",
        "allreduce algorithm by registry name (see concord-info); auto = the one the cost "
        "model predicts fastest. An algorithm that declines the call falls back to auto"},
@@ -77,6 +81,13 @@ int64_t parse_int(const char* name, int64_t min_value) {
   return value;
 }
 
+int64_t parse_tree_chunks() {
+  const std::string text = config_value("CONCORD_TREE_CHUNKS");
+  if (text == "bytes") return kTreeChunksFromBytes;
+  if (text == "auto") return kTreeChunksAuto;
+  return parse_int("CONCORD_TREE_CHUNKS", 1);
+}
+
 }  // namespace
 
 Config Config::from_env() {
@@ -84,6 +95,7 @@ Config Config::from_env() {
   config.cycle_time_ms = parse_double("CONCORD_CYCLE_TIME", 0.0);
   config.fusion_threshold_bytes = parse_int("CONCORD_FUSION_THRESHOLD", 0);
   config.ring_chunk_bytes = parse_int("CONCORD_RING_CHUNK_BYTES", 1);
+  config.tree_chunks = parse_tree_chunks();
   config.allreduce_algorithm = config_value("CONCORD_ALLREDUCE_ALGORITHM");
   config.allgather_algorithm = config_value("CONCORD_ALLGATHER_ALGORITHM");
   config.broadcast_algorithm = config_value("CONCORD_BROADCAST_ALGORITHM");

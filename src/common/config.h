@@ -23,11 +23,21 @@ const std::vector<ConfigVar>& config_table();
 /// `name` is not in the table.
 std::string config_value(const std::string& name);
 
+/// Config::tree_chunks: chunks of ring_chunk_bytes bytes (K = ceil(n / chunk bytes)).
+constexpr int64_t kTreeChunksFromBytes = 0;
+/// Config::tree_chunks: K_opt = sqrt(D beta n / alpha) chunks (optimal_chunk_bytes()).
+constexpr int64_t kTreeChunksAuto = -1;
+
 /// Run-time settings of one process, parsed from the environment once.
 struct Config {
   double cycle_time_ms = 1.0;                      ///< CONCORD_CYCLE_TIME
   int64_t fusion_threshold_bytes = 128ll << 20;    ///< CONCORD_FUSION_THRESHOLD
   int64_t ring_chunk_bytes = 512 << 10;          ///< CONCORD_RING_CHUNK_BYTES
+  /// CONCORD_TREE_CHUNKS: chunks per tree of the tree allreduces (tree, double_tree and
+  /// their overlapped variants): kTreeChunksFromBytes ("bytes", K follows
+  /// ring_chunk_bytes), kTreeChunksAuto ("auto", C-Cube's K_opt from the cost model), or
+  /// a forced K >= 1.
+  int64_t tree_chunks = kTreeChunksFromBytes;
   std::string allreduce_algorithm = "auto";       ///< CONCORD_ALLREDUCE_ALGORITHM
   std::string allgather_algorithm = "auto";       ///< CONCORD_ALLGATHER_ALGORITHM
   std::string broadcast_algorithm = "auto";       ///< CONCORD_BROADCAST_ALGORITHM

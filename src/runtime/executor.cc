@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "algorithms/tree_chunking.h"
 #include "common/enforce.h"
 #include "common/reduce.h"
 
@@ -23,14 +24,21 @@ Problem Executor::problem(size_t count, DataType dtype, ReduceOp op) const {
 
 template <typename AlgorithmType>
 AlgorithmType& Executor::algorithm(const std::vector<RegistryEntry<AlgorithmType>>& entries,
-                                   const Problem& problem, const std::string& forced, std::string& activity) {
-  const auto& entry = select_algorithm(entries, problem, context_.cost_params, forced);
+                                   const Problem& problem, const std::string& forced, std::string& activity,
+                                   const ProblemForEntry& problem_for) {
+  const auto& entry = select_algorithm(entries, problem, context_.cost_params, forced, problem_for);
+  const size_t chunk_bytes = problem_for ? problem_for(entry.name, problem).chunk_bytes : problem.chunk_bytes;
   std::string key = activity + "_" + entry.name;
   std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::toupper(c); });
   activity = key;
-  auto& slot = instances_[key];
-  if (!slot) slot = entry.create(context_);
-  return static_cast<AlgorithmType&>(*slot);
+  Instance& slot = instances_[key];
+  if (!slot.algorithm || slot.chunk_bytes != chunk_bytes) {
+    AlgorithmContext context = context_;
+    context.chunk_bytes = chunk_bytes;
+    slot.algorithm = entry.create(context);
+    slot.chunk_bytes = chunk_bytes;
+  }
+  return static_cast<AlgorithmType&>(*slot.algorithm);
 }
 
 void Executor::mark(const Response& response, const std::string& activity) {
@@ -107,8 +115,11 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
   }
 
   std::string activity = "allreduce";
+  const ProblemForEntry tree_chunks = [this](const std::string& name, const Problem& p) {
+    return tree_chunked_problem(name, p, config_.tree_chunks, context_.cost_params);
+  };
   auto& algorithm = this->algorithm(allreduce_algorithms(), problem(total, dtype, op),
-                                    config_.allreduce_algorithm, activity);
+                                    config_.allreduce_algorithm, activity, tree_chunks);
   mark(response, activity);
   algorithm.start(buffer, total, dtype, op);
   if (entries.size() == 1) {  // the result is already in place: complete at the end

@@ -8,6 +8,8 @@
 // An ERROR response fails the named handle with MismatchError on every rank. Algorithms
 // come from the registry (algorithms/registry.h): forced by CONCORD_*_ALGORITHM or chosen
 // by the cost model per response; instances (and their scratch) persist across responses.
+// The tree allreduces get their chunk size per response from CONCORD_TREE_CHUNKS
+// (algorithms/tree_chunking.h), the same on every rank.
 #pragma once
 
 #include <map>
@@ -44,10 +46,13 @@ class Executor {
   void allgather(const Response& response, TensorEntry& entry);
   void broadcast(const Response& response, TensorEntry& entry);
 
-  // The registry's choice for `problem`, created on first use and kept.
+  // The registry's choice for `problem` (each entry judged on problem_for(name, problem)
+  // when set), created on first use and kept; re-created when the chosen entry's
+  // chunk_bytes differs from the instance's (CONCORD_TREE_CHUNKS varies it per call).
   template <typename AlgorithmType>
   AlgorithmType& algorithm(const std::vector<RegistryEntry<AlgorithmType>>& entries, const Problem& problem,
-                           const std::string& forced, std::string& activity);
+                           const std::string& forced, std::string& activity,
+                           const ProblemForEntry& problem_for = {});
   Problem problem(size_t count, DataType dtype, ReduceOp op) const;
 
   // Opens `activity` on the timeline for every tensor of `response`.
@@ -60,7 +65,11 @@ class Executor {
   ScratchBuffer fusion_buffer_;
   ScratchBuffer scratch_;
   AlgorithmContext context_;
-  std::map<std::string, std::unique_ptr<Algorithm>> instances_;  // by "collective/name"
+  struct Instance {
+    std::unique_ptr<Algorithm> algorithm;
+    size_t chunk_bytes = 0;  // the AlgorithmContext::chunk_bytes it was created with
+  };
+  std::map<std::string, Instance> instances_;  // by "COLLECTIVE_NAME"
 };
 
 }  // namespace concord

@@ -15,13 +15,15 @@
 namespace concord {
 namespace {
 
-// The settings every rank must share, as rank 0 has them: fusion and pipelining sizes,
-// the forced algorithms and the cost model, so that every rank selects the same algorithm.
+// The settings every rank must share, as rank 0 has them: fusion and pipelining sizes (ring
+// chunk bytes, tree chunks), the forced algorithms and the cost model, so that every rank
+// selects the same algorithm and cuts it into the same chunks.
 void adopt_rank0_settings(Communicator& comm, Config& config, CostParams& cost) {
   auto encode = [&] {
     return nlohmann::json{{"cycle_time_ms", config.cycle_time_ms},
                           {"fusion_threshold_bytes", config.fusion_threshold_bytes},
                           {"ring_chunk_bytes", config.ring_chunk_bytes},
+                          {"tree_chunks", config.tree_chunks},
                           {"cache_capacity", config.cache_capacity},
                           {"allreduce_algorithm", config.allreduce_algorithm},
                           {"allgather_algorithm", config.allgather_algorithm},
@@ -40,6 +42,7 @@ void adopt_rank0_settings(Communicator& comm, Config& config, CostParams& cost) 
   config.cycle_time_ms = root.at("cycle_time_ms");
   config.fusion_threshold_bytes = root.at("fusion_threshold_bytes");
   config.ring_chunk_bytes = root.at("ring_chunk_bytes");
+  config.tree_chunks = root.at("tree_chunks");
   config.cache_capacity = root.at("cache_capacity");
   config.allreduce_algorithm = root.at("allreduce_algorithm");
   config.allgather_algorithm = root.at("allgather_algorithm");

@@ -1,10 +1,10 @@
 // Per-range completion (AllreduceAlgorithm::take_final_ranges, src/algorithms/algorithm.h)
-// on the in-process transport: for AllreduceRing (default and 64-byte chunks) and
-// AllreduceHalvingDoubling at P = 1..16 and sizes 0, 1, odd, large, every reported range is
-// non-empty, whole elements, inside the buffer, disjoint from every other, and at the moment
-// it is reported its bytes already equal the final result (an int32 sum computed
-// beforehand); at kDone the ranges cover the buffer. Also FinalRanges / FinalRangeCollector
-// bookkeeping.
+// on the in-process transport: for AllreduceRing (default and 64-byte chunks),
+// AllreduceHalvingDoubling, AllreduceRecursiveDoubling, the trees and AllreduceHierarchical
+// (two nodes) at P = 1..16 and sizes 0, 1, odd, large, every reported range is non-empty,
+// whole elements, inside the buffer, disjoint from every other, and at the moment it is
+// reported its bytes already equal the final result (an int32 sum computed beforehand); at
+// kDone the ranges cover the buffer. Also FinalRanges / FinalRangeCollector bookkeeping.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -17,7 +17,9 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/allreduce_halving_doubling.h"
+#include "algorithms/allreduce_hierarchical.h"
 #include "algorithms/allreduce_overlapped_tree.h"
+#include "algorithms/allreduce_recursive_doubling.h"
 #include "algorithms/allreduce_ring.h"
 #include "algorithms/allreduce_tree.h"
 #include "allreduce_check.h"
@@ -30,15 +32,25 @@ using testing_util::AbortFlag;
 using testing_util::mix;
 using testing_util::run_ranks;
 
-enum class Kind { kRing, kRingChunk64, kHalvingDoubling, kTreeChunk64, kOverlappedDoubleTreeChunk64 };
+enum class Kind {
+  kRing,
+  kRingChunk64,
+  kHalvingDoubling,
+  kRecursiveDoubling,
+  kTreeChunk64,
+  kOverlappedDoubleTreeChunk64,
+  kHierarchicalChunk64,
+};
 
 const char* kind_name(Kind kind) {
   switch (kind) {
     case Kind::kRing: return "ring";
     case Kind::kRingChunk64: return "ring_chunk64";
     case Kind::kHalvingDoubling: return "halving_doubling";
+    case Kind::kRecursiveDoubling: return "recursive_doubling";
     case Kind::kTreeChunk64: return "tree_chunk64";
     case Kind::kOverlappedDoubleTreeChunk64: return "overlapped_double_tree_chunk64";
+    case Kind::kHierarchicalChunk64: return "hierarchical_chunk64";
   }
   return "?";
 }
@@ -48,8 +60,14 @@ std::unique_ptr<AllreduceAlgorithm> make(Kind kind, Communicator& comm, ScratchB
     case Kind::kRing: return std::make_unique<AllreduceRing>(comm, scratch);
     case Kind::kRingChunk64: return std::make_unique<AllreduceRing>(comm, scratch, 64);
     case Kind::kHalvingDoubling: return std::make_unique<AllreduceHalvingDoubling>(comm, scratch);
+    case Kind::kRecursiveDoubling: return std::make_unique<AllreduceRecursiveDoubling>(comm, scratch);
     case Kind::kTreeChunk64: return std::make_unique<AllreducePipelinedTree>(comm, scratch, 64);
     case Kind::kOverlappedDoubleTreeChunk64: return std::make_unique<AllreduceOverlappedDoubleTree>(comm, scratch, 64);
+    case Kind::kHierarchicalChunk64: {  // two nodes: the lower half of the ranks and the upper
+      std::vector<int> node_of_rank(comm.size());
+      for (int r = 0; r < comm.size(); ++r) node_of_rank[r] = 2 * r < comm.size() ? 0 : 1;
+      return std::make_unique<AllreduceHierarchical>(AlgorithmContext{comm, scratch, 64, node_of_rank, CostParams{}});
+    }
   }
   return nullptr;
 }
@@ -107,9 +125,9 @@ std::string check_ranges(Kind kind, int P, size_t count) {
       if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error(where() + ": deadlock");
       std::this_thread::yield();
     }
-    // Halving-doubling at P = 1 has no steps and reports nothing (FinalRangeCollector
+    // The doubling family at P = 1 has no steps and reports nothing (FinalRangeCollector
     // covers the buffer for its driver); everything else covers the buffer itself.
-    const bool must_cover = !(kind == Kind::kHalvingDoubling && P == 1);
+    const bool must_cover = !((kind == Kind::kHalvingDoubling || kind == Kind::kRecursiveDoubling) && P == 1);
     if (must_cover && covered_elements != count) {
       size_t first = 0;
       while (first < count && covered[first]) ++first;
@@ -134,8 +152,9 @@ TEST_P(FinalRangesTest, ReportedOnlyWhenFinalDisjointAndComplete) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, FinalRangesTest,
-                         ::testing::Combine(::testing::Values(Kind::kRing, Kind::kRingChunk64, Kind::kHalvingDoubling,
-                                                              Kind::kTreeChunk64, Kind::kOverlappedDoubleTreeChunk64),
+                         ::testing::Combine(::testing::Values(Kind::kRing, Kind::kRingChunk64, Kind::kHalvingDoubling, Kind::kRecursiveDoubling,
+                                                              Kind::kTreeChunk64, Kind::kOverlappedDoubleTreeChunk64,
+                                                              Kind::kHierarchicalChunk64),
                                             ::testing::Range(1, 17)),
                          [](const auto& info) {
                            return std::string(kind_name(std::get<0>(info.param))) + "_P" +

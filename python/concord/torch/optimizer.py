@@ -142,15 +142,20 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._group_handles[group] = (handle, members)
         self._group_ready.pop(group, None)
 
-    def synchronize(self):
-        """Wait for every gradient's allreduce (starting those that backward did not reach,
-        e.g. unused parameters, with a zero gradient) and write the averaged gradients."""
+    def _start_missing_allreduces(self):
+        """Starts the allreduces that backward did not reach (e.g. unused parameters, with a
+        zero gradient), so every rank reduces every gradient."""
         for p in self._requires_update:
             if p not in self._group_of and p not in self._handles:
                 self._handles[p] = self._allreduce_grad_async(p)
         for group in range(len(self._groups)):
             if group not in self._group_handles:
                 self._submit_group(group)
+
+    def synchronize(self):
+        """Wait for every gradient's allreduce (starting those that backward did not reach,
+        e.g. unused parameters, with a zero gradient) and write the averaged gradients."""
+        self._start_missing_allreduces()
         for p, (handle, (compressed, ctx)) in self._handles.items():
             synchronize(handle)
             self._write_gradient(p, compressed, ctx)
@@ -199,7 +204,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
-                         num_groups=0, groups=None):
+                         num_groups=0, groups=None, overlap_forward=False, model=None):
     """Wrap ``optimizer`` so that ``step()`` applies gradients averaged over all ranks.
 
     Args:
@@ -219,6 +224,13 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
             one grouped allreduce once all its gradients are ready (0: no groups).
         groups (list of lists of parameters): explicit groups instead of ``num_groups``;
             parameters in no group are reduced individually.
+        overlap_forward (bool): forward chaining (concord/torch/overlap.py): ``step()``
+            returns without waiting for the allreduces; each module's parameters are
+            updated by a forward pre-hook in the next forward pass, as soon as their own
+            allreduces are done. Call ``optimizer.finish()`` before evaluating without a
+            forward pass or saving. Needs ``model``.
+        model (torch.nn.Module): with overlap_forward, the model whose modules get the
+            forward pre-hooks.
 
     Returns:
         An optimizer of a subclass of ``type(optimizer)``.
@@ -226,12 +238,25 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     Raises:
         ValueError: duplicate names, parameters missing from named_parameters, bad op,
         backward_passes_per_step < 1, both num_groups and groups, a parameter in two groups
-        or not in the optimizer.
+        or not in the optimizer, overlap_forward without a model.
+        TypeError: ``model`` is not a torch.nn.Module.
     """
     if op not in (Average, Sum):
         raise ValueError("DistributedOptimizer: op must be Average or Sum")
     if backward_passes_per_step < 1:
         raise ValueError("DistributedOptimizer: backward_passes_per_step must be >= 1")
-    cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
-    return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-               gradient_predivide_factor, num_groups, groups)
+    namespace = dict(_DistributedOptimizer.__dict__)
+    if overlap_forward:
+        if model is None:
+            raise ValueError("DistributedOptimizer: overlap_forward=True needs model= (the module whose "
+                             "forward pre-hooks apply the updates)")
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"DistributedOptimizer: model must be a torch.nn.Module, got {type(model).__name__}")
+        from concord.torch.overlap import overlap_namespace
+        namespace.update(overlap_namespace())
+    cls = type(optimizer.__class__.__name__, (optimizer.__class__,), namespace)
+    result = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
+                 gradient_predivide_factor, num_groups, groups)
+    if overlap_forward:
+        result._init_overlap(model)
+    return result

@@ -1,0 +1,177 @@
+"""DistributedOptimizer(overlap_forward=True) (concord/torch/overlap.py): the parameters are
+bit-identical to the plain DistributedOptimizer's over several steps (SGD with momentum and
+weight decay, Adam, an LR scheduler, grouped allreduces, gradient accumulation, an unused
+module); updates really wait for the next forward (module by module); zero_grad() is
+deferred for pending parameters; finish(); misuse errors."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import concord.torch as hvd
+from concord_test_utils import expect_raises
+
+STEPS = 4
+
+
+class Net(torch.nn.Module):
+    """An MLP of Linear layers with rank-independent initial weights, and a branch that
+    forward never uses (its parameters get zero gradients)."""
+
+    def __init__(self, seed, widths=(6, 24, 16, 16, 3)):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:]))
+        self.unused = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if i + 1 < len(self.layers):
+                x = torch.tanh(x)
+        return x
+
+
+def batch(rank, step, n=8):
+    generator = torch.Generator().manual_seed(7919 * rank + step + 3)
+    return torch.randn(n, 6, generator=generator), torch.randint(0, 3, (n,), generator=generator)
+
+
+def named(model, prefix):
+    return [(f"{prefix}.{name}", p) for name, p in model.named_parameters()]
+
+
+OPTIMIZERS = {
+    "sgd_momentum_wd": lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9, weight_decay=1e-3),
+    "sgd_nesterov": lambda params: torch.optim.SGD(params, lr=0.02, momentum=0.8, nesterov=True),
+    "adam": lambda params: torch.optim.Adam(params, lr=1e-2, weight_decay=1e-4),
+}
+
+
+def train(kind, overlap, prefix, scheduler=False, num_groups=0, zero_to_none=False, passes=1):
+    """STEPS steps of Net on rank-dependent data, each of ``passes`` accumulated backward
+    passes; returns the model (after finish()) and the optimizer."""
+    model = Net(11)
+    optimizer = hvd.DistributedOptimizer(OPTIMIZERS[kind](model.parameters()), named_parameters=named(model, prefix),
+                                         num_groups=num_groups, backward_passes_per_step=passes,
+                                         overlap_forward=overlap, model=model if overlap else None)
+    lr_schedule = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5) if scheduler else None
+    for step in range(STEPS):
+        optimizer.zero_grad(set_to_none=zero_to_none)
+        for k in range(passes):
+            x, y = batch(hvd.rank(), step * passes + k)
+            F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+        if lr_schedule is not None:
+            lr_schedule.step()
+    if overlap:
+        optimizer.finish()
+    return model, optimizer
+
+
+def first_difference(a, b):
+    for (name, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
+        if not torch.equal(p, q):
+            i = int(torch.nonzero((p != q).reshape(-1))[0, 0])
+            return f"{name}[flat {i}] is {p.reshape(-1)[i].item()!r}, plain {q.reshape(-1)[i].item()!r}"
+    return None
+
+
+CASES = {
+    "sgd_momentum_wd": dict(kind="sgd_momentum_wd"),
+    "sgd_nesterov_set_to_none": dict(kind="sgd_nesterov", zero_to_none=True),
+    "adam": dict(kind="adam"),
+    "adam_steplr": dict(kind="adam", scheduler=True),
+    "sgd_grouped": dict(kind="sgd_momentum_wd", num_groups=3),
+    "sgd_accumulate2": dict(kind="sgd_momentum_wd", passes=2),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bit_identical_to_plain(case, tname):
+    plain, plain_optimizer = train(prefix=f"{tname}.plain", overlap=False, **CASES[case])
+    overlapped, optimizer = train(prefix=f"{tname}.overlap", overlap=True, **CASES[case])
+    initial = Net(11)
+    what = f"rank {hvd.rank()}/{hvd.size()} overlap_forward {case} steps={STEPS}"
+    assert first_difference(plain, initial) is not None, f"{what}: training changed nothing"
+    if CASES[case]["kind"] == "sgd_momentum_wd":
+        assert not torch.equal(plain.unused.weight, initial.unused.weight), \
+            f"{what}: weight decay should move the unused layer (else the test proves nothing there)"
+    difference = first_difference(overlapped, plain)
+    assert difference is None, f"{what}: {difference}"
+    for (name, p), q in zip(plain.named_parameters(), overlapped.parameters()):
+        mine, theirs = optimizer.state[q], plain_optimizer.state[p]
+        assert sorted(mine) == sorted(theirs), f"{what}: optimizer state keys of {name}: {sorted(mine)}"
+        for key in theirs:
+            assert torch.equal(torch.as_tensor(mine[key]), torch.as_tensor(theirs[key])), \
+                f"{what}: optimizer state {key!r} of {name}"
+
+
+def test_updates_wait_for_the_module_forward(tname):
+    """After step() nothing has moved; in the next forward each layer is updated just
+    before it runs (the later layers are still old when the first one runs)."""
+    model = Net(5)
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                         named_parameters=named(model, tname), overlap_forward=True, model=model)
+    x, y = batch(hvd.rank(), 0)
+    F.cross_entropy(model(x), y).backward()
+    before = [p.detach().clone() for p in model.parameters()]
+    optimizer.step()
+    after_step = [torch.equal(p, b) for p, b in zip(model.parameters(), before)]
+    seen = []
+    last = model.layers[-1]
+    hook = model.layers[0].register_forward_hook(
+        lambda *_: seen.append((torch.equal(model.layers[0].weight, before[0]), torch.equal(last.weight, before[6]))))
+    model(x)
+    hook.remove()
+    moved_after_forward = [not torch.equal(p, b) for p, b in zip(model.layers.parameters(), before)]
+    unused_moved = not torch.equal(model.unused.weight, before[-2])
+    optimizer.finish()
+    unused_after_finish = torch.equal(model.unused.weight, before[-2])  # zero gradient, no decay: unchanged
+    what = f"rank {hvd.rank()}/{hvd.size()} overlap_forward SGD"
+    assert all(after_step), f"{what}: step() changed parameters {after_step}"
+    assert seen == [(False, True)], f"{what}: while layer 0 ran (layer 0 old?, last layer old?) = {seen}"
+    assert all(moved_after_forward), f"{what}: after the forward, moved = {moved_after_forward}"
+    assert not unused_moved and unused_after_finish, f"{what}: the unused layer"
+    assert not optimizer._overlap_pending, f"{what}: updates still pending after finish()"
+
+
+@pytest.mark.parametrize("set_to_none", [False, True])
+def test_zero_grad_is_deferred_for_pending_parameters(set_to_none, tname):
+    model = Net(3)
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                         named_parameters=named(model, f"{tname}"), overlap_forward=True, model=model)
+    x, y = batch(hvd.rank(), 1)
+    F.cross_entropy(model(x), y).backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=set_to_none)
+    kept = all(p.grad is not None for p in model.layers.parameters())
+    model(x)
+    cleared = [p.grad is None if set_to_none else bool((p.grad == 0).all()) for p in model.layers.parameters()]
+    unused_kept = model.unused.weight.grad is not None  # pending until finish()
+    optimizer.finish()
+    unused_cleared = model.unused.weight.grad is None if set_to_none else bool((model.unused.weight.grad == 0).all())
+    what = f"rank {hvd.rank()}/{hvd.size()} overlap_forward zero_grad(set_to_none={set_to_none})"
+    assert kept, f"{what}: a pending gradient was cleared before its update"
+    assert all(cleared), f"{what}: after the forward, cleared = {cleared}"
+    assert unused_kept and unused_cleared, f"{what}: the unused layer's gradient"
+
+
+def test_errors(tname):
+    model = Net(1)
+    what = f"rank {hvd.rank()}/{hvd.size()} overlap_forward"
+    expect_raises(ValueError, what + " without model", hvd.DistributedOptimizer,
+                  torch.optim.SGD(model.parameters(), lr=0.1), overlap_forward=True)
+    expect_raises(TypeError, what + " model=list", hvd.DistributedOptimizer,
+                  torch.optim.SGD(model.parameters(), lr=0.1), overlap_forward=True, model=[model])
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                         named_parameters=named(model, tname), overlap_forward=True, model=model)
+    x, y = batch(hvd.rank(), 2)
+    F.cross_entropy(model(x), y).backward()
+    expect_raises(ValueError, what + " step(closure)", optimizer.step, lambda: 0.0)
+    optimizer.step()
+    # Layer 1's weight used before layer 1 runs (while pending): backward must refuse.
+    hidden = torch.tanh(model.layers[0](x)) @ model.layers[1].weight.t()
+    error = expect_raises(RuntimeError, what + " parameter used before its module", hidden.sum().backward)
+    optimizer.finish()
+    assert "finish()" in str(error), f"{what}: message {str(error)!r}"

@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Training-iteration time of data-parallel SGD on one model, in one run (a benchmark, not a
+test): Concord's plain DistributedOptimizer and its forward chaining
+(``overlap_forward=True``, C-Cube; concord/torch/overlap.py), each with every allreduce
+algorithm asked for (CONCORD_ALLREDUCE_ALGORITHM, switched by concord.shutdown()/init()
+inside the run), against torch.nn.parallel.DistributedDataParallel on the Gloo backend.
+
+The model is an MLP of ``--layers`` Linear(width, width) layers (default 8 x 2048 x 2048,
+32 MiB of float32 gradients per layer), so communication is a large share of the step. An
+iteration is zero_grad + forward + backward + step on a fixed batch; the time of ``--iters``
+iterations after ``--warmup`` is divided by ``--iters`` (overlap's last pending update is
+applied by finish() inside the timed region). The reported time is the slowest rank's.
+
+Run (the launcher's rank variables give torch.distributed its rank and world size):
+    scripts/mpirun.sh -np 4 /usr/bin/python3 tools/iteration_bench.py
+    scripts/mpirun.sh -np 2 /usr/bin/python3 tools/iteration_bench.py --layers 2 --width 64 --iters 2
+Output: one row per configuration: mode, algorithm, ms/iter, ratio to DDP (lower is faster).
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import concord.torch as hvd  # noqa: E402  (after the path of the source tree's package)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--layers", type=int, default=8, help="Linear layers (default 8)")
+    parser.add_argument("--width", type=int, default=2048, help="features per layer (default 2048)")
+    parser.add_argument("--batch", type=int, default=32, help="samples per rank per iteration (default 32)")
+    parser.add_argument("--iters", type=int, default=10, help="timed iterations (default 10)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed iterations first (default 2)")
+    parser.add_argument("--algorithms", default="ring,overlapped_tree",
+                        help="CONCORD_ALLREDUCE_ALGORITHM values, comma-separated (default ring,overlapped_tree)")
+    parser.add_argument("--modes", default="plain,overlap,ddp",
+                        help="plain, overlap, ddp, comma-separated (default all)")
+    parser.add_argument("--port", type=int, default=29517, help="MASTER_PORT of the Gloo rendezvous")
+    return parser.parse_args(argv)
+
+
+def launcher_rank_size():
+    """(rank, size) from the MPI launcher's environment (Open MPI, PMI), (0, 1) without one."""
+    for rank_var, size_var in (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE")):
+        if rank_var in os.environ:
+            return int(os.environ[rank_var]), int(os.environ[size_var])
+    return 0, 1
+
+
+def make_model(args):
+    torch.manual_seed(1234)
+    layers = []
+    for _ in range(args.layers):
+        layers += [torch.nn.Linear(args.width, args.width), torch.nn.ReLU()]
+    return torch.nn.Sequential(*layers[:-1])
+
+
+def make_batch(args, rank):
+    generator = torch.Generator().manual_seed(rank + 1)
+    x = torch.randn(args.batch, args.width, generator=generator)
+    return x, torch.randint(0, args.width, (args.batch,), generator=generator)
+
+
+def time_loop(args, model, optimizer, x, y, finish=None):
+    """Seconds per iteration of zero_grad + forward + backward + step."""
+    def iteration():
+        optimizer.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+    for _ in range(args.warmup):
+        iteration()
+    if finish is not None:
+        finish()
+    start = time.perf_counter()
+    for _ in range(args.iters):
+        iteration()
+    if finish is not None:
+        finish()
+    return (time.perf_counter() - start) / args.iters
+
+
+def slowest(seconds):
+    """The largest of every rank's value (Gloo allreduce max)."""
+    value = torch.tensor([seconds], dtype=torch.float64)
+    dist.all_reduce(value, op=dist.ReduceOp.MAX)
+    return value.item()
+
+
+def run_concord(args, algorithm, overlap, x, y):
+    os.environ["CONCORD_ALLREDUCE_ALGORITHM"] = algorithm
+    hvd.init()
+    try:
+        model = make_model(args)
+        prefix = f"{'overlap' if overlap else 'plain'}.{algorithm}"
+        optimizer = hvd.DistributedOptimizer(
+            torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9),
+            named_parameters=[(f"{prefix}.{n}", p) for n, p in model.named_parameters()],
+            overlap_forward=overlap, model=model if overlap else None)
+        return time_loop(args, model, optimizer, x, y, finish=optimizer.finish if overlap else None)
+    finally:
+        hvd.shutdown()
+
+
+def run_ddp(args, x, y):
+    model = torch.nn.parallel.DistributedDataParallel(make_model(args))
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+    return time_loop(args, model, optimizer, x, y)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    rank, size = launcher_rank_size()
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(args.port))
+    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=size)
+    modes = [m for m in args.modes.split(",") if m]
+    unknown = set(modes) - {"plain", "overlap", "ddp"}
+    if unknown:
+        raise SystemExit(f"iteration_bench: unknown modes {sorted(unknown)}")
+    x, y = make_batch(args, rank)
+    rows = []
+    if "ddp" in modes:
+        rows.append(("ddp", "gloo", slowest(run_ddp(args, x, y))))
+    for algorithm in [a for a in args.algorithms.split(",") if a]:
+        for mode in ("plain", "overlap"):
+            if mode in modes:
+                rows.append((mode, algorithm, slowest(run_concord(args, algorithm, mode == "overlap", x, y))))
+    if rank == 0:
+        megabytes = sum(p.numel() for p in make_model(args).parameters()) * 4 / 2**20
+        print(f"# iteration_bench: {size} ranks, {args.layers} x Linear({args.width}, {args.width}), "
+              f"{megabytes:.1f} MiB of gradients, batch {args.batch}, {args.iters} iterations "
+              f"after {args.warmup} warm-up")
+        ddp = next((seconds for mode, _, seconds in rows if mode == "ddp"), None)
+        print(f"{'mode':>8} {'algorithm':>16} {'ms/iter':>10} {'vs DDP':>8}")
+        for mode, algorithm, seconds in rows:
+            ratio = f"{seconds / ddp:8.2f}" if ddp else f"{'-':>8}"
+            print(f"{mode:>8} {algorithm:>16} {seconds * 1e3:10.2f} {ratio}")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
