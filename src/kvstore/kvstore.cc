@@ -218,13 +218,20 @@ void KVStore::push_engine(int key, const TensorView& grad, engine::Var* grad_var
   if (grad_var != nullptr) reads.push_back(grad_var);
   engine_.push_async(
       [entry, header, ok, source, bytes, slot, driver](engine::OnComplete on_complete) {
-        void* data = ok ? entry->value.data() : nullptr;
-        if (bytes > 0) std::memcpy(data, source, bytes);
-        auto collective = std::make_unique<KeyCollective>(*slot, header, data);
-        driver->submit(std::move(collective), [entry, on_complete](std::exception_ptr error) {
-          entry->set_error(error);
+        // Errors go to the key (pull rethrows them), never to the engine: an error stored on
+        // the communicator's or chain var would skip every later push on it.
+        try {
+          void* data = ok ? entry->value.data() : nullptr;
+          if (bytes > 0) std::memcpy(data, source, bytes);
+          auto collective = std::make_unique<KeyCollective>(*slot, header, data);
+          driver->submit(std::move(collective), [entry, on_complete](std::exception_ptr error) {
+            entry->set_error(error);
+            on_complete(nullptr);
+          });
+        } catch (...) {
+          entry->set_error(std::current_exception());
           on_complete(nullptr);
-        });
+        }
       },
       reads, {entry->var, slots_->data_vars[index]},
       {engine::FnKind::kComm, priority, "kvstore.push." + std::to_string(key)});
