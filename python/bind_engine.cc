@@ -20,6 +20,7 @@ namespace py = pybind11;
 using concord::InvalidArgument;
 using concord::engine::Engine;
 using concord::engine::FnKind;
+using concord::engine::OnComplete;
 using concord::engine::PushOptions;
 using concord::engine::Var;
 
@@ -87,22 +88,41 @@ FnKind kind_from_name(const std::string& kind) {
   throw InvalidArgument("engine push: kind must be 'cpu' or 'comm', got '" + kind + "'");
 }
 
+/// The on_complete(exc=None) callable handed to an asynchronous Python operation.
+struct PyCompletion {
+  OnComplete done;
+  void call(const py::object& exc) {
+    std::exception_ptr error;
+    if (!exc.is_none()) error = std::make_exception_ptr(PythonError(share_with_gil(exc), py::str(exc)));
+    py::gil_scoped_release release;  // completing takes the engine's mutex
+    done(std::move(error));
+  }
+};
+
+/// Calls `callable(args...)` holding the GIL; a Python exception becomes a PythonError.
+template <typename... Args>
+void call_python(const std::shared_ptr<py::object>& callable, Args&&... args) {
+  py::gil_scoped_acquire gil;
+  try {
+    (*callable)(std::forward<Args>(args)...);
+  } catch (py::error_already_set& e) {
+    throw PythonError(share_with_gil(e.value()), e.what());
+  }
+}
+
 void push(Engine& engine, py::function fn, const std::vector<std::shared_ptr<PyVar>>& reads,
           const std::vector<std::shared_ptr<PyVar>>& writes, const std::string& kind, int priority,
-          const std::string& name) {
+          const std::string& name, bool asynchronous) {
   PushOptions options{kind_from_name(kind), priority, name};
   std::vector<Var*> r = unwrap(engine, reads, name), w = unwrap(engine, writes, name);
   auto callable = share_with_gil(std::move(fn));
-  auto run = [callable] {
-    py::gil_scoped_acquire gil;
-    try {
-      (*callable)();
-    } catch (py::error_already_set& e) {
-      throw PythonError(share_with_gil(e.value()), e.what());
-    }
-  };
   py::gil_scoped_release release;
-  engine.push_sync(std::move(run), r, w, options);
+  if (asynchronous) {
+    engine.push_async([callable](OnComplete done) { call_python(callable, PyCompletion{std::move(done)}); },
+                      r, w, options);
+  } else {
+    engine.push_sync([callable] { call_python(callable); }, r, w, options);
+  }
 }
 
 }  // namespace
@@ -115,6 +135,10 @@ void bind_engine(py::module_& m) {
       e.raise();
     }
   });
+
+  py::class_<PyCompletion>(m, "EngineCompletion",
+                           "on_complete(exc=None) of an asynchronous engine operation: call it once.")
+      .def("__call__", &PyCompletion::call, py::arg("exc") = py::none());
 
   py::class_<PyVar, std::shared_ptr<PyVar>>(m, "EngineVar",
                                             "A tag for one piece of data, made by Engine.new_var().");
@@ -143,7 +167,7 @@ void bind_engine(py::module_& m) {
            py::arg("var"))
       .def("push", &push, py::arg("fn"), py::arg("reads") = std::vector<std::shared_ptr<PyVar>>{},
            py::arg("writes") = std::vector<std::shared_ptr<PyVar>>{}, py::arg("kind") = "cpu",
-           py::arg("priority") = 0, py::arg("name") = "")
+           py::arg("priority") = 0, py::arg("name") = "", py::arg("asynchronous") = false)
       .def("wait_for_var",
            [](Engine& e, const std::shared_ptr<PyVar>& v) {
              Var* var = unwrap(e, {v}, "wait_for_var")[0];

@@ -13,6 +13,7 @@
 namespace py = pybind11;
 using namespace concord;
 
+void bind_topk(py::module_& m);  // bind_topk.cc
 void bind_engine(py::module_& m);  // bind_engine.cc
 
 namespace {
@@ -134,6 +135,7 @@ PYBIND11_MODULE(_core, m) {
   m.attr("MAX") = static_cast<int>(ReduceOp::kMax);
   m.attr("PRODUCT") = static_cast<int>(ReduceOp::kProduct);
 
+  bind_topk(m);
   bind_engine(m);
   bind_kvstore(m);
 }

@@ -21,12 +21,12 @@
 #include <vector>
 
 #include "common/half.h"
+#include "tools/bench_timing.h"
 #include "common/reduce.h"
 #include "concord/types.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 const std::vector<concord::ReduceOp> kAllOps = {concord::ReduceOp::kSum, concord::ReduceOp::kMin,
                                                  concord::ReduceOp::kMax, concord::ReduceOp::kProduct};
@@ -43,19 +43,7 @@ concord::ReduceOp op_from_name(const std::string& name) {
   throw CLI::ValidationError("-o", "unknown op '" + name + "' (sum, average, min, max, product)");
 }
 
-// Median seconds of `iterations` calls of `body` after `warmup` untimed ones.
-template <typename Body>
-double median_seconds(int warmup, int iterations, Body&& body) {
-  for (int i = 0; i < warmup; ++i) body();
-  std::vector<double> times;
-  for (int i = 0; i < iterations; ++i) {
-    const auto begin = Clock::now();
-    body();
-    times.push_back(std::chrono::duration<double>(Clock::now() - begin).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
+using concord::bench::median_seconds;
 
 // Fills `buffer` with `value` as `dtype`: src holds 1 and dst 1.5, so sums grow slowly,
 // products stay put and no value ever becomes subnormal (which would time the FPU's slow

@@ -29,10 +29,23 @@ Example::
     engine.shutdown()
 """
 
+import atexit
+import weakref
+
 from concord import _core
 from concord._core import EngineVar as Var
 
 __all__ = ["Engine", "Var"]
+
+# Engines still running at interpreter exit are shut down by atexit, while their threads can
+# still take the GIL to finish pending Python operations.
+_live_engines = weakref.WeakSet()
+
+
+@atexit.register
+def _shutdown_live_engines():
+    for engine in list(_live_engines):
+        engine.shutdown()
 
 
 class Engine:
@@ -51,6 +64,7 @@ class Engine:
 
     def __init__(self, cpu_threads=2, comm_threads=1):
         self._engine = _core.Engine(int(cpu_threads), int(comm_threads))
+        _live_engines.add(self)
 
     def new_var(self):
         """A new :class:`Var` (version 0). Raises StateError after :meth:`shutdown`."""
@@ -61,12 +75,16 @@ class Engine:
         write). Using ``var`` afterwards raises InvalidArgumentError."""
         self._engine.delete_var(var)
 
-    def push(self, fn, reads=(), writes=(), kind="cpu", priority=0, name=""):
+    def push(self, fn, reads=(), writes=(), kind="cpu", priority=0, name="", asynchronous=False):
         """Queue ``fn()`` (no arguments, result ignored) to run after the earlier writes on
         ``reads`` and every earlier operation on ``writes``.
 
         Args:
-            fn: a Python callable; exceptions it raises are stored on ``writes``.
+            fn: a Python callable; exceptions it raises are stored on ``writes``. With
+                ``asynchronous=True`` it is called as ``fn(on_complete)`` and the operation
+                (holding its vars) ends when ``on_complete()`` -- or
+                ``on_complete(exception)`` for a failure -- is called, exactly once, from
+                any thread; a second call raises StateError.
             reads, writes: sequences of :class:`Var`; no var may appear twice or in both.
             kind (str): ``"cpu"`` (worker pool) or ``"comm"`` (communication thread).
             priority (int): higher runs first among ready operations of the same pool.
@@ -76,7 +94,7 @@ class Engine:
             InvalidArgumentError: a var repeated, deleted or from another engine; a bad kind.
             StateError: after :meth:`shutdown`.
         """
-        self._engine.push(fn, list(reads), list(writes), kind, int(priority), str(name))
+        self._engine.push(fn, list(reads), list(writes), kind, int(priority), str(name), bool(asynchronous))
 
     def wait_for_var(self, var):
         """Block until every write pushed on ``var`` so far is done (pending reads do not

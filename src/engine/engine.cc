@@ -176,7 +176,8 @@ void Engine::Impl::execute(Operation* op) {
 void Engine::Impl::store_error(Operation* op, const std::exception_ptr& error) {
   const uint64_t sequence = next_error_sequence++;
   if (op->writes.empty()) {
-    if (!unowned_error) {
+    // A skipped read-only operation adds nothing: its error stays where it came from.
+    if (!unowned_error && error != op->inherited) {
       unowned_error = error;
       unowned_error_sequence = sequence;
     }

@@ -2,6 +2,10 @@
 // Li & Hoefler, "Near-Optimal Sparse Allreduce for Distributed Deep Learning", PPoPP 2022).
 // float32 values, int64 indices. Every function is O(n) (no full sort) and vectorised
 // where it scans; results are deterministic (identical inputs give identical outputs).
+// Magnitudes are ordered by their bits with the sign cleared: for non-NaN values that is
+// the order of |x| (+0 == -0), and a NaN ranks above +inf in topk_exact and
+// kth_largest_magnitude; select_above and gaussian_threshold's counts compare in IEEE
+// arithmetic (a NaN never passes). Implementation: topk.cc, kernels in topk_scan.h.
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,9 @@ Covers push order per var, concurrent reads (observed through a barrier), except
 propagation to dependents and waits (the original exception object, rethrown once),
 versions, deferred deletion, priorities with one worker, shutdown and argument errors."""
 
+import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
@@ -66,6 +69,49 @@ def test_exceptions_reach_dependents_and_waits_once(rank):
         assert ran[-1] == "after"
 
 
+def test_async_operations_complete_from_a_python_thread(rank):
+    with Engine(cpu_threads=2) as engine:
+        v, w = engine.new_var(), engine.new_var()
+        log, threads = [], []
+
+        def start(i):
+            def op(on_complete):
+                def later():
+                    log.append(i)
+                    on_complete(LayerError(f"async {i}") if i == 3 else None)
+                thread = threading.Thread(target=later)
+                threads.append(thread)
+                thread.start()
+            return op
+
+        for i in range(3):
+            engine.push(start(i), writes=[v], kind="comm", asynchronous=True)
+        seen = []
+        engine.push(lambda: seen.append(list(log)), reads=[v], writes=[w])
+        engine.wait_for_var(w)
+        assert seen == [[0, 1, 2]], f"rank {rank}: async writes out of order: {seen}"
+        engine.push(start(3), writes=[v], asynchronous=True)
+        with pytest.raises(LayerError, match="async 3"):
+            engine.wait_for_var(v)
+        twice, returned = [], threading.Event()
+
+        def complete_twice(on_complete):
+            on_complete()  # the operation ends here, before this function returns
+            try:
+                on_complete()
+            except StateError:
+                twice.append("refused")
+            returned.set()
+
+        engine.push(complete_twice, writes=[v], asynchronous=True)
+        assert returned.wait(60)
+        engine.wait_all()
+        for thread in threads:
+            thread.join()
+        assert engine.version(v) == 5
+        assert twice == ["refused"], f"rank {rank}: a second on_complete() must raise StateError"
+
+
 def test_priorities_with_one_worker(rank):
     with Engine(cpu_threads=1) as engine:
         started, release = threading.Event(), threading.Event()
@@ -115,3 +161,24 @@ def test_shutdown_runs_pending_python_work(rank):
     engine.shutdown()
     assert sorted(total) == list(range(200)), f"rank {rank}: {len(total)} of 200 ran"
     assert engine.version(v) == 100
+
+
+def test_engine_left_running_at_exit_finishes_its_work(rank, tmp_path):
+    """An engine nobody shut down still runs its pending Python operations at exit."""
+    out = tmp_path / f"exit_{rank}.txt"
+    script = textwrap.dedent(f"""
+        import time
+        from concord.engine import Engine
+        engine = Engine(cpu_threads=2)
+        v = engine.new_var()
+        def slow_append(i):
+            time.sleep(0.001)
+            with open({str(out)!r}, "a") as f:
+                f.write(f"{{i}}\\n")
+        for i in range(20):
+            engine.push(lambda i=i: slow_append(i), writes=[v])
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, f"rank {rank}: exit code {result.returncode}: {result.stderr}"
+    lines = out.read_text().split()
+    assert lines == [str(i) for i in range(20)], f"rank {rank}: {lines}"

@@ -293,6 +293,12 @@ TEST(Engine, WaitAllRethrowsTheFirstErrorThenClearsAll) {
   EXPECT_NO_THROW(engine.wait_all());
   EXPECT_NO_THROW(engine.wait_for_var(a));
   EXPECT_NO_THROW(engine.wait_for_var(b)) << "wait_all() clears the errors of every var";
+  // A read-only operation skipped for a failed var does not copy the error: once the var's
+  // waiter has seen it, wait_all() has nothing left.
+  engine.push_sync([] { throw CommError("again"); }, {}, {a});
+  engine.push_sync([] {}, {a}, {});
+  EXPECT_THROW(engine.wait_for_var(a), CommError);
+  EXPECT_NO_THROW(engine.wait_all());
   // A read-only operation's own error reaches wait_all().
   engine.push_sync([] { throw CommError("read-only op"); }, {a}, {});
   EXPECT_THROW(engine.wait_all(), CommError);
