@@ -59,10 +59,13 @@ class PyKVStore {
 };
 
 }  // namespace
+}  // namespace concord
 
 void bind_kvstore(py::module_& m) {
+  using concord::PyKVStore;
+  namespace kvstore = concord::kvstore;
   using Tensor = std::tuple<uintptr_t, std::string, std::vector<int64_t>>;
-  auto view = [](const Tensor& t) { return tensor_view(std::get<0>(t), std::get<1>(t), std::get<2>(t)); };
+  auto view = [](const Tensor& t) { return concord::tensor_view(std::get<0>(t), std::get<1>(t), std::get<2>(t)); };
   py::class_<PyKVStore>(m, "KVStore")
       .def(py::init<const std::string&, int, int, int, const std::string&>(), py::arg("type"), py::arg("op"),
            py::arg("communicators"), py::arg("outstanding"), py::arg("algorithm"),
@@ -84,5 +87,3 @@ void bind_kvstore(py::module_& m) {
       .def("type", [](PyKVStore& s) { return std::string(kvstore::kvstore_type_name(s.store().options().type)); })
       .def("close", &PyKVStore::close, py::call_guard<py::gil_scoped_release>());
 }
-
-}  // namespace concord

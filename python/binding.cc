@@ -15,6 +15,7 @@ using namespace concord;
 
 void bind_topk(py::module_& m);  // bind_topk.cc
 void bind_engine(py::module_& m);  // bind_engine.cc
+void bind_kvstore(py::module_& m);  // bind_kvstore.cc
 
 namespace {
 
@@ -23,8 +24,6 @@ TensorView view(uintptr_t data, const std::string& dtype, const std::vector<int6
 }
 
 }  // namespace
-
-namespace concord { void bind_kvstore(py::module_& m); }  // bind_kvstore.cc
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "Concord C++ runtime (see concord/__init__.py for the documented Python API)";
