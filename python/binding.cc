@@ -16,6 +16,7 @@ using namespace concord;
 void bind_topk(py::module_& m);  // bind_topk.cc
 void bind_sparse(py::module_& m);  // bind_sparse.cc
 void bind_engine(py::module_& m);  // bind_engine.cc
+void bind_kvstore(py::module_& m);  // bind_kvstore.cc
 
 namespace {
 
@@ -137,4 +138,5 @@ PYBIND11_MODULE(_core, m) {
   bind_topk(m);
   bind_sparse(m);
   bind_engine(m);
+  bind_kvstore(m);
 }

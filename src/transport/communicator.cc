@@ -1,5 +1,6 @@
 #include "transport/communicator.h"
 
+#include <atomic>
 #include <thread>
 
 #include "common/enforce.h"
@@ -34,11 +35,16 @@ void Communicator::native_allreduce(void*, size_t, DataType dtype, ReduceOp op) 
 
 void Communicator::record(uint64_t TrafficCounters::*bytes_field, uint64_t TrafficCounters::*messages_field,
                           uint64_t bytes, uint64_t messages) {
-  (*counters_).*bytes_field += bytes;
-  (*counters_).*messages_field += messages;
+  // Atomic: communicators split from one parent may be used from different threads (e.g.
+  // the KVStore's per-communicator collectives) and all credit the parent's counters.
+  auto add = [](uint64_t& field, uint64_t value) {
+    std::atomic_ref<uint64_t>(field).fetch_add(value, std::memory_order_relaxed);
+  };
+  add((*counters_).*bytes_field, bytes);
+  add((*counters_).*messages_field, messages);
   for (auto& ancestor : ancestors_) {
-    (*ancestor).*bytes_field += bytes;
-    (*ancestor).*messages_field += messages;
+    add((*ancestor).*bytes_field, bytes);
+    add((*ancestor).*messages_field, messages);
   }
 }
 

@@ -75,7 +75,9 @@ class Communicator {
   /// the ranks' use of this one. Throws CommError on transport failure.
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
 
-  /// Traffic of this rank through this communicator and those split from it.
+  /// Traffic of this rank through this communicator and those split from it. Updated
+  /// atomically (sibling communicators may be used from different threads); read it once
+  /// the operations of interest are complete.
   const TrafficCounters& counters() const { return *counters_; }
   /// Zeroes this communicator's counters (not its ancestors').
   void reset_counters() { *counters_ = {}; }

@@ -1,0 +1,76 @@
+// One KVStore collective as a resumable operation: the cross-rank KeyCheck
+// (kvstore/key_check.h), then, when every rank agrees, Concord's own algorithm from the
+// registry (algorithms/registry.h): an allreduce for push, a broadcast from rank 0 for
+// init. KVStore's funneled design drives it with run_to_completion() on the pushing
+// thread; the concurrent and depchain designs hand it to a CollectiveDriver thread.
+//
+// Bytes on the wire: KeyCheck's 2(P-1) small messages, then the selected algorithm's
+// (docs/algorithms.md), e.g. ring allreduce 2(P-1)/P * n per rank.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "algorithms/cost_model.h"
+#include "algorithms/registry.h"
+#include "kvstore/key_check.h"
+
+namespace concord::kvstore {
+
+/// One communicator of a KVStore with the algorithm instances (and their scratch) that
+/// run on it. Used by one thread at a time (the KVStore serialises its collectives per
+/// communicator).
+class CommSlot {
+ public:
+  /// `forced`: allreduce algorithm name ("" = cost model). `nonblocking_only` excludes
+  /// algorithms whose progress() blocks (the MPI library's own allreduce): required where
+  /// one thread drives collectives of several communicators at once.
+  CommSlot(std::unique_ptr<Communicator> comm, std::string forced, bool nonblocking_only,
+           size_t chunk_bytes, CostParams params);
+  Communicator& comm() { return *comm_; }
+  /// The allreduce algorithm for `count` elements of `dtype` with `op` (selected by
+  /// select_algorithm, created once per name). Throws InvalidArgument for an unknown
+  /// forced name.
+  AllreduceAlgorithm& allreduce(size_t count, DataType dtype, ReduceOp op);
+  /// The broadcast algorithm for `bytes` bytes, as allreduce().
+  BroadcastAlgorithm& broadcast(size_t bytes);
+
+ private:
+  AlgorithmContext context();
+
+  std::unique_ptr<Communicator> comm_;
+  std::string forced_;
+  bool nonblocking_only_;
+  size_t chunk_bytes_;
+  CostParams params_;
+  ScratchBuffer scratch_;
+  std::map<std::string, std::unique_ptr<AllreduceAlgorithm>> allreduces_;
+  std::map<std::string, std::unique_ptr<BroadcastAlgorithm>> broadcasts_;
+};
+
+/// KeyCheck of `mine`, then (push) an in-place allreduce of mine.num_elements elements of
+/// mine.dtype at `data` with mine.op (kAverage divides by P afterwards), or (init) a
+/// broadcast of the bytes at `data` from rank 0. `data` may be null when this rank reported
+/// a problem (the collective is then skipped everywhere) or the tensor is empty.
+class KeyCollective : public Algorithm {
+ public:
+  KeyCollective(CommSlot& slot, const KeyHeader& mine, void* data);
+  /// Advances; never blocks (unless the slot allows a blocking algorithm). Throws
+  /// MismatchError / InvalidArgument (on every rank alike) when the check fails,
+  /// CommError on transport failure.
+  Progress progress() override;
+
+ private:
+  enum class Phase { kCheck, kCollective, kDone };
+  void start_collective();
+
+  CommSlot& slot_;
+  KeyHeader mine_;
+  void* data_;
+  Phase phase_ = Phase::kCheck;
+  KeyCheck check_;
+  Algorithm* collective_ = nullptr;
+};
+
+}  // namespace concord::kvstore
