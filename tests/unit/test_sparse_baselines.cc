@@ -4,7 +4,8 @@
 // messages sent per rank from the transport's counters), U bit-identical on all ranks and
 // conservation sum_i eps_i + P U == sum_i acc_i. Data are multiples of 1/64 below 2^10,
 // so every sum is exact in any order and the references can compare bits; a second suite
-// uses arbitrary floats and checks identity across ranks and conservation to rounding.
+// uses arbitrary floats and checks identity across ranks and conservation to rounding; a
+// generic test gives one rank a different n for every registered sparse allreduce.
 #include <gtest/gtest.h>
 
 #include <algorithm>
