@@ -8,8 +8,16 @@ per-epoch loss, test accuracy and samples/s. At the end every rank checks that i
 parameters are bit-identical to rank 0's and the script exits non-zero if not (or if the
 test accuracy is below ``--min-accuracy``).
 
+With ``--sparse-density d`` the gradients are top-k sparsified with local residuals and
+reduced by a sparse allreduce instead (``concord.torch.SparseDistributedOptimizer``, Ok-Topk
+by default: Li & Hoefler, PPoPP 2022), optionally after ``--warmup-steps`` dense steps.
+``--compare`` trains twice in one launch, dense and then sparse from the same initial
+parameters, prints both accuracies and exits non-zero if the sparse run is more than
+``--max-gap`` percentage points worse.
+
     mpirun -np 4 python3 examples/train_digits.py        # 4 local ranks
     python3 examples/train_digits.py                     # one process, no mpirun
+    mpirun -np 4 python3 examples/train_digits.py --sparse-density 0.02 --compare
 """
 
 import argparse
@@ -34,7 +42,20 @@ def parse_args():
                         help="reduce the gradients in this many grouped allreduces (0: per tensor)")
     parser.add_argument("--min-accuracy", type=float, default=0.0,
                         help="exit non-zero if the final test accuracy is below this fraction")
-    return parser.parse_args()
+    parser.add_argument("--sparse-density", type=float, default=0.0,
+                        help="fraction of gradient entries kept by the sparse allreduce (0: dense)")
+    parser.add_argument("--sparse-algorithm", default="oktopk",
+                        help="sparse allreduce (concord.torch.sparse_allreduce_names())")
+    parser.add_argument("--warmup-steps", type=int, default=0, help="dense steps before going sparse")
+    parser.add_argument("--compare", action="store_true",
+                        help="train dense, then sparse (--sparse-density), and compare their accuracy")
+    parser.add_argument("--max-gap", type=float, default=2.0,
+                        help="with --compare: exit non-zero if sparse accuracy is more than this many "
+                             "percentage points below dense")
+    args = parser.parse_args()
+    if args.compare and args.sparse_density <= 0:
+        parser.error("--compare needs --sparse-density > 0")
+    return args
 
 
 def load_data(seed):
@@ -70,26 +91,38 @@ def parameters_match_root(model):
     return hvd.allreduce(mismatched, name="check.mismatched", op=hvd.Sum).item() == 0
 
 
-def main():
-    args = parse_args()
-    hvd.init()
+def make_optimizer(model, args, size, sparse_density):
+    """SGD with momentum wrapped by DistributedOptimizer, or by SparseDistributedOptimizer
+    when sparse_density > 0 (the averaged sparse update is handed to SGD with momentum)."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * size, momentum=0.9)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+    if sparse_density > 0:
+        return hvd.SparseDistributedOptimizer(optimizer, density=sparse_density, algorithm=args.sparse_algorithm,
+                                              warmup_steps=args.warmup_steps,
+                                              named_parameters=model.named_parameters())
+    return hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
+                                    num_groups=args.num_groups)
+
+
+def train(args, data, sparse_density):
+    """Train from the seed's initial parameters; return (final test accuracy, whether the
+    parameters are bit-identical on all ranks)."""
     rank, size = hvd.rank(), hvd.size()
     torch.manual_seed(args.seed + rank)  # deliberately different: broadcast must fix it
-    x_train, x_test, y_train, y_test = load_data(args.seed)
+    x_train, x_test, y_train, y_test = data
     x_shard, y_shard = x_train[rank::size], y_train[rank::size]
     # Same number of steps on every rank, or the last allreduces would wait forever.
     steps = -(-(len(x_train) // size) // args.batch_size)
 
     model = make_model(args.hidden)
-    optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * size, momentum=0.9)
-    hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
-    optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
-                                         num_groups=args.num_groups)
+    optimizer = make_optimizer(model, args, size, sparse_density)
     loss_fn = torch.nn.CrossEntropyLoss()
 
     if rank == 0:
-        print(f"training on {size} rank(s): {len(x_train)} train / {len(x_test)} test samples, "
+        mode = (f"sparse ({args.sparse_algorithm}, density {sparse_density}, {args.warmup_steps} warm-up steps)"
+                if sparse_density > 0 else "dense")
+        print(f"{mode} training on {size} rank(s): {len(x_train)} train / {len(x_test)} test samples, "
               f"{steps} steps of {args.batch_size} samples per rank per epoch")
     for epoch in range(args.epochs):
         generator = torch.Generator().manual_seed(args.seed * 1000 + epoch * size + rank)
@@ -113,20 +146,41 @@ def main():
             print(f"epoch {epoch + 1:3d}  loss {stats[0].item() / stats[1].item():.4f}  "
                   f"test accuracy {test_accuracy:.4f}  {stats[1].item() / elapsed:8.0f} samples/s",
                   flush=True)
+    if sparse_density > 0 and rank == 0:
+        print(f"sparse allreduce: {optimizer.allreducer.bytes_sent()} bytes sent by rank 0")
+    return accuracy(model, x_test, y_test), parameters_match_root(model)
 
-    identical = parameters_match_root(model)
-    final_accuracy = accuracy(model, x_test, y_test)
-    if rank == 0:
-        print(f"final test accuracy {final_accuracy:.4f}; parameters bit-identical on all "
-              f"{size} ranks: {identical}")
+
+def main():
+    args = parse_args()
+    hvd.init()
+    rank, size = hvd.rank(), hvd.size()
+    data = load_data(args.seed)
+    runs = [0.0, args.sparse_density] if args.compare else [args.sparse_density]
+    results = [train(args, data, density) for density in runs]
     hvd.shutdown()
-    if not identical:
-        sys.exit(1)
-    if final_accuracy < args.min_accuracy:
+    status = 0
+    for density, (final_accuracy, identical) in zip(runs, results):
+        mode = f"sparse density {density}" if density > 0 else "dense"
         if rank == 0:
-            print(f"test accuracy {final_accuracy:.4f} is below --min-accuracy {args.min_accuracy}",
-                  file=sys.stderr)
-        sys.exit(2)
+            print(f"{mode}: final test accuracy {final_accuracy:.4f}; parameters bit-identical on all "
+                  f"{size} ranks: {identical}")
+        if not identical:
+            status = 1
+        elif final_accuracy < args.min_accuracy and not status:
+            if rank == 0:
+                print(f"test accuracy {final_accuracy:.4f} is below --min-accuracy {args.min_accuracy}",
+                      file=sys.stderr)
+            status = 2
+    if args.compare:
+        gap = 100.0 * (results[0][0] - results[1][0])
+        if rank == 0:
+            print(f"accuracy dense {results[0][0]:.4f}  sparse {results[1][0]:.4f}  gap {gap:+.2f} pp "
+                  f"(limit {args.max_gap} pp)")
+        if gap > args.max_gap and not status:
+            status = 3
+    if status:
+        sys.exit(status)
 
 
 if __name__ == "__main__":

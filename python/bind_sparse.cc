@@ -1,18 +1,17 @@
-// concord._core bindings of the sparse allreduces (src/sparse/sparse_allreduce.h: Ok-Topk
-// and its baselines; spec ../shared/specs/oktopk.md). Thin: a SparseAllreducer owns its own
-// MpiCommunicator (a dup of MPI_COMM_WORLD: collective, so every rank constructs its
-// allreducers in the same order) and the algorithm from the registry; allreduce() takes a
-// float32 numpy accumulator, leaves the residual in it and returns U in COO form. The GIL
-// is released while communicating.
+// concord._core.SparseAllreducer: the sparse allreduces of src/sparse (Ok-Topk and its
+// baselines; Li & Hoefler, "Near-Optimal Sparse Allreduce for Distributed Deep Learning",
+// PPoPP 2022; ../shared/specs/oktopk.md) for Python. Each object owns its own duplicate of
+// MPI_COMM_WORLD, so its traffic never meets the runtime's or the application's, and one
+// SparseAllreduce instance (thresholds, regions and call counter persist across calls).
+// allreduce() blocks with the GIL released.
 #include <mpi.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <cstring>
 #include <memory>
 #include <string>
-#include <tuple>
+#include <utility>
 
 #include "common/enforce.h"
 #include "concord/concord.h"
@@ -20,108 +19,146 @@
 #include "transport/mpi_communicator.h"
 
 namespace py = pybind11;
-using namespace concord;
 
+namespace concord {
 namespace {
 
-// These calls use MPI from the Python thread: while the runtime's background thread also
-// uses MPI, that needs MPI_THREAD_MULTIPLE.
-void require_thread_level(const char* what) {
+/// Throws StateError unless MPI allows calls from several threads at once: the runtime's
+/// background thread calls MPI while concord.init() is active, and a SparseAllreducer
+/// calls it from the Python thread.
+void require_thread_multiple_if_runtime_active(const char* what) {
   if (!is_initialized()) return;
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
   CONCORD_ENFORCE(provided == MPI_THREAD_MULTIPLE, StateError, what,
-                  ": MPI calls from the Python thread while concord.init() is active need "
-                  "MPI_THREAD_MULTIPLE, but MPI provides level ",
-                  provided);
+                  ": MPI provides thread level ", provided, " but a SparseAllreducer calls MPI from "
+                  "the Python thread while Concord's background thread runs, which needs "
+                  "MPI_THREAD_MULTIPLE (", MPI_THREAD_MULTIPLE, ")");
 }
 
+/// (lo, hi, factor) of a threshold feedback rule.
+sparse::ThresholdFeedback feedback_from(const py::handle& value, const std::string& key) {
+  auto parts = value.cast<std::tuple<double, double, double>>();
+  sparse::ThresholdFeedback feedback;
+  feedback.lo = std::get<0>(parts);
+  feedback.hi = std::get<1>(parts);
+  feedback.factor = std::get<2>(parts);
+  CONCORD_ENFORCE(feedback.lo > 0 && feedback.lo <= feedback.hi && feedback.factor >= 1.0, InvalidArgument,
+                  "SparseAllreducer: ", key, " must be (lo, hi, factor) with 0 < lo <= hi and factor >= 1");
+  return feedback;
+}
+
+/// SparseOptions from keyword arguments named like its fields. Throws InvalidArgument for
+/// an unknown keyword (listing the known ones).
+sparse::SparseOptions options_from(const py::kwargs& kwargs) {
+  sparse::SparseOptions options;
+  for (const auto& [key_handle, value] : kwargs) {
+    const auto key = key_handle.cast<std::string>();
+    if (key == "density") options.density = value.cast<double>();
+    else if (key == "tau") options.tau = value.cast<int>();
+    else if (key == "tau_local") options.tau_local = value.cast<int>();
+    else if (key == "tau_global") options.tau_global = value.cast<int>();
+    else if (key == "bucket_steps") options.bucket_steps = value.cast<int>();
+    else if (key == "balance_factor") options.balance_factor = value.cast<double>();
+    else if (key == "strict") options.strict = value.cast<bool>();
+    else if (key == "exact") options.exact = value.cast<bool>();
+    else if (key == "local_feedback") options.local_feedback = feedback_from(value, key);
+    else if (key == "global_feedback") options.global_feedback = feedback_from(value, key);
+    else if (key == "gaussian_corrections") options.gaussian_corrections = value.cast<int>();
+    else
+      CONCORD_THROW(InvalidArgument, "SparseAllreducer: unknown option '", key,
+                    "'; known: density, tau, tau_local, tau_global, bucket_steps, balance_factor, "
+                    "strict, exact, local_feedback, global_feedback, gaussian_corrections");
+  }
+  return options;
+}
+
+/// The float32 buffer behind `acc`: a C-contiguous writable numpy array, or a contiguous
+/// CPU torch tensor (anything with data_ptr(), dtype, is_contiguous(), numel()).
+std::pair<float*, int64_t> float32_buffer(const py::object& acc) {
+  if (py::isinstance<py::array>(acc)) {
+    auto array = acc.cast<py::array>();
+    CONCORD_ENFORCE(array.dtype().is(py::dtype::of<float>()), InvalidArgument,
+                    "SparseAllreducer.allreduce: acc must be float32, got ", py::str(array.dtype()).cast<std::string>());
+    CONCORD_ENFORCE(array.flags() & py::array::c_style, InvalidArgument,
+                    "SparseAllreducer.allreduce: acc must be C-contiguous");
+    CONCORD_ENFORCE(array.writeable(), InvalidArgument, "SparseAllreducer.allreduce: acc must be writable");
+    return {static_cast<float*>(array.mutable_data()), static_cast<int64_t>(array.size())};
+  }
+  if (py::hasattr(acc, "data_ptr")) {
+    const auto dtype = py::str(acc.attr("dtype")).cast<std::string>();
+    CONCORD_ENFORCE(dtype == "torch.float32", InvalidArgument,
+                    "SparseAllreducer.allreduce: acc must be float32, got ", dtype);
+    CONCORD_ENFORCE(acc.attr("is_contiguous")().cast<bool>(), InvalidArgument,
+                    "SparseAllreducer.allreduce: acc must be contiguous");
+    const auto device = py::str(acc.attr("device")).cast<std::string>();
+    CONCORD_ENFORCE(device == "cpu", InvalidArgument, "SparseAllreducer.allreduce: acc must be a CPU tensor, got ",
+                    device);
+    return {reinterpret_cast<float*>(acc.attr("data_ptr")().cast<uintptr_t>()), acc.attr("numel")().cast<int64_t>()};
+  }
+  CONCORD_THROW(InvalidArgument, "SparseAllreducer.allreduce: acc must be a float32 numpy array or torch tensor");
+}
+
+/// One sparse allreduce on its own communicator (see the file comment).
 class SparseAllreducer {
  public:
   SparseAllreducer(const std::string& name, const sparse::SparseOptions& options) {
     ensure_mpi_initialized();
-    require_thread_level("SparseAllreducer");
+    require_thread_multiple_if_runtime_active("SparseAllreducer");
     comm_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
     algorithm_ = sparse::make_sparse_allreduce(name, *comm_, options);
   }
 
-  std::tuple<py::array_t<int64_t>, py::array_t<float>> allreduce(py::array acc) {
-    CONCORD_ENFORCE(acc.dtype().is(py::dtype::of<float>()), InvalidArgument,
-                    "SparseAllreducer.allreduce: acc must be a float32 array, got ", std::string(py::str(acc.dtype())));
-    CONCORD_ENFORCE((acc.flags() & py::array::c_style) != 0 && acc.writeable(), InvalidArgument,
-                    "SparseAllreducer.allreduce: acc must be C-contiguous and writeable (it receives the residual)");
-    require_thread_level("SparseAllreducer.allreduce");
-    auto* data = static_cast<float*>(acc.mutable_data());
-    const auto n = static_cast<int64_t>(acc.size());
+  /// Reduces `acc` (in place: it becomes the residual); returns U as (indices, values).
+  py::tuple allreduce(const py::object& acc) {
+    auto [data, n] = float32_buffer(acc);
+    sparse::SparseResult result;
     {
       py::gil_scoped_release release;
-      algorithm_->allreduce(data, n, result_);
+      require_thread_multiple_if_runtime_active("SparseAllreducer.allreduce");
+      algorithm_->allreduce(data, n, result);
     }
-    py::array_t<int64_t> indices(static_cast<py::ssize_t>(result_.indices.size()));
-    py::array_t<float> values(static_cast<py::ssize_t>(result_.values.size()));
-    if (!result_.indices.empty()) {
-      std::memcpy(indices.mutable_data(), result_.indices.data(), result_.indices.size() * sizeof(int64_t));
-      std::memcpy(values.mutable_data(), result_.values.data(), result_.values.size() * sizeof(float));
-    }
-    return {indices, values};
+    py::array_t<int64_t> indices(static_cast<py::ssize_t>(result.indices.size()), result.indices.data());
+    py::array_t<float> values(static_cast<py::ssize_t>(result.values.size()), result.values.data());
+    return py::make_tuple(indices, values);
   }
 
-  std::string name() const { return algorithm_->name(); }
+  const char* name() const { return algorithm_->name(); }
+  int rank() const { return comm_->rank(); }
+  int size() const { return comm_->size(); }
+  uint64_t bytes_sent() const { return comm_->counters().bytes_sent; }
+  uint64_t messages_sent() const { return comm_->counters().messages_sent; }
 
  private:
   std::unique_ptr<MpiCommunicator> comm_;
   std::unique_ptr<sparse::SparseAllreduce> algorithm_;
-  sparse::SparseResult result_;
 };
 
-sparse::ThresholdFeedback feedback(const std::tuple<double, double, double>& t) {
-  return {std::get<0>(t), std::get<1>(t), std::get<2>(t)};
-}
-
 }  // namespace
+}  // namespace concord
 
 void bind_sparse(py::module_& m) {
-  m.def("sparse_allreduce_names", &sparse::sparse_allreduce_names,
-        "Names of every sparse allreduce (\"oktopk\" first), in registry order.");
-  const sparse::SparseOptions d;
+  using concord::SparseAllreducer;
   py::class_<SparseAllreducer>(m, "SparseAllreducer",
-                               "One sparse allreduce (Ok-Topk or a baseline) on its own duplicate of "
-                               "MPI_COMM_WORLD; keeps thresholds, regions and the call counter across calls.")
-      .def(py::init([](const std::string& name, double density, int tau, int tau_local, int tau_global,
-                       int bucket_steps, double balance_factor, bool strict, bool exact,
-                       std::tuple<double, double, double> local_feedback,
-                       std::tuple<double, double, double> global_feedback, int gaussian_corrections) {
-             sparse::SparseOptions o;
-             o.density = density;
-             o.tau = tau;
-             o.tau_local = tau_local;
-             o.tau_global = tau_global;
-             o.bucket_steps = bucket_steps;
-             o.balance_factor = balance_factor;
-             o.strict = strict;
-             o.exact = exact;
-             o.local_feedback = feedback(local_feedback);
-             o.global_feedback = feedback(global_feedback);
-             o.gaussian_corrections = gaussian_corrections;
-             return std::make_unique<SparseAllreducer>(name, o);
+                               "SparseAllreducer(name, **options): a sparse allreduce (Ok-Topk or a "
+                               "baseline) on its own duplicate of MPI_COMM_WORLD. Collective.")
+      .def(py::init([](const std::string& name, const py::kwargs& kwargs) {
+             auto options = concord::options_from(kwargs);
+             py::gil_scoped_release release;
+             return std::make_unique<SparseAllreducer>(name, options);
            }),
-           py::arg("name") = "oktopk", py::arg("density") = d.density, py::arg("tau") = d.tau,
-           py::arg("tau_local") = d.tau_local, py::arg("tau_global") = d.tau_global,
-           py::arg("bucket_steps") = d.bucket_steps, py::arg("balance_factor") = d.balance_factor,
-           py::arg("strict") = d.strict, py::arg("exact") = d.exact,
-           py::arg("local_feedback") = std::make_tuple(d.local_feedback.lo, d.local_feedback.hi, d.local_feedback.factor),
-           py::arg("global_feedback") =
-               std::make_tuple(d.global_feedback.lo, d.global_feedback.hi, d.global_feedback.factor),
-           py::arg("gaussian_corrections") = d.gaussian_corrections,
-           "Collective over MPI_COMM_WORLD (every rank, same order). Options as "
-           "concord::sparse::SparseOptions; feedbacks are (lo, hi, factor). Raises "
-           "InvalidArgumentError for an unknown name or invalid options, StateError when "
-           "concord.init() is active and MPI lacks MPI_THREAD_MULTIPLE.")
+           py::arg("name") = "oktopk")
       .def("allreduce", &SparseAllreducer::allreduce, py::arg("acc"),
-           "Sparse allreduce of acc (float32, C-contiguous, writeable; flattened, n elements, the "
-           "same n on every rank): returns (indices int64 ascending, values float32) of U, the "
-           "averaged sparse result, identical on every rank, and leaves the residual in acc. "
-           "Collective, blocking. Raises MismatchError when ranks pass different n, "
-           "InvalidArgumentError for a wrong dtype/layout, CommError on transport failure.")
-      .def_property_readonly("name", &SparseAllreducer::name);
+           "allreduce(acc) -> (indices int64, values float32): acc (float32, contiguous, n "
+           "elements) becomes the residual; U = values at indices (ascending), already / size.")
+      .def_property_readonly("name", &SparseAllreducer::name)
+      .def_property_readonly("rank", &SparseAllreducer::rank)
+      .def_property_readonly("size", &SparseAllreducer::size)
+      .def("bytes_sent", &SparseAllreducer::bytes_sent, "bytes this rank sent through this allreducer")
+      .def("messages_sent", &SparseAllreducer::messages_sent,
+           "messages this rank sent through this allreducer (zero-byte ones included)")
+      .def_static("names", &concord::sparse::sparse_allreduce_names,
+                  "names of every sparse allreduce (\"oktopk\" first), in registry order");
+  m.def("sparse_allreduce_names", &concord::sparse::sparse_allreduce_names,
+        "names of every sparse allreduce (\"oktopk\" first), in registry order");
 }

@@ -3,7 +3,8 @@
 What exists so far: init/shutdown/rank/size/local_rank/local_size, allreduce, grouped
 allreduce, allgather and broadcast (sync, async and in-place forms), poll/synchronize,
 start_timeline/stop_timeline, the reduce ops, Compression,
-broadcast_parameters, broadcast_optimizer_state, broadcast_object and DistributedOptimizer.
+broadcast_parameters, broadcast_optimizer_state, broadcast_object, DistributedOptimizer and
+SparseDistributedOptimizer (Ok-Topk sparse allreduce with residuals).
 Tensors must be CPU tensors of dtype float32, float64, float16, bfloat16, int32, int64,
 int8 or uint8.
 """
@@ -20,6 +21,7 @@ from concord.torch.mpi_ops import (Average, Max, Min, Product, Sum, allgather, a
                                    grouped_allreduce, grouped_allreduce_, grouped_allreduce_async,
                                    grouped_allreduce_async_, poll, synchronize)
 from concord.torch.optimizer import DistributedOptimizer
+from concord.torch.sparse import SparseDistributedOptimizer, sparse_allreduce_names
 
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
@@ -30,5 +32,5 @@ __all__ = [
     "DistributedOptimizer", "ConcordError", "MismatchError", "InvalidArgumentError",
     "StateError", "CommError", "InternalError", "grouped_allreduce", "grouped_allreduce_async",
     "grouped_allreduce_", "grouped_allreduce_async_", "start_timeline", "stop_timeline",
-    "coordination_stats",
+    "coordination_stats", "SparseDistributedOptimizer", "sparse_allreduce_names",
 ]
