@@ -4,11 +4,13 @@
 #include <limits>
 
 #include "common/enforce.h"
+#include "sparse/coo_exchange.h"
 #include "sparse/options.h"
 
 namespace concord::sparse {
 
-SparseBaseline::SparseBaseline(Communicator& comm, const SparseOptions& options) : comm_(comm), options_(options) {
+SparseBaseline::SparseBaseline(Communicator& comm, const SparseOptions& options)
+    : comm_(comm), options_(options), gather_(comm) {
   validate_options(options_);
 }
 
@@ -19,11 +21,23 @@ void SparseBaseline::allreduce(float* acc, int64_t n, SparseResult& result) {
   if (n > 0) run(acc, n, result);
 }
 
+void SparseBaseline::check_length(int64_t n) { check_lengths(gather_.allgather_counts(n), n, name()); }
+
 void SelectGatherSum::run(float* acc, int64_t n, SparseResult& result) {
+  const int P = comm_.size();
+  if (counts_known()) check_length(n);
   select(acc, n, indices_);
   take_entries(acc, indices_, selected_);
-  const std::vector<int64_t> counts = counts_known() ? std::vector<int64_t>(comm_.size(), selected_.size())
-                                                     : gather_.allgather_counts(selected_.size());
+  std::vector<int64_t> counts(P, selected_.size());
+  if (!counts_known()) {
+    const std::vector<int64_t> words = gather_.allgather_words({selected_.size(), n});
+    std::vector<int64_t> lengths(P);
+    for (int q = 0; q < P; ++q) {
+      counts[q] = words[2 * q];
+      lengths[q] = words[2 * q + 1];
+    }
+    check_lengths(lengths, n, name());
+  }
   gather_.allgatherv(selected_, counts, coo_index_bytes(n), all_);
   sum_sorted_blocks(all_, counts, n, static_cast<float>(comm_.size()), result);
   zero_delivered(acc, indices_, result);

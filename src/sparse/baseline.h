@@ -1,6 +1,9 @@
 // Base classes of the sparse baselines (../shared/specs/oktopk.md, "Baselines"):
 //   SparseBaseline   the argument handling every baseline shares: options validated at
-//                    construction, n < 0 rejected, n = 0 a no-op that sends nothing.
+//                    construction, n < 0 rejected, n = 0 a no-op that sends nothing, and
+//                    the length check (check_length: an allgather of every rank's n, so
+//                    ranks passing different n all throw MismatchError instead of hanging
+//                    or exchanging wrong-sized blocks).
 //   SelectGatherSum  the allgather family (TopkA, Gaussiank): each rank selects entries of
 //                    its accumulator by its own rule, all ranks allgather everybody's
 //                    selection, each sums it locally in rank order and divides by P.
@@ -27,16 +30,27 @@ class SparseBaseline : public SparseAllreduce {
   /// options (sparse/options.h).
   SparseBaseline(Communicator& comm, const SparseOptions& options);
   /// One call with n > 0 and an empty `result` (SparseAllreduce::allreduce's contract).
+  /// Must check n across ranks (check_length() or a count exchange that carries n)
+  /// before any data moves.
   virtual void run(float* acc, int64_t n, SparseResult& result) = 0;
+
+  /// The length check: allgathers every rank's n (CooGather::allgather_counts) and applies
+  /// check_lengths() (sparse/coo_exchange.h): MismatchError naming every rank's n on every
+  /// rank when they differ. Sends CooGather::words_traffic(P, r, 1): log2 P messages,
+  /// 8(P-1) bytes on a power of two; nothing for P = 1. CommError on transport failure.
+  void check_length(int64_t n);
 
   Communicator& comm_;
   SparseOptions options_;
+  CooGather gather_;  ///< small allgathers (lengths, counts) and COO allgathervs
 };
 
 /// The allgather family. Steps for P ranks, n entries:
 ///   1. S_i = select(acc_i) (ascending indices), c_i = |S_i|.
-///   2. Unless every rank selects the same known count (counts_known()), an allgather of
-///      the counts (CooGather::allgather_counts: recursive doubling of one int64 per rank).
+///   0. When every rank selects the same known count (counts_known()), the length check
+///      (SparseBaseline::check_length: an allgather of one int64 per rank).
+///   2. Otherwise an allgather of {c_i, n} (CooGather::allgather_words: recursive doubling
+///      of two int64 per rank), which also checks n (check_lengths).
 ///   3. Ring allgatherv of every rank's COO entries (CooGather::allgatherv): rank r sends
 ///      e (C - c_{(r+1) mod P}) bytes in P-1 messages, C = sum_i c_i, e = 8 with int32
 ///      indices (12 with int64); nothing when C = 0.
@@ -47,17 +61,16 @@ class SparseBaseline : public SparseAllreduce {
 ///   the sum; only sums that are exactly zero are left out of U, and those stay in acc_i).
 class SelectGatherSum : public SparseBaseline {
  protected:
-  SelectGatherSum(Communicator& comm, const SparseOptions& options) : SparseBaseline(comm, options), gather_(comm) {}
+  SelectGatherSum(Communicator& comm, const SparseOptions& options) : SparseBaseline(comm, options) {}
   /// This rank's selection S_i of acc[0, n), ascending, into `indices`.
   virtual void select(const float* acc, int64_t n, std::vector<int64_t>& indices) = 0;
   /// True when every rank selects the same number of entries for a given n, so step 2 is
-  /// skipped.
+  /// replaced by the length check.
   virtual bool counts_known() const = 0;
 
  private:
   void run(float* acc, int64_t n, SparseResult& result) final;
 
-  CooGather gather_;
   std::vector<int64_t> indices_;
   CooBlock selected_;
   CooBlock all_;

@@ -25,20 +25,26 @@ std::vector<int64_t> exchange_counts(Communicator& comm, const std::vector<int64
   incoming[2 * r] = send_counts[r];
   incoming[2 * r + 1] = n;
 
-  std::vector<int64_t> recv_counts(P);
-  bool negative = false, mismatch = false;
+  std::vector<int64_t> recv_counts(P), lengths(P);
   for (int q = 0; q < P; ++q) {
     recv_counts[q] = incoming[2 * q];
-    negative |= incoming[2 * q + 1] < 0;
-    mismatch |= incoming[2 * q + 1] != n;
+    lengths[q] = incoming[2 * q + 1];
   }
-  if (negative || mismatch) {
-    std::ostringstream ns;
-    for (int q = 0; q < P; ++q) ns << (q ? ", " : "") << "rank " << q << ": n=" << incoming[2 * q + 1];
-    if (negative) CONCORD_THROW(InvalidArgument, algorithm, ": gradient length n < 0 (", ns.str(), ")");
-    CONCORD_THROW(MismatchError, algorithm, ": ranks passed different gradient lengths n (", ns.str(), ")");
-  }
+  check_lengths(lengths, n, algorithm);
   return recv_counts;
+}
+
+void check_lengths(const std::vector<int64_t>& lengths, int64_t n, const std::string& algorithm) {
+  bool negative = false, mismatch = false;
+  for (int64_t length : lengths) {
+    negative |= length < 0;
+    mismatch |= length != n;
+  }
+  if (!negative && !mismatch) return;
+  std::ostringstream ns;
+  for (size_t q = 0; q < lengths.size(); ++q) ns << (q ? ", " : "") << "rank " << q << ": n=" << lengths[q];
+  if (negative) CONCORD_THROW(InvalidArgument, algorithm, ": gradient length n < 0 (", ns.str(), ")");
+  CONCORD_THROW(MismatchError, algorithm, ": ranks passed different gradient lengths n (", ns.str(), ")");
 }
 
 void RotatedExchange::run(const uint8_t* send, const std::vector<int64_t>& send_counts,

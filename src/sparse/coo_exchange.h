@@ -40,6 +40,13 @@ inline constexpr int kBalanceTag = 0x5303;
 std::vector<int64_t> exchange_counts(Communicator& comm, const std::vector<int64_t>& send_counts, int64_t n,
                                      const std::string& algorithm);
 
+/// The n-consistency rule every sparse allreduce applies once it has every rank's dense
+/// length (`lengths[q]` = rank q's n; this rank passed `n`): throws InvalidArgument when
+/// some rank passed n < 0, MismatchError when they differ, both naming `algorithm` and
+/// every rank's n ("rank 0: n=100, rank 1: n=120"). Given the same `lengths` every rank
+/// decides alike, so all throw or none does.
+void check_lengths(const std::vector<int64_t>& lengths, int64_t n, const std::string& algorithm);
+
 /// Consumer of one received block: (source rank, entries in wire format, entry count).
 using BlockConsumer = std::function<void(int source, const uint8_t* wire, int64_t count)>;
 

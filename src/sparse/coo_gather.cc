@@ -9,15 +9,30 @@
 
 namespace concord::sparse {
 
-std::vector<int64_t> CooGather::allgather_counts(int64_t mine) {
+std::vector<int64_t> CooGather::allgather_counts(int64_t mine) { return allgather_words({mine}); }
+
+std::vector<int64_t> CooGather::allgather_words(const std::vector<int64_t>& mine) {
   const int P = comm_.size();
-  std::vector<int64_t> counts(P, 0);
-  counts[comm_.rank()] = mine;
-  if (P == 1) return counts;
+  const size_t w = mine.size();
+  std::vector<int64_t> words(P * w, 0);
+  std::copy(mine.begin(), mine.end(), words.begin() + comm_.rank() * w);
+  if (P == 1 || w == 0) return words;
   AllgatherRecursiveDoubling allgather(comm_, counts_scratch_);
-  allgather.start(counts.data(), std::vector<size_t>(P, sizeof(int64_t)));
+  allgather.start(words.data(), std::vector<size_t>(P, w * sizeof(int64_t)));
   run_to_completion(allgather);
-  return counts;
+  return words;
+}
+
+TrafficCounters CooGather::words_traffic(int ranks, int rank, size_t words) {
+  TrafficCounters traffic;
+  if (ranks == 1 || words == 0) return traffic;
+  for (const ExchangeStep& step :
+       AllgatherRecursiveDoubling::steps(rank, std::vector<size_t>(ranks, words * sizeof(int64_t))))
+    if (step.send_peer >= 0) {
+      ++traffic.messages_sent;
+      traffic.bytes_sent += step.send_bytes;
+    }
+  return traffic;
 }
 
 void CooGather::allgatherv(const CooBlock& mine, const std::vector<int64_t>& counts, size_t index_bytes,

@@ -40,8 +40,20 @@ class CooGather {
  public:
   explicit CooGather(Communicator& comm) : comm_(comm) {}
 
-  /// The value `mine` of every rank, in rank order. CommError on transport failure.
+  /// The value `mine` of every rank, in rank order (allgather_words of one word).
+  /// CommError on transport failure.
   std::vector<int64_t> allgather_counts(int64_t mine);
+
+  /// The w = mine.size() int64 words of every rank, rank-ordered (P w words; rank q's at
+  /// [q w, (q+1) w)): recursive doubling (AllgatherRecursiveDoubling) of 8w-byte blocks.
+  /// Every rank must pass the same w. Nothing is sent for P = 1. CommError on transport
+  /// failure.
+  std::vector<int64_t> allgather_words(const std::vector<int64_t>& mine);
+
+  /// The exact messages and bytes rank `rank` of `ranks` sends in allgather_words() of
+  /// `words` words per rank (from AllgatherRecursiveDoubling::steps): log2 P messages and
+  /// 8 words (P-1) bytes on a power of two; nothing for P = 1.
+  static TrafficCounters words_traffic(int ranks, int rank, size_t words);
 
   /// Rank-ordered concatenation of every rank's block into `out` (replaced); `counts[q]`
   /// must be rank q's block size on every rank. Wire format: coo.h with `index_bytes`.

@@ -28,6 +28,7 @@ Cost SparseAllreduceDense::cost(int ranks, int64_t n) {
 }
 
 void SparseAllreduceDense::run(float* acc, int64_t n, SparseResult& result) {
+  check_length(n);
   const AllreduceEntry& entry = dense_algorithm(comm_.size(), n);
   auto& instance = instances_[entry.name];
   if (!instance) {

@@ -8,13 +8,14 @@
 //   1. th_i = gaussian_threshold(acc_i, n, d, options.gaussian_corrections) (sparse/topk.h:
 //      mean + Phi^-1(1 - d/2) std, corrected while the count is outside [3k/4, 5k/4]);
 //      S_i = { j : |acc_i[j]| >= th_i } (> with options.strict), ascending.
-//   2. Allgather of the counts c_i = |S_i| (recursive doubling of one int64 per rank).
+//   2. Allgather of {c_i = |S_i|, n} (recursive doubling of two int64 per rank); ranks
+//      passing different n all throw MismatchError (check_lengths) before any entry moves.
 //   3. Ring allgatherv of the COO entries of every rank (nothing when every c_i is 0).
 //   4. U[j] = (sum over ranks i in rank order with j in S_i of acc_i[j]) / P, exact zeros
 //      dropped; identical bits on every rank.
 //   Residual: acc_i[j] = 0 for j in S_i with j in supp U.
-// Bytes sent by rank r: the count allgather's (8(P-1) on a power of two, log2 P messages)
-// + e (C - c_{(r+1) mod P}) in P-1 messages (entries), C = sum_i c_i, e = 8 with int32
+// Bytes sent by rank r: the {count, n} allgather's CooGather::words_traffic(P, r, 2)
+// (16(P-1) on a power of two, log2 P messages) + e (C - c_{(r+1) mod P}) in P-1 messages (entries), C = sum_i c_i, e = 8 with int32
 // indices (12 with int64). About 2 C (P-1)/P words, with C ~ P k: like TopkA, it grows
 // with P. n = 0 sends nothing.
 #pragma once

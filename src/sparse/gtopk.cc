@@ -49,6 +49,7 @@ void SparseAllreduceGTopk::merge_child(float* acc, int64_t k, const CooBlock& ch
 }
 
 void SparseAllreduceGTopk::run(float* acc, int64_t n, SparseResult& result) {
+  check_length(n);
   const int64_t k = topk_count(n, options_.density);
   const size_t index_bytes = coo_index_bytes(n);
   const size_t block = coo_wire_bytes(k, index_bytes);
@@ -99,7 +100,7 @@ uint64_t SparseAllreduceGTopk::bytes_sent(int64_t n, double density, int ranks, 
   if (n == 0) return 0;
   const uint64_t block = coo_wire_bytes(topk_count(n, density), coo_index_bytes(n));
   const patterns::BinomialTree tree{rank, ranks, 0};
-  return block * ((rank != 0 ? 1 : 0) + tree.children().size());
+  return block * ((rank != 0 ? 1 : 0) + tree.children().size()) + CooGather::words_traffic(ranks, rank, 1).bytes_sent;
 }
 
 }  // namespace concord::sparse

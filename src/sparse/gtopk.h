@@ -5,6 +5,8 @@
 //
 // Steps for P ranks, n entries, k = topk_count(n, density) (k <= n, so every set below has
 // exactly k entries), on the binomial tree rooted at rank 0 (patterns/binomial_tree.h):
+//   0. Length check (SparseBaseline::check_length): allgather of every rank's n; ranks
+//      passing different n all throw MismatchError before any entry is sent.
 //   1. Each rank's set: S_i = TopK(acc_i, k) with its values, ascending indices.
 //   2. Reduction, ceil(log2 P) rounds: in round s a rank receives the set of its child
 //      v + 2^s (virtual rank v, children nearest first) and merges: common indices add
@@ -23,7 +25,8 @@
 // Bytes sent by rank r (e = 8 with int32 indices, 12 with int64): e k (r != 0 ? 1 : 0) to
 // the parent + e k |children(r)| in the broadcast, as many messages; the root sends
 // e k ceil(log2 P) (2k log2 P words); the critical path carries 2 ceil(log2 P) messages of
-// 2k words (the spec's ~4k log P). n = 0 sends nothing.
+// 2k words (the spec's ~4k log P). Plus the length check's CooGather::words_traffic(P, r, 1)
+// (log2 P messages, 8(P-1) bytes on a power of two). n = 0 sends nothing.
 #pragma once
 
 #include <vector>
@@ -41,7 +44,8 @@ class SparseAllreduceGTopk : public SparseBaseline {
   SparseAllreduceGTopk(Communicator& comm, const SparseOptions& options) : SparseBaseline(comm, options) {}
   const char* name() const override { return "gtopk"; }
 
-  /// Bytes rank `rank` of `ranks` sends in one call for n entries.
+  /// Bytes rank `rank` of `ranks` sends in one call for n entries (length check included;
+  /// 0 for n = 0).
   static uint64_t bytes_sent(int64_t n, double density, int ranks, int rank);
 
  private:

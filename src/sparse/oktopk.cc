@@ -79,12 +79,15 @@ void OkTopk::allreduce(float* acc, int64_t n, SparseResult& result) {
     regions_ = repartition(comm_, scratch_, trace_.selected.indices, length);
   else if (length != last_n_ || regions_.size() != P)
     regions_ = Regions::equal(length, P);
-  last_n_ = length;
   trace_.regions = regions_;
   ++t_;
 
-  // Phase 2 (throws on bad or mismatched n, on every rank alike).
+  // Phase 2 (throws on bad or mismatched n, on every rank alike). Until it has passed,
+  // last_n_ = -1: after a mismatch the regions of the failed call (whose ends differ
+  // between ranks) are replaced by equal ones on every rank at the next call.
+  last_n_ = -1;
   split_reduce_.run(trace_.selected, regions_, n, index_bytes, options_.bucket_steps, "oktopk", trace_.reduced);
+  last_n_ = length;
 
   trace_.exact_global = options_.exact || trace_.call % options_.tau_global == 0;
   select_global(k, index_bytes, global_);  // Phases 3 and 4

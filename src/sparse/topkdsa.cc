@@ -7,7 +7,7 @@
 namespace concord::sparse {
 
 SparseAllreduceTopkDSA::SparseAllreduceTopkDSA(Communicator& comm, const SparseOptions& options)
-    : SparseBaseline(comm, options), split_reduce_(comm), gather_(comm) {}
+    : SparseBaseline(comm, options), split_reduce_(comm) {}
 
 void SparseAllreduceTopkDSA::run(float* acc, int64_t n, SparseResult& result) {
   topk_exact(acc, n, topk_count(n, options_.density), indices_);

@@ -46,7 +46,6 @@ class SparseAllreduceTopkDSA : public SparseBaseline {
   void gather_reduced(int64_t n, const Regions& regions, SparseResult& result);
 
   SplitReduce split_reduce_;
-  CooGather gather_;
   std::vector<int64_t> indices_;
   CooBlock selected_;
   CooBlock reduced_;          // this rank's region, reduced (not divided by P)

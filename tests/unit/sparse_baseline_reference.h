@@ -69,20 +69,25 @@ inline std::vector<std::vector<int64_t>> local_topk(const std::vector<std::vecto
   return selected;
 }
 
-/// TopkA: S_i = TopK(acc_i, k); 8k(P-1) bytes (int32 indices) in P-1 messages per rank.
-inline SparseExpectation reference_topka(const std::vector<std::vector<float>>& acc, double density) {
+/// TopkA: S_i = TopK(acc_i, k); the length check's traffic (`check_traffic`, by rank: an
+/// allgather of one int64) + 8k(P-1) bytes (int32 indices) in P-1 messages per rank.
+inline SparseExpectation reference_topka(const std::vector<std::vector<float>>& acc, double density,
+                                         const std::vector<TrafficCounters>& check_traffic) {
   const int P = static_cast<int>(acc.size());
   const auto n = static_cast<int64_t>(acc[0].size());
   const int64_t k = sparse::topk_count(n, density);
   const std::vector<std::vector<int64_t>> selected = local_topk(acc, k);
   SparseExpectation expected = reference_selection_sum(acc, selected);
-  expected.bytes_sent.assign(P, n == 0 ? 0 : 8 * static_cast<uint64_t>(k) * (P - 1));
-  expected.messages_sent.assign(P, n == 0 ? 0 : P - 1);
+  if (n == 0) return silent(expected, P);
+  for (int r = 0; r < P; ++r) {
+    expected.bytes_sent.push_back(check_traffic[r].bytes_sent + 8 * static_cast<uint64_t>(k) * (P - 1));
+    expected.messages_sent.push_back(check_traffic[r].messages_sent + (P - 1));
+  }
   return expected;
 }
 
-/// Gaussiank: S_i = { j : |acc_i[j]| >= gaussian_threshold(acc_i) }; the count
-/// allgather's traffic (`counts_traffic`, by rank) + 8 (C - c_{(r+1) mod P}) bytes of
+/// Gaussiank: S_i = { j : |acc_i[j]| >= gaussian_threshold(acc_i) }; the traffic of the
+/// {count, n} allgather (`counts_traffic`, by rank: two int64 per rank) + 8 (C - c_{(r+1) mod P}) bytes of
 /// entries in P-1 messages (none when C = 0).
 inline SparseExpectation reference_gaussiank(const std::vector<std::vector<float>>& acc, double density,
                                              int corrections, const std::vector<TrafficCounters>& counts_traffic) {
@@ -149,8 +154,10 @@ inline SparseExpectation reference_topkdsa(const std::vector<std::vector<float>>
 /// gTopk on the binomial tree rooted at 0: rank v merges its children v+1, v+2, v+4, ...
 /// (while below its lowest set bit and below P), summing common indices (own + child) and
 /// keeping the top-k of the union; dropped entries go back to v's residual. U = nonzero
-/// entries of the root's set / P. Bytes 8k ((v != 0) + children(v)).
-inline SparseExpectation reference_gtopk(const std::vector<std::vector<float>>& acc, double density) {
+/// entries of the root's set / P. Bytes: the length check's (`check_traffic`, by rank: an
+/// allgather of one int64) + 8k ((v != 0) + children(v)).
+inline SparseExpectation reference_gtopk(const std::vector<std::vector<float>>& acc, double density,
+                                         const std::vector<TrafficCounters>& check_traffic) {
   const int P = static_cast<int>(acc.size());
   const auto n = static_cast<int64_t>(acc[0].size());
   SparseExpectation expected;
@@ -199,8 +206,8 @@ inline SparseExpectation reference_gtopk(const std::vector<std::vector<float>>& 
     }
   for (int v = 0; v < P; ++v) {
     const uint64_t messages = (v != 0 ? 1 : 0) + children(v).size();
-    expected.messages_sent.push_back(messages);
-    expected.bytes_sent.push_back(8 * static_cast<uint64_t>(k) * messages);
+    expected.messages_sent.push_back(check_traffic[v].messages_sent + messages);
+    expected.bytes_sent.push_back(check_traffic[v].bytes_sent + 8 * static_cast<uint64_t>(k) * messages);
   }
   return expected;
 }

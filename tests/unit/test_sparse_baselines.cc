@@ -4,7 +4,8 @@
 // messages sent per rank from the transport's counters), U bit-identical on all ranks and
 // conservation sum_i eps_i + P U == sum_i acc_i. Data are multiples of 1/64 below 2^10,
 // so every sum is exact in any order and the references can compare bits; a second suite
-// uses arbitrary floats and checks identity across ranks and conservation to rounding.
+// uses arbitrary floats and checks identity across ranks and conservation to rounding; a
+// generic test gives one rank a different n for every registered sparse allreduce.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -91,15 +92,22 @@ CallLog run_calls(const Case& c, const sparse::SparseOptions& options, bool dyad
   return out;
 }
 
-// Traffic of the count allgather (CooGather::allgather_counts, tested with the
-// allgather algorithms) on P ranks, by rank: a part of the gaussiank and topkdsa formulas.
-std::vector<TrafficCounters> count_allgather_traffic(int P) {
+// Traffic of an allgather of `words` int64 per rank (CooGather::allgather_words, tested with
+// the allgather algorithms) on P ranks, by rank: one word is the length check of dense,
+// topka and gtopk and topkdsa's count allgather, two words gaussiank's {count, n}.
+std::vector<TrafficCounters> count_allgather_traffic(int P, int words = 1) {
   std::vector<TrafficCounters> traffic(P);
   const std::string error = run_ranks(P, [&](Communicator& comm, const AbortFlag&) {
     sparse::CooGather gather(comm);
-    const std::vector<int64_t> counts = gather.allgather_counts(100 + comm.rank());
-    for (int q = 0; q < P; ++q) EXPECT_EQ(counts[q], 100 + q) << "rank " << comm.rank() << ": count of rank " << q;
+    const std::vector<int64_t> counts = gather.allgather_words(std::vector<int64_t>(words, 100 + comm.rank()));
+    for (int q = 0; q < P * words; ++q)
+      EXPECT_EQ(counts[q], 100 + q / words) << "rank " << comm.rank() << ": word " << q << " (P=" << P << ")";
     traffic[comm.rank()] = comm.counters();
+    EXPECT_EQ(traffic[comm.rank()].bytes_sent, sparse::CooGather::words_traffic(P, comm.rank(), words).bytes_sent)
+        << "rank " << comm.rank() << " (P=" << P << ", words=" << words << "): CooGather::words_traffic bytes";
+    EXPECT_EQ(traffic[comm.rank()].messages_sent,
+              sparse::CooGather::words_traffic(P, comm.rank(), words).messages_sent)
+        << "rank " << comm.rank() << " (P=" << P << ", words=" << words << "): CooGather::words_traffic messages";
   });
   EXPECT_EQ(error, "");
   return traffic;
@@ -107,12 +115,12 @@ std::vector<TrafficCounters> count_allgather_traffic(int P) {
 
 SparseExpectation reference(const Case& c, const sparse::SparseOptions& options,
                             const std::vector<std::vector<float>>& acc) {
-  if (c.algorithm == "topka") return testing_util::reference_topka(acc, c.density);
+  if (c.algorithm == "topka") return testing_util::reference_topka(acc, c.density, count_allgather_traffic(c.P));
   if (c.algorithm == "topkdsa") return testing_util::reference_topkdsa(acc, c.density, count_allgather_traffic(c.P));
-  if (c.algorithm == "gtopk") return testing_util::reference_gtopk(acc, c.density);
+  if (c.algorithm == "gtopk") return testing_util::reference_gtopk(acc, c.density, count_allgather_traffic(c.P));
   if (c.algorithm == "gaussiank")
     return testing_util::reference_gaussiank(acc, c.density, options.gaussian_corrections,
-                                             count_allgather_traffic(c.P));
+                                             count_allgather_traffic(c.P, 2));
   return testing_util::reference_dense(acc);
 }
 
@@ -188,9 +196,17 @@ TEST_P(SparseBaseline, MatchesReferenceResidualAndBytes) {
       for (int r = 0; r < c.P; ++r)
         EXPECT_EQ(out.counters[t][r].bytes_sent, sparse::SparseAllreduceGTopk::bytes_sent(c.n, c.density, c.P, r))
             << "rank " << r << " of " << case_name(c) << " call " << t << ": SparseAllreduceGTopk::bytes_sent";
-    if (c.algorithm == "dense")
+    if (c.algorithm == "dense") {
+      // The dense algorithm's own traffic: the counters minus the length check's (n > 0).
+      std::vector<TrafficCounters> allreduce_only = out.counters[t];
+      const std::vector<TrafficCounters> check = count_allgather_traffic(c.P);
+      for (int r = 0; r < c.P && c.n > 0; ++r) {
+        allreduce_only[r].bytes_sent -= check[r].bytes_sent;
+        allreduce_only[r].messages_sent -= check[r].messages_sent;
+      }
       testing_util::expect_counts(cat(case_name(c), " call ", t), sparse::SparseAllreduceDense::cost(c.P, c.n),
-                                  out.counters[t]);
+                                  allreduce_only);
+    }
     expect_conservation(cat(case_name(c), " call ", t), out, t, c.P, c.n, 1e-6);
     if (::testing::Test::HasFailure()) return;
   }
@@ -234,9 +250,11 @@ TEST(SparseBaselines, RegistryListsEveryBaselineAndRejectsUnknownNames) {
   EXPECT_EQ(error, "");
 }
 
-TEST(SparseBaselines, TopkABytesPerRankAre8kPMinus1) {
-  // The documented TopkA volume, stated directly: n = 10000, d = 0.01 -> k = 100.
+TEST(SparseBaselines, TopkABytesPerRankAre8kPMinus1PlusLengthCheck) {
+  // The documented TopkA volume, stated directly: n = 10000, d = 0.01 -> k = 100, and the
+  // length check's allgather of one int64 (8(P-1) bytes on a power of two).
   for (int P : {2, 5, 8}) {
+    const std::vector<TrafficCounters> check = count_allgather_traffic(P);
     std::vector<uint64_t> bytes(P);
     const std::string error = run_ranks(P, [&](Communicator& comm, const AbortFlag&) {
       sparse::SparseOptions options;
@@ -249,8 +267,9 @@ TEST(SparseBaselines, TopkABytesPerRankAre8kPMinus1) {
     });
     ASSERT_EQ(error, "");
     for (int r = 0; r < P; ++r) {
-      EXPECT_EQ(bytes[r], 8u * 100u * (P - 1)) << "rank " << r << " of topka, P=" << P;
-      EXPECT_EQ(bytes[r], sparse::SparseAllreduceTopkA::bytes_sent(10000, 0.01, P)) << "rank " << r << ", P=" << P;
+      EXPECT_EQ(bytes[r], 8u * 100u * (P - 1) + check[r].bytes_sent) << "rank " << r << " of topka, P=" << P;
+      if (P != 5) EXPECT_EQ(check[r].bytes_sent, 8u * (P - 1)) << "rank " << r << ", P=" << P << ": length check";
+      EXPECT_EQ(bytes[r], sparse::SparseAllreduceTopkA::bytes_sent(10000, 0.01, P, r)) << "rank " << r << ", P=" << P;
     }
   }
 }
@@ -275,23 +294,52 @@ TEST(SparseBaselines, NegativeLengthIsInvalidOnEveryRank) {
   }
 }
 
-TEST(SparseBaselines, TopkDsaReportsDifferentLengthsOnEveryRank) {
-  for (int P : {2, 4}) {
-    std::vector<int> thrown(P, 0);
-    const std::string error = run_ranks(P, [&](Communicator& comm, const AbortFlag&) {
-      auto algorithm = sparse::make_sparse_allreduce("topkdsa", comm);
-      const int64_t n = comm.rank() == 1 ? 120 : 100;
-      std::vector<float> acc = gradient(comm.rank(), 0, n, false);
-      sparse::SparseResult result;
-      try {
-        algorithm->allreduce(acc.data(), n, result);
-      } catch (const MismatchError&) {
-        thrown[comm.rank()] = 1;
+// Every registered sparse allreduce, P = 2..5: one rank passes a different n (smaller or
+// larger), every rank throws MismatchError naming the ranks and both n's (no hang); then a
+// consistent call on the same objects gives the U and residual of a fresh object (exact
+// mode, dyadic data: independent of state and summation order).
+TEST(SparseBaselines, DifferentLengthsThrowOnEveryRankThenRecover) {
+  sparse::SparseOptions options;
+  options.density = 0.05;
+  options.exact = true;
+  constexpr int64_t kN = 100;
+  for (const std::string& name : sparse::sparse_allreduce_names())
+    for (int P = 2; P <= 5; ++P) {
+      const int odd_rank = P - 1;
+      const int64_t odd_n = P % 2 ? kN + 20 : kN - 20;
+      std::vector<std::string> errors(P);
+      std::vector<sparse::SparseResult> reused(P), fresh(P);
+      std::vector<std::vector<float>> reused_acc(P), fresh_acc(P);
+      const std::string error = run_ranks(P, [&](Communicator& comm, const AbortFlag&) {
+        const int r = comm.rank();
+        auto algorithm = sparse::make_sparse_allreduce(name, comm, options);
+        const int64_t n = r == odd_rank ? odd_n : kN;
+        std::vector<float> acc = gradient(r, 0, n, true);
+        sparse::SparseResult result;
+        try {
+          algorithm->allreduce(acc.data(), n, result);
+        } catch (const MismatchError& e) {
+          errors[r] = e.what();
+        }
+        reused_acc[r] = gradient(r, 1, kN, true);
+        algorithm->allreduce(reused_acc[r].data(), kN, reused[r]);
+        auto clean = sparse::make_sparse_allreduce(name, comm, options);
+        fresh_acc[r] = gradient(r, 1, kN, true);
+        clean->allreduce(fresh_acc[r].data(), kN, fresh[r]);
+      });
+      const std::string what = cat(name, " (P=", P, ", n=", kN, ", rank ", odd_rank, " n=", odd_n, ")");
+      ASSERT_EQ(error, "") << what;
+      for (int r = 0; r < P; ++r) {
+        EXPECT_NE(errors[r], "") << "rank " << r << " of " << what << ": no MismatchError";
+        for (const std::string& part : {cat("rank ", odd_rank, ": n=", odd_n), cat("rank 0: n=", kN)})
+          EXPECT_NE(errors[r].find(part), std::string::npos)
+              << "rank " << r << " of " << what << ": message lacks \"" << part << "\": " << errors[r];
+        expect_same_result(cat("rank ", r, " of ", what, ", consistent call after the mismatch"), reused[r],
+                           fresh[r]);
+        const int64_t e = first_difference(reused_acc[r], fresh_acc[r]);
+        EXPECT_EQ(e, -1) << "rank " << r << " of " << what << ": residual after the mismatch differs at element " << e;
       }
-    });
-    ASSERT_EQ(error, "") << "P=" << P;
-    for (int r = 0; r < P; ++r) EXPECT_EQ(thrown[r], 1) << "rank " << r << " of topkdsa (P=" << P << ", n=100/120)";
-  }
+    }
 }
 
 TEST(SparseBaselines, InvalidOptionsAreRejected) {
