@@ -137,9 +137,14 @@ void Engine::Impl::execute(Operation* op) {
     explicit RunningScope(const void* engine) { running_engine = engine; }
     ~RunningScope() { running_engine = saved; }
   } scope(this);
-  if (op->inherited) {
+  if (op->inherited && !op->options.on_skip) {
     finish(op, op->inherited);
     return;
+  }
+  if (op->inherited) {  // PushOptions::on_skip: run it as the operation's async function
+    op->async = [skip = std::move(op->options.on_skip), inherited = op->inherited](OnComplete done) {
+      skip(inherited, std::move(done));
+    };
   }
   if (op->async) {
     // The function object stays alive here until it returns, even if it completes (and the

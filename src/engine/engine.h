@@ -7,7 +7,9 @@
 // between two writes may run concurrently; operations sharing no var are unordered. An
 // error (exception from a synchronous fn, or passed to on_complete) is stored on the
 // operation's written vars; later operations reading or writing a failed var are skipped
-// and inherit it; wait_for_var()/wait_all() rethrow it once and clear it.
+// and inherit it; wait_for_var()/wait_all() rethrow it once and clear it. An operation that
+// must act even when skipped (a collective whose peers wait for it) sets
+// PushOptions::on_skip: it then runs that callback with the inherited error instead.
 //
 // Threads: `cpu_threads` workers and `comm_threads` communication threads, each pool with a
 // ready queue ordered by priority; idle threads sleep on condition variables. The rule and
@@ -34,18 +36,31 @@ enum class FnKind {
   kComm,  ///< the communication thread (collectives; issued in dependency order)
 };
 
-/// Options of one push.
-struct PushOptions {
-  FnKind kind = FnKind::kCpu;
-  int priority = 0;  ///< higher runs first among ready operations of one pool
-  std::string name;  ///< for error messages and debugging
-};
-
 /// Callback an asynchronous operation calls exactly once, from any thread: nullptr on
 /// success, else the error. A second call throws StateError.
 using OnComplete = std::function<void(std::exception_ptr error)>;
 using SyncFn = std::function<void()>;
 using AsyncFn = std::function<void(OnComplete on_complete)>;
+/// Runs instead of an operation that would be skipped: `inherited` is the error found on
+/// its vars (the earliest stored on a var it lists). It completes like an AsyncFn.
+using SkipFn = std::function<void(std::exception_ptr inherited, OnComplete on_complete)>;
+
+/// Options of one push.
+struct PushOptions {
+  FnKind kind = FnKind::kCpu;
+  int priority = 0;  ///< higher runs first among ready operations of one pool
+  std::string name;  ///< for error messages and debugging
+  /// Empty (default): an operation whose vars hold an error is skipped, and the error is
+  /// stored on its writes. Set: the engine calls on_skip(inherited, on_complete) on the
+  /// operation's pool thread instead, with the operation's vars held as usual; what it
+  /// passes to on_complete is stored on the writes like any operation's error (nullptr:
+  /// nothing is added, so later operations on the writes run). The inherited error stays
+  /// where it was stored (wait_for_var on that var still rethrows it). A throw from
+  /// on_skip before it completes is the operation's error. Use it where peers depend on
+  /// the operation taking place (a collective), so that it can report the failure to them
+  /// instead of vanishing.
+  SkipFn on_skip = nullptr;
+};
 
 class Engine {
  public:

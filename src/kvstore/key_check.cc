@@ -90,6 +90,12 @@ std::string describe_verdict(const Verdict& verdict) {
         << "); every rank must init and push the same keys with the same dtype and shape in the same order "
            "(per communicator); the collective was skipped on every rank";
   }
+  if (verdict.num_bad > 1) {
+    out << "; " << verdict.num_bad << " ranks in all cannot take part or differ from rank 0: ranks ";
+    const int shown = std::min(verdict.num_bad, Verdict::kMaxListed);
+    for (int i = 0; i < shown; ++i) out << (i ? ", " : "") << verdict.listed[i];
+    if (verdict.num_bad > shown) out << ", ...";
+  }
   return out.str();
 }
 
@@ -115,11 +121,13 @@ void KeyCheck::decide() {
   verdict_.root = headers_[0];
   for (int r = 0; r < comm_.size(); ++r) {
     const KeyHeader& header = headers_[r];
-    if (header.problem != static_cast<int32_t>(KeyProblem::kNone) || !header.same_request(headers_[0])) {
+    if (header.problem == static_cast<int32_t>(KeyProblem::kNone) && header.same_request(headers_[0])) continue;
+    if (verdict_.bad_rank < 0) {
       verdict_.bad_rank = r;
       verdict_.bad = header;
-      break;
     }
+    if (verdict_.num_bad < Verdict::kMaxListed) verdict_.listed[verdict_.num_bad] = r;
+    ++verdict_.num_bad;
   }
   for (int r = 1; r < comm_.size(); ++r) sends_.push_back(comm_.isend(&verdict_, sizeof(Verdict), r, kVerdictTag));
   decided_ = true;

@@ -66,16 +66,20 @@ struct KeyHeader {
 };
 
 /// Rank 0's answer: bad_rank is -1 when every rank agrees; otherwise the first rank that
-/// differs from rank 0 or reported a problem, and its header.
+/// differs from rank 0 or reported a problem, and its header; num_bad counts all such ranks
+/// and `listed` names the first kMaxListed of them (ascending), so that an error seen on
+/// several ranks at once (e.g. a gradient op failing on two ranks) is reported with all.
 struct Verdict {
+  static constexpr int kMaxListed = 16;
   int32_t bad_rank = -1;
-  int32_t reserved = 0;
+  int32_t num_bad = 0;
+  int32_t listed[kMaxListed] = {};
   KeyHeader root;
   KeyHeader bad;
 };
 
 /// The message every rank throws for a bad verdict, identical on every rank: names the
-/// key(s), the ranks and what differed. Empty when verdict.bad_rank < 0.
+/// key(s), the first bad rank and what differed, and every listed bad rank when several. Empty when verdict.bad_rank < 0.
 std::string describe_verdict(const Verdict& verdict);
 /// Throws InvalidArgument (a rank reported a local problem) or MismatchError (ranks
 /// differ) with describe_verdict(); returns when every rank agrees.

@@ -7,6 +7,20 @@
 #include "kvstore/key_collective.h"
 
 namespace concord::kvstore {
+namespace {
+
+// The text of a stored error: what() of a std::exception, else a placeholder.
+std::string error_message(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+}  // namespace
 
 const char* kvstore_type_name(KVStoreType type) {
   switch (type) {
@@ -211,30 +225,44 @@ void KVStore::push_engine(int key, const TensorView& grad, engine::Var* grad_var
   CommSlot* slot = slots_->data[index].get();
   CollectiveDriver* driver = slots_->driver.get();
   const KeyHeader header = request.header;
-  const bool ok = header.problem == static_cast<int32_t>(KeyProblem::kNone);
   const void* source = grad.data;
-  const size_t bytes = ok ? grad.num_bytes() : 0;
+  const size_t bytes = header.problem == static_cast<int32_t>(KeyProblem::kNone) ? grad.num_bytes() : 0;
   std::vector<engine::Var*> reads;
   if (grad_var != nullptr) reads.push_back(grad_var);
-  engine_.push_async(
-      [entry, header, ok, source, bytes, slot, driver](engine::OnComplete on_complete) {
-        // Errors go to the key (pull rethrows them), never to the engine: an error stored on
-        // the communicator's or chain var would skip every later push on it.
-        try {
-          void* data = ok ? entry->value.data() : nullptr;
-          if (bytes > 0) std::memcpy(data, source, bytes);
-          auto collective = std::make_unique<KeyCollective>(*slot, header, data);
-          driver->submit(std::move(collective), [entry, on_complete](std::exception_ptr error) {
-            entry->set_error(error);
-            on_complete(nullptr);
-          });
-        } catch (...) {
-          entry->set_error(std::current_exception());
-          on_complete(nullptr);
-        }
-      },
-      reads, {entry->var, slots_->data_vars[index]},
-      {engine::FnKind::kComm, priority, "kvstore.push." + std::to_string(key)});
+  // Errors go to the key (pull rethrows them), never to the engine: an error stored on the
+  // communicator's or chain var would skip every later push on it.
+  // `run` copies the gradient in and hands the KeyCollective of `mine` to the driver.
+  auto run = [entry, slot, driver](const KeyHeader& mine, const void* from, size_t length,
+                                   const engine::OnComplete& on_complete) {
+    try {
+      const bool ok = mine.problem == static_cast<int32_t>(KeyProblem::kNone);
+      void* data = ok ? entry->value.data() : nullptr;
+      if (ok && length > 0) std::memcpy(data, from, length);
+      auto collective = std::make_unique<KeyCollective>(*slot, mine, data);
+      driver->submit(std::move(collective), [entry, on_complete](std::exception_ptr error) {
+        entry->set_error(error);
+        on_complete(nullptr);
+      });
+    } catch (...) {
+      entry->set_error(std::current_exception());
+      on_complete(nullptr);
+    }
+  };
+  engine::PushOptions push_options{engine::FnKind::kComm, priority, "kvstore.push." + std::to_string(key)};
+  // A failed gradient (or an earlier failed op on the key) would make the engine skip this
+  // push on this rank only, and its peers would wait in the collective forever. Instead the
+  // push still joins the KeyCheck, flagged kInputFailed, so every rank fails with the same
+  // error naming the key and this rank, and no allreduce runs (issue 7).
+  push_options.on_skip = [run, header](std::exception_ptr inherited, engine::OnComplete on_complete) {
+    KeyHeader failed = header;
+    if (failed.problem == static_cast<int32_t>(KeyProblem::kNone))  // else report the first problem
+      failed.set_problem(KeyProblem::kInputFailed,
+                         "an operation writing its gradient or key failed: " + error_message(inherited));
+    run(failed, nullptr, 0, on_complete);
+  };
+  engine_.push_async([run, header, source, bytes](engine::OnComplete on_complete) {
+    run(header, source, bytes, on_complete);
+  }, reads, {entry->var, slots_->data_vars[index]}, push_options);
   if (concurrent) {
     window_.push_back(entry);
     if (static_cast<int>(window_.size()) >= options_.outstanding) wait_window();
@@ -245,8 +273,10 @@ void KVStore::wait_window() {
   for (auto& entry : window_) {
     try {
       engine_.wait_for_var(entry->var);
-    } catch (...) {  // the push was skipped (its gradient failed): keep the error for pull
-      entry->set_error(std::current_exception());
+    } catch (...) {
+      // An error on the key's var itself (an operation writing kv.var(key) failed): pull
+      // reports the push's own error first (the KeyCheck's, naming the key and rank).
+      if (!entry->get_error()) entry->set_error(std::current_exception());
     }
   }
   window_.clear();

@@ -19,12 +19,12 @@
 //                shared chain var, so every rank runs the collectives in push order while
 //                the rest of the DAG overlaps them.
 // Every collective is preceded by a KeyCheck (kvstore/key_check.h): keys pushed in
-// different orders, unknown keys and mismatched dtypes/shapes become an error on every rank
-// (no hang), and later operations still work.
+// different orders, unknown keys, mismatched dtypes/shapes and failed gradient ops become
+// an error on every rank (no hang), and later operations still work.
 //
-// Bytes on the wire per push of n bytes: the KeyCheck's 2(P-1) headers (~0.3 KB each),
-// then the allreduce the registry selects (ring: 2(P-1)/P * n sent per rank). init: the
-// KeyCheck, then a broadcast of n bytes from rank 0 (binomial or chain).
+// Bytes on the wire per push of n bytes: the KeyCheck's P-1 headers (224 B) and P-1
+// verdicts (520 B), then the allreduce the registry selects (ring: 2(P-1)/P * n sent per
+// rank). init: the KeyCheck, then a broadcast of n bytes from rank 0 (binomial or chain).
 //
 // Threading: the API (init/push/pull/pushpull/barrier) is called from one thread at a
 // time (the training loop's thread). Engine ops and the driver thread do the rest.
@@ -91,8 +91,13 @@ class KVStore {
   /// Errors (unknown key, dtype/shape differing from init's, ranks pushing different keys
   /// in one slot) are reported on every rank: funneled throws them from push; the others
   /// store them on the key, and pull(key) rethrows them until the next successful push.
-  /// A gradient op that failed: funneled reports it on every rank; concurrent and depchain
-  /// follow engine semantics (the push is skipped on that rank, so its peers wait).
+  /// A gradient op that failed (or an operation writing the key's var that failed) is
+  /// reported on every rank as an InvalidArgument for this key naming the failing rank(s)
+  /// and the error, the allreduce being skipped: concurrent and depchain join the
+  /// collective through PushOptions::on_skip instead of being skipped by the engine (no
+  /// hang); the failing rank's grad_var keeps its own error (engine semantics: until
+  /// wait_for_var(grad_var), later ops on it are skipped too; funneled has already
+  /// consumed it by waiting).
   /// Every rank must push the same keys in the same order (per communicator for
   /// concurrent). `priority` orders ready engine ops (higher first).
   void push(int key, const TensorView& grad, engine::Var* grad_var = nullptr, int priority = 0);

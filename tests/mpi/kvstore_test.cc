@@ -32,6 +32,14 @@ TEST_P(KVStoreMpiTest, MisuseFailsOnEveryRankAndTheStoreRecovers) {
   scenarios::init_mismatch_and_double_init_fail_on_every_rank(*comm, GetParam());
 }
 
+// Issue 7: a gradient op failing on one rank (two at np >= 4) is an error for that key on
+// every rank, not a hang; the other keys and the next round reduce correctly.
+TEST_P(KVStoreMpiTest, FailedGradientOpFailsOnEveryRank) {
+  auto comm = world();
+  if (comm->size() < 2) GTEST_SKIP() << "needs two ranks";
+  scenarios::failed_gradient_op_fails_on_every_rank(*comm, GetParam());
+}
+
 INSTANTIATE_TEST_SUITE_P(Designs, KVStoreMpiTest,
                          ::testing::Values(KVStoreType::kFunneled, KVStoreType::kConcurrent, KVStoreType::kDepChain),
                          [](const ::testing::TestParamInfo<KVStoreType>& info) {

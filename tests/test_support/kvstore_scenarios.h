@@ -10,6 +10,7 @@
 #include <chrono>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -284,6 +285,94 @@ inline void init_mismatch_and_double_init_fail_on_every_rank(Communicator& world
   kv.init(0, good);
   kv.init(3, good);
   expect_store_works(kv, label);
+  kv.barrier();
+}
+
+/// Needs P >= 2 (issue 7). Keys 0..5 (float32 [6]) are pushed as one batch, each gradient
+/// computed by an engine op; on the last rank (and on rank 1 too when P >= 4) the op
+/// computing key 4's gradient throws. Every rank gets an InvalidArgument for key 4 naming
+/// the key, the failing rank(s) and the first one's error (funneled: thrown by push; concurrent/depchain: rethrown by pull, also through an
+/// engine var) instead of a hang; the other keys of the batch reduce correctly. On the
+/// failing rank the gradient's var keeps its own error (concurrent/depchain: engine
+/// semantics; funneled consumed it waiting for the gradient). A second batch, with every
+/// gradient fine, reduces every key correctly.
+inline void failed_gradient_op_fails_on_every_rank(Communicator& world, KVStoreType type) {
+  engine::Engine engine(2, 1);
+  KVStore kv(engine, world, options_for(type));
+  const int rank = kv.rank(), P = kv.num_workers();
+  const bool culprit = rank == P - 1 || (P >= 4 && rank == 1);
+  const int failing_key = 4;
+  const std::string label = cat("rank ", rank, " ", kvstore_type_name(type), " P=", P, " n=6");
+  constexpr int kKeys = 6;
+  std::vector<std::vector<float>> grads(kKeys, std::vector<float>(6, 0.0f)), outs(kKeys, std::vector<float>(6, -1.0f));
+  std::vector<engine::Var*> grad_vars;
+  for (int key = 0; key < kKeys; ++key) {
+    kv.init(key, TensorView{grads[key].data(), DataType::kFloat32, {6}});
+    grad_vars.push_back(engine.new_var());
+  }
+  engine::Var* out_var = engine.new_var();
+  for (int round = 0; round < 2; ++round) {
+    const std::string where = cat(label, " round ", round);
+    for (int key = 0; key < kKeys; ++key) {
+      float* grad = grads[key].data();
+      const bool fail = round == 0 && culprit && key == failing_key;
+      engine.push_sync(
+          [grad, fail, rank, key, round] {
+            if (fail) throw std::runtime_error("out of memory in layer 4");
+            for (int i = 0; i < 6; ++i) grad[i] = static_cast<float>(rank + key + round + i);
+          },
+          {}, {grad_vars[key]}, {engine::FnKind::kCpu, 0, cat("gradient ", key)});
+    }
+    std::map<int, std::string> errors;
+    for (int key = 0; key < kKeys; ++key) {
+      try {
+        kv.push(key, TensorView{grads[key].data(), DataType::kFloat32, {6}}, grad_vars[key]);
+      } catch (const Error& e) {
+        errors[key] = describe(e);
+      }
+    }
+    for (int key = 0; key < kKeys; ++key) {
+      if (errors.count(key)) continue;
+      const TensorView out{outs[key].data(), DataType::kFloat32, {6}};
+      try {
+        if (key == failing_key) {  // through the engine: the error lands on out_var
+          kv.pull(key, out, out_var);
+          engine.wait_for_var(out_var);
+        } else {
+          kv.pull(key, out);
+        }
+      } catch (const Error& e) {
+        errors[key] = describe(e);
+      }
+    }
+    if (round == 0) {
+      std::vector<std::string> parts = {cat("key ", failing_key), "out of memory in layer 4", "skipped on every rank"};
+      parts.push_back(P >= 4 ? cat("rank 1 cannot take part") : cat("rank ", P - 1, " cannot take part"));
+      if (P >= 4) parts.push_back(cat("2 ranks in all cannot take part or differ from rank 0: ranks 1, ", P - 1));
+      expect_error(errors, failing_key, "InvalidArgument", parts, where);
+      bool own_error = false;
+      try {
+        engine.wait_for_var(grad_vars[failing_key]);
+      } catch (const std::runtime_error& e) {
+        own_error = std::string(e.what()) == "out of memory in layer 4";
+      }
+      EXPECT_EQ(own_error, culprit && type != KVStoreType::kFunneled)
+          << where << ": the failing rank's gradient var must keep its own error (engine designs)";
+    }
+    for (int key = 0; key < kKeys; ++key) {
+      if (round == 0 && key == failing_key) continue;
+      EXPECT_EQ(errors.count(key), 0u) << where << " key " << key << ": " << (errors.count(key) ? errors[key] : "");
+      const TensorView out{outs[key].data(), DataType::kFloat32, {6}};
+      EXPECT_EQ(first_difference(out,
+                                 [&](int64_t i) {
+                                   double sum = 0;
+                                   for (int r = 0; r < P; ++r) sum += r + key + round + static_cast<double>(i);
+                                   return sum;
+                                 }),
+                "")
+          << where << " key " << key;
+    }
+  }
   kv.barrier();
 }
 

@@ -1,7 +1,8 @@
 // Dependency engine (src/engine/engine.h, ../shared/specs/engine-kvstore.md): semantics,
 // not timing. Random DAGs must give exactly the sequential result for several pool sizes;
 // versions count writes; reads overlap (observed through a latch) while writes are
-// exclusive; errors are stored, inherited by skipped dependents, rethrown once by the waits;
+// exclusive; errors are stored, inherited by skipped dependents (or handed to on_skip),
+// rethrown once by the waits;
 // async operations complete from foreign threads; concurrent pushers; deferred deletion;
 // shutdown with pending work; priorities with one worker.
 #include "engine/engine.h"
@@ -274,6 +275,61 @@ TEST(Engine, ErrorsPropagateSkipDependentsAndAreRethrownOnce) {
   engine.push_sync([&] { dependent_ran = true; }, {a}, {b});
   EXPECT_NO_THROW(engine.wait_for_var(b));
   EXPECT_TRUE(dependent_ran.load());
+}
+
+// PushOptions::on_skip: an operation that would be skipped runs the callback with the
+// inherited error (on its pool, with its vars held) instead of its function; what the
+// callback completes with is stored on the writes, and the inherited error stays where it
+// was. Without on_skip the same dependents are skipped as before.
+TEST(Engine, OnSkipRunsWithTheInheritedErrorInsteadOfSkipping) {
+  Engine engine(2, 1);
+  Var* grad = engine.new_var();
+  Var* clean = engine.new_var();
+  Var* flagged = engine.new_var();
+  std::atomic<bool> fn_ran{false};
+  std::string seen;  // written by on_skip, read after the waits
+  engine.push_sync([] { throw std::runtime_error("gradient exploded"); }, {}, {grad}, {FnKind::kCpu, 0, "grad"});
+  // 1. on_skip completes with nullptr: nothing is stored on its write.
+  PushOptions quiet{FnKind::kComm, 0, "collective"};
+  quiet.on_skip = [&](std::exception_ptr inherited, OnComplete done) {
+    try {
+      std::rethrow_exception(inherited);
+    } catch (const std::runtime_error& e) {
+      seen = e.what();
+    }
+    done(nullptr);
+  };
+  engine.push_async([&](OnComplete done) { fn_ran = true; done(nullptr); }, {grad}, {clean}, quiet);
+  // 2. on_skip completes with its own error: stored on its write.
+  PushOptions loud{FnKind::kCpu, 0, "reporter"};
+  loud.on_skip = [](std::exception_ptr, OnComplete done) {
+    done(std::make_exception_ptr(StateError("reported by on_skip")));
+  };
+  engine.push_sync([&] { fn_ran = true; }, {grad}, {flagged}, loud);
+  EXPECT_NO_THROW(engine.wait_for_var(clean)) << "on_skip completed with nullptr: no error on its write";
+  EXPECT_EQ(seen, "gradient exploded") << "on_skip must receive the inherited error";
+  EXPECT_EQ(engine.version(clean), 1u);
+  try {
+    engine.wait_for_var(flagged);
+    FAIL() << "the error on_skip completed with must be stored on the write";
+  } catch (const StateError& e) {
+    EXPECT_NE(std::string(e.what()).find("reported by on_skip"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fn_ran.load()) << "the operation's own function must not run when it is skipped";
+  EXPECT_THROW(engine.wait_for_var(grad), std::runtime_error) << "the inherited error stays on its var";
+  // 3. Later operations on `clean` run (nothing was stored there), and with the error
+  // cleared the operation with on_skip runs its own function again.
+  engine.push_async([&](OnComplete done) { fn_ran = true; done(nullptr); }, {grad}, {clean}, quiet);
+  EXPECT_NO_THROW(engine.wait_for_var(clean));
+  EXPECT_TRUE(fn_ran.load()) << "with no error on its vars the function runs, not on_skip";
+  // 4. A throw from on_skip is the operation's error.
+  engine.push_sync([] { throw std::runtime_error("again"); }, {}, {grad});
+  PushOptions thrower{FnKind::kCpu, 0, "thrower"};
+  thrower.on_skip = [](std::exception_ptr, OnComplete) { throw CommError("thrown by on_skip"); };
+  engine.push_sync([] {}, {grad}, {flagged}, thrower);
+  EXPECT_THROW(engine.wait_for_var(flagged), CommError);
+  EXPECT_THROW(engine.wait_for_var(grad), std::runtime_error);
+  EXPECT_NO_THROW(engine.wait_all());
 }
 
 TEST(Engine, WaitAllRethrowsTheFirstErrorThenClearsAll) {

@@ -2,7 +2,8 @@
 // depchain) at 1..5 ranks, running the scenarios of tests/test_support/kvstore_scenarios.h:
 // gradients computed by engine ops that finish in a different random order on every rank,
 // init broadcasting rank 0's value, every dtype, and misuse (keys in different orders,
-// unknown keys, mismatched shapes, double init) reported on every rank without a hang.
+// unknown keys, mismatched shapes, double init, a failed gradient op) reported on every
+// rank without a hang.
 #include <gtest/gtest.h>
 
 #include "kvstore/key_check.h"
@@ -64,10 +65,15 @@ TEST_P(KVStoreErrorTest, InitMismatchAndDoubleInitFailOnEveryRank) {
   EXPECT_EQ(run_scenario(GetParam(), scenarios::init_mismatch_and_double_init_fail_on_every_rank), "");
 }
 
+TEST_P(KVStoreErrorTest, FailedGradientOpFailsOnEveryRankAndOthersReduce) {
+  EXPECT_EQ(run_scenario(GetParam(), scenarios::failed_gradient_op_fails_on_every_rank), "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Designs, KVStoreErrorTest,
                          ::testing::Values(Case{KVStoreType::kFunneled, 2}, Case{KVStoreType::kFunneled, 3},
                                            Case{KVStoreType::kConcurrent, 2}, Case{KVStoreType::kConcurrent, 3},
-                                           Case{KVStoreType::kDepChain, 2}, Case{KVStoreType::kDepChain, 4}),
+                                           Case{KVStoreType::kConcurrent, 4}, Case{KVStoreType::kDepChain, 2},
+                                           Case{KVStoreType::kDepChain, 3}, Case{KVStoreType::kDepChain, 4}),
                          case_name);
 
 TEST(KVStoreConcurrent, OrderMattersOnlyPerCommunicator) {
@@ -126,9 +132,12 @@ TEST(KeyCheck, TrafficAndVerdictAsDocumented) {
       for (const auto& c : counters) messages += c.messages_sent, bytes += c.bytes_sent;
       EXPECT_EQ(messages, 2u * (P - 1)) << "P=" << P;
       EXPECT_EQ(bytes, (P - 1) * (sizeof(KeyHeader) + sizeof(Verdict))) << "P=" << P;
+      EXPECT_EQ(sizeof(KeyHeader), 224u) << "kvstore.h and docs/architecture.md give the size";
+      EXPECT_EQ(sizeof(Verdict), 520u) << "kvstore.h and docs/architecture.md give the size";
       const int expected_bad = P > 1 ? odd_rank : -1;
       for (int r = 0; r < P; ++r) {
         EXPECT_EQ(verdicts[r].bad_rank, expected_bad) << "rank " << r << " P=" << P;
+        EXPECT_EQ(verdicts[r].num_bad, expected_bad < 0 ? 0 : 1) << "rank " << r << " P=" << P;
         EXPECT_EQ(describe_verdict(verdicts[r]), describe_verdict(verdicts[0])) << "rank " << r << " P=" << P;
       }
     }
@@ -172,6 +181,12 @@ TEST(KeyCheck, VerdictNamesKeysRanksAndDifference) {
   for (const char* part : {"rank 0", "rank 2", "key 4", "float32 [2, 3]", "float16 [6]", "dtype and shape differ"})
     EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' missing from: " << message;
   EXPECT_THROW(throw_if_bad(verdict), MismatchError);
+  EXPECT_EQ(message.find("ranks in all"), std::string::npos) << "one bad rank needs no list: " << message;
+  verdict.num_bad = 3;
+  verdict.listed[0] = 2, verdict.listed[1] = 5, verdict.listed[2] = 9;
+  const std::string listed = describe_verdict(verdict);
+  EXPECT_NE(listed.find("3 ranks in all cannot take part or differ from rank 0: ranks 2, 5, 9"), std::string::npos)
+      << listed;
   verdict.bad.set_problem(KeyProblem::kUnknownKey, "key 4 was never initialised on it");
   EXPECT_THROW(throw_if_bad(verdict), InvalidArgument);
   verdict.bad_rank = -1;
