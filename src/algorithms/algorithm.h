@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/backoff.h"
 #include "concord/types.h"
 
 namespace concord {
@@ -125,23 +126,7 @@ class AlltoallAlgorithm : public Algorithm {
   virtual void start(const void* send, void* recv, size_t block_bytes) = 0;
 };
 
-/// The wait between two progress() calls of a driver loop that found no work: the first
-/// 128 waits yield the CPU (a message on shared memory usually lands within
-/// microseconds), later ones sleep 1, 2, 4, ... up to 50 microseconds, so on an
-/// oversubscribed node the ranks this one waits for get the core. Sets this thread's timer
-/// slack to 1 us once (Linux pads every sleep by it, 50 us by default).
-class Backoff {
- public:
-  Backoff();
-  /// Waits once (yield or sleep, as above).
-  void wait();
-
- private:
-  int idle_ = 0;
-  int64_t nap_us_ = 1;
-};
-
-/// Calls progress() until kDone, waiting with a Backoff between calls, so oversubscribed
+/// Calls progress() until kDone, waiting with a Backoff (common/backoff.h) between calls, so oversubscribed
 /// ranks do not starve each other.
 void run_to_completion(Algorithm& algorithm);
 

@@ -1,13 +1,14 @@
 #include "transport/communicator.h"
 
 #include <atomic>
-#include <thread>
 
+#include "common/backoff.h"
 #include "common/enforce.h"
 
 namespace concord {
 
 void wait_all(std::vector<RequestPtr>& requests) {
+  Backoff backoff;
   size_t done = 0;
   while (done < requests.size()) {
     done = 0;
@@ -19,7 +20,7 @@ void wait_all(std::vector<RequestPtr>& requests) {
         ++done;
       }
     }
-    if (done < requests.size()) std::this_thread::yield();
+    if (done < requests.size()) backoff.wait();
   }
   requests.clear();
 }

@@ -100,8 +100,8 @@ class Communicator {
   std::vector<std::shared_ptr<TrafficCounters>> ancestors_;
 };
 
-/// Blocks until every request in `requests` has completed, yielding the CPU between polls
-/// so oversubscribed ranks make progress. Clears the vector.
+/// Blocks until every request in `requests` has completed, waiting with a Backoff
+/// (common/backoff.h) between polls so oversubscribed ranks make progress. Clears the vector.
 void wait_all(std::vector<RequestPtr>& requests);
 
 }  // namespace concord

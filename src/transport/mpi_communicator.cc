@@ -1,5 +1,7 @@
 #include "transport/mpi_communicator.h"
 
+#include "common/backoff.h"
+
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
@@ -131,14 +133,25 @@ RequestPtr MpiCommunicator::irecv(void* data, size_t bytes, int peer, int tag) {
   return request;
 }
 
+void MpiCommunicator::wait_polling(MPI_Request& request, const char* what) {
+  Backoff backoff;
+  int done = 0;
+  while (true) {
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
+    if (done) return;
+    backoff.wait();
+  }
+}
+
 std::vector<std::vector<uint8_t>> MpiCommunicator::gather_bytes(const std::vector<uint8_t>& mine,
                                                                 int root) {
   CONCORD_ENFORCE(mine.size() <= INT_MAX, InvalidArgument, "control message of ", mine.size(),
                   " bytes is too large");
   int length = static_cast<int>(mine.size());
   std::vector<int> lengths(rank_ == root ? size_ : 0);
-  check_mpi(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root, comm_),
-            "MPI_Gather");
+  MPI_Request request;
+  check_mpi(MPI_Igather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, root, comm_, &request), "MPI_Igather");
+  wait_polling(request, "MPI_Igather");
   std::vector<int> displacements(lengths.size());
   std::vector<uint8_t> all;
   if (rank_ == root) {
@@ -149,9 +162,10 @@ std::vector<std::vector<uint8_t>> MpiCommunicator::gather_bytes(const std::vecto
     }
     all.resize(total);
   }
-  check_mpi(MPI_Gatherv(mine.data(), length, MPI_BYTE, all.data(), lengths.data(),
-                        displacements.data(), MPI_BYTE, root, comm_),
-            "MPI_Gatherv");
+  check_mpi(MPI_Igatherv(mine.data(), length, MPI_BYTE, all.data(), lengths.data(), displacements.data(),
+                         MPI_BYTE, root, comm_, &request),
+            "MPI_Igatherv");
+  wait_polling(request, "MPI_Igatherv");
   record_sent(rank_ == root ? 0 : mine.size() + sizeof(int), 0);
   record_received(all.size() + lengths.size() * sizeof(int), 0);
   std::vector<std::vector<uint8_t>> result;
@@ -164,9 +178,12 @@ void MpiCommunicator::broadcast_bytes(std::vector<uint8_t>& data, int root) {
   CONCORD_ENFORCE(data.size() <= INT_MAX, InvalidArgument, "control message of ", data.size(),
                   " bytes is too large");
   int length = static_cast<int>(data.size());
-  check_mpi(MPI_Bcast(&length, 1, MPI_INT, root, comm_), "MPI_Bcast");
+  MPI_Request request;
+  check_mpi(MPI_Ibcast(&length, 1, MPI_INT, root, comm_, &request), "MPI_Ibcast");
+  wait_polling(request, "MPI_Ibcast");
   data.resize(length);
-  check_mpi(MPI_Bcast(data.data(), length, MPI_BYTE, root, comm_), "MPI_Bcast");
+  check_mpi(MPI_Ibcast(data.data(), length, MPI_BYTE, root, comm_, &request), "MPI_Ibcast");
+  wait_polling(request, "MPI_Ibcast");
   if (rank_ == root) {
     record_sent((data.size() + sizeof(int)) * (size_ - 1), 0);
   } else {
@@ -174,12 +191,18 @@ void MpiCommunicator::broadcast_bytes(std::vector<uint8_t>& data, int root) {
   }
 }
 
-void MpiCommunicator::barrier() { check_mpi(MPI_Barrier(comm_), "MPI_Barrier"); }
+void MpiCommunicator::barrier() {
+  MPI_Request request;
+  check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
+  wait_polling(request, "MPI_Ibarrier");
+}
 
 void MpiCommunicator::allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) {
-  check_mpi(MPI_Allreduce(MPI_IN_PLACE, words.data(), static_cast<int>(words.size()), MPI_UINT64_T,
-                          bitwise_and ? MPI_BAND : MPI_BOR, comm_),
-            "MPI_Allreduce (bit vector)");
+  MPI_Request request;
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, words.data(), static_cast<int>(words.size()), MPI_UINT64_T,
+                           bitwise_and ? MPI_BAND : MPI_BOR, comm_, &request),
+            "MPI_Iallreduce (bit vector)");
+  wait_polling(request, "MPI_Iallreduce (bit vector)");
   // Counted as one vector each way: what a rank contributes and what it gets back.
   record_sent(words.size() * sizeof(uint64_t), 0);
   record_received(words.size() * sizeof(uint64_t), 0);

@@ -27,6 +27,9 @@ class MpiCommunicator : public Communicator {
   int size() const override { return size_; }
   RequestPtr isend(const void* data, size_t bytes, int peer, int tag) override;
   RequestPtr irecv(void* data, size_t bytes, int peer, int tag) override;
+  /// gather_bytes, broadcast_bytes, barrier and allreduce_bits run MPI's nonblocking
+  /// collectives (MPI_Igather/Igatherv, Ibcast, Ibarrier, Iallreduce) completed by polling
+  /// with a Backoff, so a rank waiting in the control plane yields its core.
   std::vector<std::vector<uint8_t>> gather_bytes(const std::vector<uint8_t>& mine,
                                                  int root) override;
   void broadcast_bytes(std::vector<uint8_t>& data, int root) override;
@@ -51,6 +54,10 @@ class MpiCommunicator : public Communicator {
   struct Adopt {};
   // Takes ownership of `comm` (no duplicate).
   MpiCommunicator(MPI_Comm comm, Adopt);
+  // Completes `request` by MPI_Test polls with a Backoff between them: a blocking MPI
+  // collective busy-polls (Open MPI's default), which on an oversubscribed node takes the
+  // core from the ranks it waits for. Throws CommError naming `what` on failure.
+  void wait_polling(MPI_Request& request, const char* what);
   // The MPI op for `op` on `dtype`, creating this communicator's user-defined op on first use.
   MPI_Op mpi_op(DataType dtype, ReduceOp op);
 
