@@ -5,5 +5,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
-scripts/mpirun.sh -np "${CONCORD_RANKS:-4}" /usr/bin/python3 examples/train_digits.py --min-accuracy 0.95 "$@"
+# bin/concord-run (Horovod's horovodrun flags) builds the mpirun command and puts python/ on
+# every rank's PYTHONPATH; --verbose prints that command.
+bin/concord-run -np "${CONCORD_RANKS:-4}" --verbose /usr/bin/python3 examples/train_digits.py --min-accuracy 0.95 "$@"
