@@ -5,7 +5,7 @@
 #                                               ConcordTargets.cmake (Concord::concord, ::engine,
 #                                               ::kvstore)
 #   P/<libdir>/pkgconfig/concord.pc
-#   P/bin/concord-*                             the tools
+#   P/bin/concord-*                             the tools and the concord-run launcher
 #   P/${CONCORD_PYTHON_INSTALL_DIR}/concord/    the Python package with its _core module
 # Every installed binary finds the libraries through an $ORIGIN-relative RUNPATH, so the tree
 # works wherever it is put (a prefix under the build tree, dpkg -x, /usr).
@@ -98,4 +98,10 @@ if(TARGET _core)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/concord DESTINATION ${CONCORD_PYTHON_INSTALL_DIR}
     COMPONENT python FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
   install(TARGETS _core LIBRARY DESTINATION ${CONCORD_PYTHON_INSTALL_DIR}/concord COMPONENT python)
+  # bin/concord-run, the launcher (python/concord/run.py), for the found interpreter.
+  if(EXISTS ${PROJECT_SOURCE_DIR}/python/concord/run.py)
+    file(RELATIVE_PATH CONCORD_RUN_PYTHONPATH "/${CMAKE_INSTALL_BINDIR}" "/${CONCORD_PYTHON_INSTALL_DIR}")
+    configure_file(${PROJECT_SOURCE_DIR}/python/concord-run.in ${PROJECT_BINARY_DIR}/concord-run @ONLY)
+    install(PROGRAMS ${PROJECT_BINARY_DIR}/concord-run DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT python)
+  endif()
 endif()

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 packages=(
   g++ cmake ninja-build pkg-config
   openmpi-bin libopenmpi-dev
-  iproute2 util-linux  # ip netns, tc, unshare, flock: scripts/two_hosts.sh
+  iproute2 util-linux  # ip netns, tc, unshare, flock: scripts/cluster.sh
   libgtest-dev libspdlog-dev libcli11-dev nlohmann-json3-dev
   pybind11-dev python3-dev python3-pytest python3-mpi4py
   python3-torch python3-numpy python3-sklearn python3-matplotlib

@@ -6,5 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-export PYTHONPATH="$PWD/${CONCORD_BUILD_DIR:-build}/prefix/lib/python3/dist-packages${PYTHONPATH:+:$PYTHONPATH}"
-scripts/mpirun.sh -np "${CONCORD_RANKS:-4}" /usr/bin/python3 examples/train_digits.py --min-accuracy 0.95 "$@"
+# concord-run (Horovod's horovodrun flags; installed into <build>/prefix by scripts/setup.sh)
+# builds the mpirun command and puts the installed package on every rank's PYTHONPATH;
+# --verbose prints that command.
+"${CONCORD_BUILD_DIR:-build}/prefix/bin/concord-run" -np "${CONCORD_RANKS:-4}" --verbose \
+  /usr/bin/python3 examples/train_digits.py --min-accuracy 0.95 "$@"

@@ -10,6 +10,7 @@
 #include "common/enforce.h"
 #include "common/logging.h"
 #include "algorithms/registry.h"
+#include "patterns/cross.h"
 #include "runtime/fusion.h"
 
 namespace concord {
@@ -105,6 +106,9 @@ Runtime::Runtime(const InitOptions& options) : config_(Config::from_env()) {
   if (options.cycle_time_ms >= 0) config_.cycle_time_ms = options.cycle_time_ms;
   if (options.fusion_threshold_bytes >= 0) config_.fusion_threshold_bytes = options.fusion_threshold_bytes;
   ensure_mpi_initialized();
+  int thread_level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&thread_level);
+  mpi_threads_supported_ = thread_level >= MPI_THREAD_MULTIPLE;
   control_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
   data_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
   MPI_Comm local = MPI_COMM_NULL;
@@ -114,6 +118,9 @@ Runtime::Runtime(const InitOptions& options) : config_(Config::from_env()) {
   MPI_Comm_size(local, &local_size_);
   std::vector<int> node_of_rank = node_of_every_rank(control_->comm(), local);
   MPI_Comm_free(&local);
+  const patterns::CrossPosition cross = patterns::cross_position(node_of_rank, control_->rank());
+  cross_rank_ = cross.rank;
+  cross_size_ = cross.size;
   configure_logging(control_->rank(), config_.log_level);
   CostParams cost = CostParams::from_env();
   adopt_rank0_settings(*control_, config_, cost);

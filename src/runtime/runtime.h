@@ -38,6 +38,9 @@ class Runtime {
   int size() const { return control_->size(); }
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
+  int cross_rank() const { return cross_rank_; }
+  int cross_size() const { return cross_size_; }
+  bool mpi_threads_supported() const { return mpi_threads_supported_; }
   const Config& config() const { return config_; }
 
   /// Validates `request` against the buffers and queues it; see concord.h for the rules
@@ -63,6 +66,9 @@ class Runtime {
   std::unique_ptr<MpiCommunicator> data_;
   int local_rank_ = 0;
   int local_size_ = 1;
+  int cross_rank_ = 0;  // among the ranks with this local rank (patterns/cross.h)
+  int cross_size_ = 1;
+  bool mpi_threads_supported_ = false;  // MPI provides MPI_THREAD_MULTIPLE
   TensorQueue queue_;
   Timeline timeline_;  // declared before its users (negotiator, executor)
   std::unique_ptr<Negotiator> negotiator_;

@@ -27,7 +27,7 @@ grep -q "libopenmpi3" <<<"$depends" || fail "Depends lacks libopenmpi3: $depends
 grep -q "python3 (>=" <<<"$depends" || fail "Depends lacks the python3 version: $depends"
 grep -q "python3-torch" <<<"$recommends" || fail "Recommends lacks python3-torch: $recommends"
 contents=$(dpkg-deb -c "$deb")
-for path in ./usr/bin/concord-info ./usr/include/concord/concord.h ./usr/lib/python3/dist-packages/concord/__init__.py \
+for path in ./usr/bin/concord-info ./usr/bin/concord-run ./usr/include/concord/concord.h ./usr/lib/python3/dist-packages/concord/__init__.py \
   ./usr/lib/python3/dist-packages/concord/torch/__init__.py; do
   grep -q " $path\$" <<<"$contents" || fail "the package lacks $path"
 done
