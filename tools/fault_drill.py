@@ -66,7 +66,8 @@ def run_scenario(scenario, np_, victim, hard_limit, slack):
     limit *= slack
     env = dict(os.environ)
     env.update(extra_env)
-    env["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    # The installed package (PYTHONPATH as the tests set it: build/prefix/...), else the tree.
+    env.setdefault("PYTHONPATH", os.path.join(ROOT, "python"))
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     command = [os.path.join(ROOT, "scripts", "mpirun.sh"), "-np", str(np_), PYTHON,
                os.path.abspath(__file__), "--worker", scenario, "--victim", str(victim)]
