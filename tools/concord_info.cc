@@ -3,11 +3,15 @@
 // algorithm of every collective with its description (src/algorithms/registry.cc) and the
 // cost-model constants in effect (CostParams::from_env), the device-buffer allreduce
 // algorithms and the CUDA status ("CUDA: built, no usable device (<reason>)" where the
-// build has CUDA but the machine has no usable GPU).
+// build has CUDA but the machine has no usable GPU). `concord-info --version` prints the
+// version only.
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 
 #include "algorithms/registry.h"
 #include "common/config.h"
+#include "concord/version.h"
 #include "device/cuda_status.h"
 #include "device/device_registry.h"
 
@@ -21,7 +25,10 @@ void print_algorithms(const char* collective, const char* variable, const std::v
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  CLI::App app{"Prints every CONCORD_* setting, every registered algorithm and the cost model.", "concord-info"};
+  app.set_version_flag("--version", "concord-info " CONCORD_VERSION_STRING);
+  CLI11_PARSE(app, argc, argv);
   for (const auto& var : concord::config_table()) {
     std::printf("%-26s = %-12s (default %s, %s)\n%28s%s\n", var.name,
                 concord::config_value(var.name).c_str(), var.default_value, var.type, "", var.doc);
