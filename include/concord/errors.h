@@ -39,13 +39,6 @@ class CommError : public Error {
   using Error::Error;
 };
 
-/// A device (GPU, or its emulation) reported a failure: out of memory, a failed copy or
-/// kernel, no usable device. The message carries the device's own error text.
-class DeviceError : public Error {
- public:
-  using Error::Error;
-};
-
 /// An internal invariant was violated: a bug in Concord.
 class InternalError : public Error {
  public:

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "concord/types.h"
+#include "device/device_error.h"
 
 namespace concord {
 

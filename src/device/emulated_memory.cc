@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/enforce.h"
+#include "device/device_error.h"
 
 namespace concord {
 

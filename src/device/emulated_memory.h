@@ -21,7 +21,7 @@ class EmulatedMemory {
   ~EmulatedMemory();
 
   /// Maps `bytes` (> 0) bytes twice and returns the inaccessible address. Zero-filled.
-  /// Throws DeviceError naming errno when memfd_create/mmap fails.
+  /// Throws DeviceError (device/device_error.h) naming errno when memfd_create/mmap fails.
   void* allocate(size_t bytes);
   /// Unmaps an address allocate() returned. Throws InvalidArgument for any other address.
   void free(void* data);

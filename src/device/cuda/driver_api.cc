@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include "common/enforce.h"
+#include "device/device_error.h"
 
 namespace concord::cuda {
 namespace {
