@@ -21,9 +21,10 @@ from concord.torch.objects import allgather_object, broadcast_object
 from concord.torch.mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather_async,
                                    allreduce_, allreduce_async, allreduce_async_,
                                    broadcast_, broadcast_async, broadcast_async_,
-                                   grouped_allreduce, grouped_allreduce_, grouped_allreduce_async,
+                                   grouped_allreduce_, grouped_allreduce_async,
                                    grouped_allreduce_async_, poll, synchronize)
-from concord.torch.autograd import allgather, allreduce, broadcast  # differentiable forms
+from concord.torch.autograd import (allgather, allreduce, broadcast,  # differentiable forms
+                                    grouped_allreduce)
 from concord.torch.optimizer import DistributedOptimizer
 from concord.torch.sparse_grad import sparse_allreduce, sparse_allreduce_async
 from concord.torch.sync_batch_norm import SyncBatchNorm
