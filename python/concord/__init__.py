@@ -23,8 +23,13 @@ from concord import _core
 from concord._core import (CommError, ConcordError, InternalError, InvalidArgumentError,
                            MismatchError, StateError)
 
+#: Concord's version, "MAJOR.MINOR.PATCH": compiled into ``_core`` from
+#: ``project(Concord VERSION ...)`` in CMakeLists.txt (so it is the version of the C++
+#: runtime actually loaded).
+__version__ = _core.__version__
+
 __all__ = [
-    "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
+    "__version__", "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
     "ConcordError", "MismatchError", "InvalidArgumentError", "StateError", "CommError",
     "InternalError", "cross_rank", "cross_size", "mpi_threads_supported", "start_timeline", "stop_timeline", "repair_timeline", "coordination_stats",
 ]

@@ -1,7 +1,9 @@
 // The runtime of one process: MPI communicators, the tensor queue, and the background
-// thread that runs the cycle (negotiate -> plan fusion -> execute -> complete handles)
-// every CONCORD_CYCLE_TIME milliseconds. Created by concord::init(), destroyed by
-// concord::shutdown().
+// thread that runs the cycle (negotiate -> plan fusion -> execute -> complete handles).
+// There is no cycle floor: rounds follow each other at once while they make progress; when
+// one makes none the thread blocks until an enqueue, a shutdown, a due stall check or
+// another rank's wake message (control/wake_channel.h) starts the next. Created by
+// concord::init(), destroyed by concord::shutdown().
 #pragma once
 
 #include <atomic>
@@ -60,6 +62,12 @@ class Runtime {
 
  private:
   void background_loop();
+  // Returns when the next negotiation round must start (see the file comment); announces
+  // it to the other ranks when this rank is the one with a reason.
+  void await_round();
+  // Before this rank starts a round: waits (yielding) while its framework threads keep
+  // submitting, for at most CONCORD_CYCLE_TIME, so a burst goes into one round.
+  void linger_while_submitting();
 
   Config config_;
   std::unique_ptr<MpiCommunicator> control_;
