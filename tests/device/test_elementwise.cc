@@ -85,6 +85,7 @@ void elementwise(void* dst, const void* src, size_t n, DataType dtype, ReduceOp 
     case ReduceOp::kProduct: return go(Product<T>{});
     case ReduceOp::kMin: return go(Min<T>{});
     case ReduceOp::kMax: return go(Max<T>{});
+    case ReduceOp::kAdasum: return;  // not element-wise (AllreduceAdasum); not in all_ops()
   }
 }
 
