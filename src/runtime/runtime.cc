@@ -214,6 +214,7 @@ void Runtime::await_round() {
   const auto in_flight_cap_us = static_cast<int64_t>(std::max(50.0, config_.cycle_time_ms * 1000.0));
   while (true) {
     if (queue_.has_new() || shutdown_requested_.load() || negotiator_->stall_check_due()) {
+      linger_while_submitting();
       negotiator_->announce();
       return;
     }
@@ -223,6 +224,21 @@ void Runtime::await_round() {
     const auto nap = naps.next(queue_.in_flight() > 0 ? in_flight_cap_us : kIdleNapCapUs);
     if (nap.count() == 0) std::this_thread::yield();
     else queue_.wait_for_push(nap);
+  }
+}
+
+void Runtime::linger_while_submitting() {
+  // One yield per check: a lone synchronous call costs one yield; a burst (a backward pass)
+  // gets the CPU for its framework thread, so the round takes the whole burst instead of
+  // making the other ranks wait in a round for this rank's first tensor.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
+  for (size_t seen = queue_.new_count(); std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::yield();
+    const size_t now_queued = queue_.new_count();
+    if (now_queued == seen) return;
+    seen = now_queued;
   }
 }
 
