@@ -89,6 +89,14 @@ void validate(const Request& request, const TensorView& input, const TensorView&
                       "Tensor '", name, "' has a null output pointer");
       CONCORD_ENFORCE(std::isfinite(request.prescale_factor) && std::isfinite(request.postscale_factor),
                       InvalidArgument, "allreduce of tensor '", name, "': scale factors must be finite");
+      if (request.op == ReduceOp::kAdasum) {
+        CONCORD_ENFORCE((size & (size - 1)) == 0, InvalidArgument, "allreduce of tensor '", name,
+                        "' with op Adasum needs a power-of-two number of ranks (its vector-halving "
+                        "distance-doubling schedule); this job has ", size, " ranks");
+        CONCORD_ENFORCE(input.dtype == DataType::kFloat32 || input.dtype == DataType::kFloat64, InvalidArgument,
+                        "allreduce of tensor '", name, "' with op Adasum: dtype ", dtype_name(input.dtype),
+                        " is not supported (float32 or float64)");
+      }
       break;
     case CollectiveType::kAllgather:
       CONCORD_ENFORCE(!input.shape.empty(), InvalidArgument, "allgather of tensor '", name,
