@@ -46,6 +46,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("cycle_time_ms") = -1.0, py::arg("fusion_threshold_bytes") = -1,
       py::call_guard<py::gil_scoped_release>());
   m.def("shutdown", &shutdown, py::call_guard<py::gil_scoped_release>());
+  m.def("shutdown_at_exit", &shutdown_at_exit, py::call_guard<py::gil_scoped_release>());
   m.def("is_initialized", &is_initialized);
   m.def("rank", &rank);
   m.def("size", &size);

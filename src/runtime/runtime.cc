@@ -252,6 +252,7 @@ void Runtime::linger_while_submitting() {
 
 void Runtime::background_loop() {
   std::string stop_reason = "Concord was shut down (shutdown() was called on some rank)";
+  bool failed = false;
   try {
     while (true) {
       await_round();
@@ -269,6 +270,15 @@ void Runtime::background_loop() {
       if (answer.shutdown) {
         if (!answer.shutdown_message.empty()) {
           stop_reason = answer.shutdown_message;
+          failed = true;
+          CONCORD_LOG_ERROR("{}", stop_reason);
+        } else if (!shutdown_requested_.load() && queue_.in_flight() > 0) {
+          // A peer stopped (its shutdown() or its process's exit, e.g. after an exception)
+          // while this rank still waits for collectives it will never join.
+          stop_reason = detail::concat("Concord was shut down by ranks ", detail::rank_list(answer.shutdown_ranks),
+                                       " (shutdown() or the end of the process there, e.g. after an "
+                                       "exception) while this rank had collectives pending");
+          failed = true;
           CONCORD_LOG_ERROR("{}", stop_reason);
         }
         negotiator_->finish();
@@ -277,9 +287,19 @@ void Runtime::background_loop() {
     }
   } catch (const std::exception& error) {
     stop_reason = std::string("Concord's background thread stopped: ") + error.what();
+    failed = true;
     CONCORD_LOG_ERROR("{}", stop_reason);
   }
+  if (failed) {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    failure_ = stop_reason;
+  }
   queue_.close(stop_reason);
+}
+
+std::string Runtime::failure() const {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  return failure_;
 }
 
 }  // namespace concord
