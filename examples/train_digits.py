@@ -18,6 +18,9 @@ parameters, prints both accuracies and exits non-zero if the sparse run is more 
     mpirun -np 4 python3 examples/train_digits.py        # 4 local ranks
     python3 examples/train_digits.py                     # one process, no mpirun
     mpirun -np 4 python3 examples/train_digits.py --sparse-density 0.02 --compare
+
+On a terminal rank 0 shows a progress bar per epoch (tqdm; plain lines otherwise, e.g. in
+a log file). ``--plot out.png`` writes the loss and test accuracy per epoch (matplotlib).
 """
 
 import argparse
@@ -54,6 +57,7 @@ def parse_args():
                         help="Ok-Topk's volume cap (SparseOptions.max_overshoot; < 0: off)")
     parser.add_argument("--compare", action="store_true",
                         help="train dense, then sparse (--sparse-density), and compare their accuracy")
+    parser.add_argument("--plot", metavar="PNG", help="write loss and test accuracy per epoch to this PNG")
     parser.add_argument("--max-gap", type=float, default=2.0,
                         help="with --compare: exit non-zero if sparse accuracy is more than this many "
                              "percentage points below dense")
@@ -111,9 +115,53 @@ def make_optimizer(model, args, size, sparse_density):
                                     num_groups=args.num_groups)
 
 
+def step_range(steps, epoch, show_bar):
+    """The steps of one epoch: a tqdm progress bar when ``show_bar`` (rank 0 on a terminal,
+    with python3-tqdm installed), else a plain range."""
+    if not show_bar:
+        return range(steps)
+    from tqdm import tqdm
+    return tqdm(range(steps), desc=f"epoch {epoch + 1}", unit="step", leave=False, dynamic_ncols=True)
+
+
+def bar_wanted(rank):
+    """True on rank 0 when stdout is a terminal and tqdm can be imported."""
+    if rank != 0 or not sys.stdout.isatty():
+        return False
+    try:
+        import tqdm  # noqa: F401  (python3-tqdm)
+    except ImportError:
+        return False
+    return True
+
+
+def plot_history(histories, path):
+    """Write a PNG with the mean training loss (left) and the test accuracy (right) per
+    epoch, one line per run. ``histories`` maps a run's label to a list of
+    (epoch, loss, accuracy)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+    figure, (loss_axes, accuracy_axes) = plt.subplots(1, 2, figsize=(10, 4))
+    for label, history in histories.items():
+        epochs = [row[0] for row in history]
+        loss_axes.plot(epochs, [row[1] for row in history], marker="o", label=label)
+        accuracy_axes.plot(epochs, [row[2] for row in history], marker="o", label=label)
+    loss_axes.set(xlabel="epoch", ylabel="training loss (mean over samples)", title="loss")
+    accuracy_axes.set(xlabel="epoch", ylabel="test accuracy", title="accuracy")
+    for axes in (loss_axes, accuracy_axes):
+        axes.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        axes.grid(True, alpha=0.3)
+        axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+
+
 def train(args, data, sparse_density):
     """Train from the seed's initial parameters; return (final test accuracy, whether the
-    parameters are bit-identical on all ranks)."""
+    parameters are bit-identical on all ranks, [(epoch, loss, test accuracy)] per epoch)."""
     rank, size = hvd.rank(), hvd.size()
     torch.manual_seed(args.seed + rank)  # deliberately different: broadcast must fix it
     x_train, x_test, y_train, y_test = data
@@ -130,6 +178,8 @@ def train(args, data, sparse_density):
                 if sparse_density > 0 else "dense")
         print(f"{mode} training on {size} rank(s): {len(x_train)} train / {len(x_test)} test samples, "
               f"{steps} steps of {args.batch_size} samples per rank per epoch")
+    show_bar = bar_wanted(rank)
+    history = []
     log = open(args.sparse_log, "w") if sparse_density > 0 and args.sparse_log and rank == 0 else None
     k = max(1, int(sum(p.numel() for p in model.parameters()) * sparse_density))
     for epoch in range(args.epochs):
@@ -137,7 +187,7 @@ def train(args, data, sparse_density):
         order = torch.randperm(len(x_shard), generator=generator)
         start, total_loss, samples = time.perf_counter(), 0.0, 0
         model.train()
-        for step in range(steps):
+        for step in step_range(steps, epoch, show_bar):
             index = order[step * args.batch_size:(step + 1) * args.batch_size]
             optimizer.zero_grad()
             loss = loss_fn(model(x_shard[index]), y_shard[index])
@@ -155,15 +205,16 @@ def train(args, data, sparse_density):
                               name="epoch.stats", op=hvd.Sum)
         model.eval()
         test_accuracy = accuracy(model, x_test, y_test)
+        history.append((epoch + 1, stats[0].item() / stats[1].item(), test_accuracy))
         if rank == 0:
-            print(f"epoch {epoch + 1:3d}  loss {stats[0].item() / stats[1].item():.4f}  "
+            print(f"epoch {epoch + 1:3d}  loss {history[-1][1]:.4f}  "
                   f"test accuracy {test_accuracy:.4f}  {stats[1].item() / elapsed:8.0f} samples/s",
                   flush=True)
     if log:
         log.close()
     if sparse_density > 0 and rank == 0:
         print(f"sparse allreduce: {optimizer.allreducer.bytes_sent()} bytes sent by rank 0")
-    return accuracy(model, x_test, y_test), parameters_match_root(model)
+    return accuracy(model, x_test, y_test), parameters_match_root(model), history
 
 
 def main():
@@ -175,7 +226,11 @@ def main():
     results = [train(args, data, density) for density in runs]
     hvd.shutdown()
     status = 0
-    for density, (final_accuracy, identical) in zip(runs, results):
+    if args.plot and rank == 0:
+        plot_history({(f"sparse {density}" if density > 0 else "dense"): result[2]
+                      for density, result in zip(runs, results)}, args.plot)
+        print(f"plot: {args.plot}")
+    for density, (final_accuracy, identical, _) in zip(runs, results):
         mode = f"sparse density {density}" if density > 0 else "dense"
         if rank == 0:
             print(f"{mode}: final test accuracy {final_accuracy:.4f}; parameters bit-identical on all "

@@ -3,7 +3,8 @@
 // The path of one allreduce: allreduce_async() validates the request and puts it on this
 // rank's tensor queue; the background thread negotiates it with the other ranks
 // (coordinator on rank 0, docs/architecture.md), fuses it with other ready allreduces into
-// the fusion buffer, runs Concord's ring allreduce over MPI point-to-point and completes
+// the fusion buffer, runs the allreduce algorithm chosen for the batch (cost model, or
+// CONCORD_ALLREDUCE_ALGORITHM; docs/algorithms.md) over MPI point-to-point and completes
 // the Handle. Thread-safe: any thread may enqueue and wait.
 #pragma once
 
@@ -86,7 +87,10 @@ struct BroadcastOptions {
 /// Throws StateError before init/after shutdown, InvalidArgument for an empty name, a
 /// name already in flight on this rank, or mismatched input/output. A mismatch between
 /// ranks is reported by Handle::wait() as MismatchError on every rank.
-/// Algorithm: ring reduce-scatter + allgather (Patarasuk & Yuan 2009), docs/algorithms.md.
+/// Algorithm: chosen per fused batch by the cost model among the registered allreduces (ring
+/// reduce-scatter + allgather, Patarasuk & Yuan 2009; halving-doubling; trees; hierarchical;
+/// MPI's own) or forced with CONCORD_ALLREDUCE_ALGORITHM; `concord-info` lists them and
+/// docs/algorithms.md describes them.
 Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
                        const AllreduceOptions& options = {});
 
@@ -115,7 +119,7 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
 
 /// Starts writing a Chrome-trace / Perfetto JSON timeline of every tensor's life
 /// (NEGOTIATE_<COLLECTIVE> with a mark per rank, QUEUE, MEMCPY_IN_FUSION_BUFFER, the
-/// algorithm, MEMCPY_OUT; ../shared/specs/control-plane.md) to `path`. Only rank 0 writes;
+/// algorithm, MEMCPY_OUT; docs/architecture.md) to `path`. Only rank 0 writes;
 /// elsewhere a no-op. Same as setting CONCORD_TIMELINE before init(). Throws StateError
 /// before init() or while a timeline is being written, InvalidArgument if `path` cannot be
 /// opened.
@@ -125,7 +129,7 @@ void start_timeline(const std::string& path);
 /// missing its "]": every complete line is one event). No-op when none is written.
 void stop_timeline();
 
-/// Counters of this rank's coordination since init() (../shared/specs/control-plane.md).
+/// Counters of this rank's coordination since init() (docs/architecture.md, "Threads").
 struct CoordinationStats {
   uint64_t cycles = 0;              ///< background cycles run
   uint64_t coordinator_rounds = 0;  ///< cycles that took the slow path (gather to rank 0)

@@ -1,10 +1,11 @@
 """Concord: collective communication for data-parallel training.
 
 This package holds the framework-independent Python API; ``concord.torch`` mirrors
-``horovod.torch`` and ``concord.numpy`` works on NumPy arrays. Every collective is
-negotiated by name across ranks (Horovod's coordinator protocol, Sergeev & Del Balso 2018;
-Romero et al. 2022), fused and reduced by Concord's own ring allreduce over MPI
-point-to-point.
+``horovod.torch``, ``concord.engine`` and ``concord.kvstore`` expose the dependency engine
+and the KVStore. Every collective is negotiated by name across ranks (Horovod's
+coordinator protocol, Sergeev & Del Balso 2018; Romero et al. 2022), fused and reduced by
+one of Concord's allreduce algorithms over MPI point-to-point (chosen by the cost model or
+``CONCORD_ALLREDUCE_ALGORITHM``; ``concord-info`` lists them).
 
 Errors raised by the runtime (all subclasses of :class:`ConcordError`, a RuntimeError):
 

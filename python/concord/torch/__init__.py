@@ -1,10 +1,11 @@
 """Horovod-compatible PyTorch API: ``import concord.torch as hvd`` runs a Horovod script.
 
-What exists so far: init/shutdown/rank/size/local_rank/local_size, allreduce, grouped
-allreduce, allgather and broadcast (sync, async and in-place forms), poll/synchronize,
-start_timeline/stop_timeline, the reduce ops, Compression,
-broadcast_parameters, broadcast_optimizer_state, broadcast_object, DistributedOptimizer and
+It provides init, shutdown, rank, size, local_rank and local_size; allreduce, grouped
+allreduce, allgather and broadcast (sync, async and in-place forms); poll and synchronize;
+start_timeline and stop_timeline; the reduce ops; Compression; broadcast_parameters,
+broadcast_optimizer_state and broadcast_object; DistributedOptimizer and
 SparseDistributedOptimizer (Ok-Topk sparse allreduce with residuals).
+
 Tensors must be CPU tensors of dtype float32, float64, float16, bfloat16, int32, int64,
 int8 or uint8.
 """

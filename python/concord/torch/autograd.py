@@ -55,11 +55,12 @@ class _Allreduce(torch.autograd.Function):
 
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None, prescale_factor=1.0,
               postscale_factor=1.0, **kwargs):
-    """Blocking allreduce into a new tensor, differentiable for ``op`` Sum and Average
-    (backward: the same allreduce of the gradient). Arguments and errors as
-    :func:`concord.torch.mpi_ops.allreduce_async`; ``compression`` as
-    :func:`concord.torch.mpi_ops.allreduce`; other keyword arguments (e.g.
-    ``process_set``) are passed on to the forward and backward collectives."""
+    """Blocking allreduce into a new tensor, differentiable for ``op`` Sum and Average:
+    the backward pass is the same allreduce of the gradient.
+
+    Takes the arguments and raises the errors of :func:`concord.torch.mpi_ops.allreduce_async`,
+    ``compression`` as in :func:`concord.torch.mpi_ops.allreduce`; other keyword arguments
+    (e.g. ``process_set``) are passed on to the forward and backward collectives."""
     if not _needs_grad(tensor):
         return mpi_ops.allreduce(tensor, average, name, compression, op, prescale_factor, postscale_factor,
                                  **kwargs)

@@ -196,8 +196,9 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
 
 def grouped_allreduce(tensors, average=None, name=None, op=None, prescale_factor=1.0,
                       postscale_factor=1.0):
-    """Blocking grouped allreduce; returns a list of new tensors. See
-    :func:`grouped_allreduce_async`."""
+    """Blocking grouped allreduce; returns a list of new tensors.
+
+    See :func:`grouped_allreduce_async`."""
     return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor))
 
 
@@ -271,8 +272,9 @@ def broadcast_(tensor, root_rank, name=None):
 
 
 def broadcast_async(tensor, root_rank, name=None):
-    """Start a broadcast into a new tensor (``tensor`` is left unchanged). See
-    :func:`broadcast_async_`."""
+    """Start a broadcast into a new tensor (``tensor`` is left unchanged).
+
+    See :func:`broadcast_async_`."""
     return broadcast_async_(tensor.clone(memory_format=torch.contiguous_format), root_rank, name)
 
 

@@ -173,8 +173,8 @@ def SparseDistributedOptimizer(optimizer, density=0.01, algorithm="oktopk", warm
         **options: sparse allreduce options (``tau``, ``tau_local``, ``tau_global``,
             ``bucket_steps``, ``balance_factor``, ``max_overshoot``, ``strict``, ``exact``, ``local_feedback``,
             ``global_feedback`` as (lo, hi, factor), ``gaussian_corrections``); see
-            ../shared/specs/oktopk.md. ``exact=True`` selects exactly as the spec's exact
-            mode (tau_local = tau_global = 1).
+            docs/algorithms.md, "Ok-Topk sparse allreduce" (Li & Hoefler, PPoPP 2022).
+            ``exact=True`` selects the exact top-k every step (tau_local = tau_global = 1).
 
     Returns:
         An optimizer of a subclass of ``type(optimizer)`` with attributes ``residual``

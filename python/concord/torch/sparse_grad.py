@@ -28,10 +28,11 @@ class _Pair:
 
 
 def sparse_allreduce_async(tensor, name=None, op=mpi_ops.Average, process_set=None):
-    """Start the allreduce of a sparse COO tensor; return a handle for
-    :func:`concord.torch.poll` / :func:`concord.torch.synchronize`, which returns a sparse
-    tensor of ``tensor``'s size holding every rank's entries (divided by the number of
-    ranks for Average).
+    """Start the allreduce of a sparse COO tensor and return its handle.
+
+    Wait for it with :func:`concord.torch.synchronize` (or poll it with
+    :func:`concord.torch.poll`); the result is a sparse tensor of ``tensor``'s size holding
+    every rank's entries (divided by the number of ranks for Average).
 
     Args:
         tensor (torch.Tensor): a CPU sparse COO tensor (``layout == torch.sparse_coo``),
