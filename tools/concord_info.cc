@@ -19,8 +19,8 @@ void print_algorithms(const char* collective, const char* variable, const std::v
 
 int main() {
   for (const auto& var : concord::config_table()) {
-    std::printf("%-26s = %-12s (default %s, %s)\n%28s%s\n", var.name,
-                concord::config_value(var.name).c_str(), var.default_value, var.type, "", var.doc);
+    std::printf("%-26s = %-12s (default %s, %s%s)\n%28s%s\n", var.name, concord::config_value(var.name).c_str(),
+                var.default_value, var.type, var.shared != nullptr ? "; every rank uses rank 0's" : "", "", var.doc);
   }
   print_algorithms("allreduce", "CONCORD_ALLREDUCE_ALGORITHM", concord::allreduce_algorithms());
   print_algorithms("allgather", "CONCORD_ALLGATHER_ALGORITHM", concord::allgather_algorithms());

@@ -26,6 +26,14 @@ constexpr Field kFields[] = {
     {"mpi_beta", "CONCORD_COST_MPI_BETA", &CostParams::mpi_beta},
 };
 
+// The constants `json` names; defaults for the others.
+CostParams fields_of(const nlohmann::json& json) {
+  CostParams params;
+  for (const auto& field : kFields)
+    if (json.contains(field.key)) params.*field.member = json.at(field.key).get<double>();
+  return params;
+}
+
 std::string default_path() {
   const char* home = std::getenv("HOME");
   return home == nullptr ? "" : std::string(home) + "/.cache/concord/cost_model.json";
@@ -38,9 +46,7 @@ CostParams CostParams::load(const std::string& path) {
   CONCORD_ENFORCE(in.good(), InvalidArgument, "cannot read cost model file '", path, "'");
   CostParams params;
   try {
-    const auto json = nlohmann::json::parse(in);
-    for (const auto& field : kFields)
-      if (json.contains(field.key)) params.*field.member = json.at(field.key).get<double>();
+    params = fields_of(nlohmann::json::parse(in));
   } catch (const nlohmann::json::exception& e) {
     CONCORD_THROW(InvalidArgument, "cost model file '", path, "' is not valid: ", e.what());
   }
@@ -51,11 +57,22 @@ CostParams CostParams::load(const std::string& path) {
 }
 
 void CostParams::save(const std::string& path) const {
-  nlohmann::json json;
+  nlohmann::json json = nlohmann::json::object();
+  {  // keep the file's other keys (the autotune tables of algorithms/autotune.h)
+    std::ifstream in(path);
+    if (in.good()) {
+      json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+      if (!json.is_object()) json = nlohmann::json::object();
+    }
+  }
   for (const auto& field : kFields) json[field.key] = this->*field.member;
   const auto parent = std::filesystem::path(path).parent_path();
   std::error_code ignored;
-  if (!parent.empty()) std::filesystem::create_directories(parent, ignored);
+  if (!parent.empty() && !std::filesystem::exists(parent, ignored)) {
+    std::filesystem::create_directories(parent, ignored);
+    std::filesystem::permissions(parent, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace,
+                                 ignored);
+  }
   std::ofstream out(path);
   out << json.dump(2) << "\n";
   CONCORD_ENFORCE(out.good(), InvalidArgument, "cannot write cost model file '", path, "'");
@@ -79,6 +96,20 @@ CostParams CostParams::from_env() {
     params.*field.member = value;
   }
   return params;
+}
+
+std::string CostParams::encode() const {
+  nlohmann::json json;
+  for (const auto& field : kFields) json[field.key] = this->*field.member;
+  return json.dump();
+}
+
+CostParams CostParams::decode(const std::string& text) {
+  try {
+    return fields_of(nlohmann::json::parse(text));
+  } catch (const nlohmann::json::exception& e) {
+    CONCORD_THROW(InvalidArgument, "cost model constants are not valid: ", e.what());
+  }
 }
 
 }  // namespace concord

@@ -38,12 +38,19 @@ struct CostParams {
   /// Reads the JSON written by save(); missing keys keep their defaults. Throws
   /// InvalidArgument naming the file when it cannot be parsed.
   static CostParams load(const std::string& path);
-  /// Writes {"alpha": ..., "beta": ..., ...} (seconds). Throws InvalidArgument on I/O error.
+  /// Writes {"alpha": ..., "beta": ..., ...} (seconds) into `path`, keeping the file's other
+  /// keys (the autotune tables); a new directory is created with mode 0700. Throws
+  /// InvalidArgument on I/O error.
   void save(const std::string& path) const;
   /// Defaults, then the file named by CONCORD_COST_MODEL (or ~/.cache/concord/cost_model.json
   /// when that variable is empty and the file exists), then CONCORD_COST_ALPHA/BETA/GAMMA/
   /// INTER_ALPHA/INTER_BETA when set.
   static CostParams from_env();
+  /// {"alpha": ..., ...} JSON text, every constant by name (for rank 0's broadcast).
+  std::string encode() const;
+  /// Reads encode()'s text by key: the constants it names, defaults for the others.
+  /// Throws InvalidArgument when malformed.
+  static CostParams decode(const std::string& text);
 };
 
 /// What an algorithm is asked to do. For allreduce and reduce-scatter `count` elements of

@@ -1,11 +1,14 @@
 // The public free functions of include/concord/concord.h: one process-wide Runtime,
-// created by init() and destroyed by shutdown().
+// created by init() on MPI_COMM_WORLD's communicators (the MPI set-up lives here and in
+// the transport layer; the Runtime itself only sees injected communicators) and
+// destroyed by shutdown().
 #include <cstdlib>
 #include <mutex>
 
 #include "common/enforce.h"
 #include "concord/concord.h"
 #include "runtime/runtime.h"
+#include "transport/mpi_communicator.h"
 
 namespace concord {
 namespace {
@@ -47,7 +50,10 @@ void init(const InitOptions& options) {
   auto& p = process();
   std::lock_guard<std::mutex> lock(p.mutex);
   if (p.runtime) return;
-  p.runtime = std::make_shared<Runtime>(options);
+  Config config = Config::from_env();
+  if (options.cycle_time_ms >= 0) config.cycle_time_ms = options.cycle_time_ms;
+  if (options.fusion_threshold_bytes >= 0) config.fusion_threshold_bytes = options.fusion_threshold_bytes;
+  p.runtime = std::make_shared<Runtime>(mpi_communicator_set(), std::move(config));
   if (!p.exit_hook_registered) {
     // Registered after MPI's own exit hook, so it runs before MPI_Finalize.
     std::atexit([] { shutdown(); });
