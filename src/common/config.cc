@@ -76,7 +76,9 @@ std::string format_tree_chunks(const Config& config) {
 const std::vector<ConfigVar>& config_table() {
   static const std::vector<ConfigVar> table = {
       {"CONCORD_CYCLE_TIME", "1", "float",
-       "milliseconds between two background cycles (negotiate, fuse, execute)",
+       "upper bound in milliseconds on how long a rank with tensors in flight takes to join a "
+       "negotiation round another rank starts (the background thread runs rounds back to back "
+       "while they make progress and blocks when idle; an enqueue wakes it at once)",
        parse_double<&Config::cycle_time_ms, 0.0>, format_double<&Config::cycle_time_ms>},
       {"CONCORD_FUSION_THRESHOLD", "134217728", "bytes",
        "largest fused allreduce in bytes; ready tensors are packed into the fusion buffer up "

@@ -59,7 +59,8 @@ struct Response {
   /// kAllreduce/kBroadcast: element count of each tensor (one entry per name).
   /// kAllgather: dim 0 of each rank's input (size() entries for the single name).
   std::vector<int64_t> sizes;
-  /// Group of the tensors ("" when not grouped): fusion never mixes groups.
+  /// Group of the tensors ("" when not grouped); informational once answered (a group's
+  /// members are answered in one cycle and fused like any other ready response).
   std::string group;
 
   bool operator==(const Response&) const = default;

@@ -8,7 +8,7 @@ namespace {
 bool compatible(const Response& a, const Response& b) {
   return a.type == ResponseType::kAllreduce && b.type == ResponseType::kAllreduce &&
          a.dtype == b.dtype && a.op == b.op && a.prescale_factor == b.prescale_factor &&
-         a.postscale_factor == b.postscale_factor && a.group == b.group;
+         a.postscale_factor == b.postscale_factor;
 }
 
 int64_t bytes_of(const Response& response) {

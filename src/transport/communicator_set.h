@@ -21,6 +21,8 @@ struct CommunicatorSet {
   /// Node (host) of every rank, numbered 0, 1, ... in order of each node's lowest rank;
   /// empty = every rank on one node.
   std::vector<int> node_of_rank;
+  /// The transport may be called from several threads at once (MPI: MPI_THREAD_MULTIPLE).
+  bool threads_supported = true;
 
   /// This rank's index among the ranks of its node, and how many ranks its node holds.
   int local_rank() const;

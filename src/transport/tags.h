@@ -5,6 +5,7 @@
 // reuses its tag across calls. Layout:
 //   1 .. 99           dense collectives (src/algorithms), one tag or tag pair per algorithm
 //   90 .. 91          the KVStore's key check (src/kvstore/key_check.h)
+//   0x3A4E            the negotiator's wake messages (src/control/wake_channel.h)
 //   0x5300 .. 0x53ff  sparse collectives (src/sparse)
 //   1 << 29           the in-process transport's control collectives (never seen by MPI)
 // A new algorithm takes the next free value of its range here; tests/unit/test_tags.cc
@@ -39,6 +40,9 @@ inline constexpr int kOverlappedTreeDown[2] = {71, 73};
 inline constexpr int kKeyCheckHeader = 90;
 inline constexpr int kKeyCheckVerdict = 91;
 
+// Round announcements to idle ranks on the control communicator (src/control/wake_channel.h).
+inline constexpr int kWake = 0x3A4E;
+
 // Sparse collectives (src/sparse).
 inline constexpr int kSparseCountExchange = 0x5301;
 inline constexpr int kSparseRotation = 0x5302;
@@ -55,7 +59,7 @@ inline constexpr std::array kAll = {
     kHierarchicalReduce, kHierarchicalBroadcast, kTreeUp, kTreeDown, kDoubleTreeUp[0], kDoubleTreeUp[1],
     kDoubleTreeDown[0],  kDoubleTreeDown[1],  kBroadcastChain,      kAlltoallPairwise,
     kOverlappedTreeUp[0], kOverlappedTreeUp[1], kOverlappedTreeDown[0], kOverlappedTreeDown[1],
-    kKeyCheckHeader,     kKeyCheckVerdict,    kSparseCountExchange, kSparseRotation,
+    kKeyCheckHeader,     kKeyCheckVerdict,    kWake,               kSparseCountExchange, kSparseRotation,
     kSparseBalance,      kSparseTreeReduce,   kInProcessControl};
 
 }  // namespace concord::tags
