@@ -98,7 +98,7 @@ const std::vector<ConfigVar>& config_table() {
        "'0-64K:recursive_doubling;64K-:ring' (LOW <= bytes < HIGH, K/M/G = 1024^n); auto = "
        "measured selection or the cost model. An algorithm that declines the call falls back to auto",
        parse_string<&Config::allreduce_algorithm>, format_string<&Config::allreduce_algorithm>},
-      {"CONCORD_AUTOTUNE", "1", "int",
+      {"CONCORD_AUTOTUNE", "0", "int",
        "1 = measured selection: on first use of a size bucket (powers of two) the runtime times "
        "every allreduce algorithm that accepts it, rank 0 keeps the fastest for all ranks, and "
        "the table persists in the cost-model cache file; 0 = the cost model decides",

@@ -128,7 +128,7 @@ TEST(ConfigTable, SharedSettingsAreAdoptedByName) {
   root.fusion_threshold_bytes = 12345;
   root.tree_chunks = kTreeChunksAuto;
   root.allreduce_algorithm = "0-64K:recursive_doubling;64K-:ring";
-  root.autotune = false;
+  root.autotune = true;
   root.timeline_path = "/tmp/root_only.json";  // per rank: never adopted
   Config mine;
   const auto differed = adopt_shared_settings(mine, encode_shared_settings(root));
@@ -136,7 +136,7 @@ TEST(ConfigTable, SharedSettingsAreAdoptedByName) {
   EXPECT_EQ(mine.fusion_threshold_bytes, 12345);
   EXPECT_EQ(mine.tree_chunks, kTreeChunksAuto);
   EXPECT_EQ(mine.allreduce_algorithm, root.allreduce_algorithm);
-  EXPECT_FALSE(mine.autotune);
+  EXPECT_TRUE(mine.autotune);
   EXPECT_EQ(mine.timeline_path, "");
   EXPECT_EQ(differed, (std::vector<std::string>{"CONCORD_CYCLE_TIME", "CONCORD_FUSION_THRESHOLD", "CONCORD_TREE_CHUNKS",
                                                 "CONCORD_ALLREDUCE_ALGORITHM", "CONCORD_AUTOTUNE"}));
