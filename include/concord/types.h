@@ -23,7 +23,9 @@ enum class DataType : uint8_t {
 
 /// Reduction applied element-wise by allreduce. kAverage is kSum followed by a
 /// multiplication by 1/size (for integer types the product is truncated toward zero).
-enum class ReduceOp : uint8_t { kSum = 0, kAverage = 1, kMin = 2, kMax = 3, kProduct = 4 };
+/// kAdasum is not element-wise: the adaptive summation of Maleki et al. (MLSys 2021) over
+/// whole tensors (algorithms/allreduce_adasum.h; float32/float64, power-of-two ranks).
+enum class ReduceOp : uint8_t { kSum = 0, kAverage = 1, kMin = 2, kMax = 3, kProduct = 4, kAdasum = 5 };
 
 /// The collective an operation performs.
 enum class CollectiveType : uint8_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2 };

@@ -125,9 +125,9 @@ const std::vector<ConfigVar>& config_table() {
        "seconds after which rank 0 logs tensors submitted by some ranks but not others, naming "
        "the missing ranks",
        parse_double<&Config::stall_warning_seconds, 0.001>},
-      {"CONCORD_STALL_SHUTDOWN_TIME", "0", "float",
-       "seconds after which a stall shuts Concord down and fails every pending operation with "
-       "an error naming the stalled tensors (0 = never)",
+      {"CONCORD_STALL_SHUTDOWN_TIME", "600", "float",
+       "seconds after which a stall shuts Concord down, fails every pending operation with an "
+       "error naming the stalled tensors and ranks, and the job ends (0 = never)",
        parse_double<&Config::stall_shutdown_seconds, 0.0>},
       {"CONCORD_TIMELINE", "", "string",
        "path of a Chrome-trace/Perfetto JSON timeline written by rank 0 (empty = none)",

@@ -60,7 +60,7 @@ struct Config {
   bool autotune = false;
   int64_t cache_capacity = 1024;                  ///< CONCORD_CACHE_CAPACITY
   double stall_warning_seconds = 60;              ///< CONCORD_STALL_WARNING_TIME
-  double stall_shutdown_seconds = 0;              ///< CONCORD_STALL_SHUTDOWN_TIME
+  double stall_shutdown_seconds = 600;            ///< CONCORD_STALL_SHUTDOWN_TIME
   std::string timeline_path;                      ///< CONCORD_TIMELINE
   std::string log_level = "warning";               ///< CONCORD_LOG_LEVEL
 

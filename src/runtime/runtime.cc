@@ -95,6 +95,14 @@ void validate(const Request& request, const TensorView& input, const TensorView&
                       "Tensor '", name, "' has a null output pointer");
       CONCORD_ENFORCE(std::isfinite(request.prescale_factor) && std::isfinite(request.postscale_factor),
                       InvalidArgument, "allreduce of tensor '", name, "': scale factors must be finite");
+      if (request.op == ReduceOp::kAdasum) {
+        CONCORD_ENFORCE((size & (size - 1)) == 0, InvalidArgument, "allreduce of tensor '", name,
+                        "' with op Adasum needs a power-of-two number of ranks (its vector-halving "
+                        "distance-doubling schedule); this job has ", size, " ranks");
+        CONCORD_ENFORCE(input.dtype == DataType::kFloat32 || input.dtype == DataType::kFloat64, InvalidArgument,
+                        "allreduce of tensor '", name, "' with op Adasum: dtype ", dtype_name(input.dtype),
+                        " is not supported (float32 or float64)");
+      }
       break;
     case CollectiveType::kAllgather:
       CONCORD_ENFORCE(!input.shape.empty(), InvalidArgument, "allgather of tensor '", name,
@@ -217,6 +225,7 @@ void Runtime::await_round() {
   const auto in_flight_cap_us = static_cast<int64_t>(std::max(50.0, config_.cycle_time_ms * 1000.0));
   while (true) {
     if (queue_.has_new() || shutdown_requested_.load() || negotiator_->stall_check_due()) {
+      linger_while_submitting();
       negotiator_->announce();
       return;
     }
@@ -229,8 +238,24 @@ void Runtime::await_round() {
   }
 }
 
+void Runtime::linger_while_submitting() {
+  // One yield per check: a lone synchronous call costs one yield; a burst (a backward pass)
+  // gets the CPU for its framework thread, so the round takes the whole burst instead of
+  // making the other ranks wait in a round for this rank's first tensor.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
+  for (size_t seen = queue_.new_count(); std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::yield();
+    const size_t now_queued = queue_.new_count();
+    if (now_queued == seen) return;
+    seen = now_queued;
+  }
+}
+
 void Runtime::background_loop() {
   std::string stop_reason = "Concord was shut down (shutdown() was called on some rank)";
+  bool failed = false;
   try {
     while (true) {
       await_round();
@@ -248,6 +273,15 @@ void Runtime::background_loop() {
       if (answer.shutdown) {
         if (!answer.shutdown_message.empty()) {
           stop_reason = answer.shutdown_message;
+          failed = true;
+          CONCORD_LOG_ERROR("{}", stop_reason);
+        } else if (!shutdown_requested_.load() && queue_.in_flight() > 0) {
+          // A peer stopped (its shutdown() or its process's exit, e.g. after an exception)
+          // while this rank still waits for collectives it will never join.
+          stop_reason = detail::concat("Concord was shut down by ranks ", detail::rank_list(answer.shutdown_ranks),
+                                       " (shutdown() or the end of the process there, e.g. after an "
+                                       "exception) while this rank had collectives pending");
+          failed = true;
           CONCORD_LOG_ERROR("{}", stop_reason);
         }
         negotiator_->finish();
@@ -256,9 +290,19 @@ void Runtime::background_loop() {
     }
   } catch (const std::exception& error) {
     stop_reason = std::string("Concord's background thread stopped: ") + error.what();
+    failed = true;
     CONCORD_LOG_ERROR("{}", stop_reason);
   }
+  if (failed) {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    failure_ = stop_reason;
+  }
   queue_.close(stop_reason);
+}
+
+std::string Runtime::failure() const {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  return failure_;
 }
 
 }  // namespace concord

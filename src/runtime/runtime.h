@@ -62,6 +62,11 @@ class Runtime {
   /// Stops and closes the timeline (valid JSON from then on). No-op if none is written.
   void stop_timeline();
 
+  /// Why the background thread stopped if this rank failed (a stall shutdown, a transport
+  /// or internal error, or a peer's shutdown while this rank had collectives pending);
+  /// empty while running and after a plain shutdown.
+  std::string failure() const;
+
   /// This rank's coordination counters as of the last negotiation.
   CoordinationStats coordination_stats() const;
 
@@ -70,6 +75,9 @@ class Runtime {
   // Returns when the next negotiation round must start (see the file comment); announces
   // it to the other ranks when this rank is the one with a reason.
   void await_round();
+  // Before this rank starts a round: waits (yielding) while its framework threads keep
+  // submitting, for at most CONCORD_CYCLE_TIME, so a burst goes into one round.
+  void linger_while_submitting();
 
   Config config_;
   std::unique_ptr<Communicator> control_;
@@ -86,6 +94,7 @@ class Runtime {
   std::atomic<bool> shutdown_requested_{false};
   mutable std::mutex stats_mutex_;
   CoordinationStats stats_;  // copied from the negotiator after every negotiation
+  std::string failure_;      // see failure(); guarded by stats_mutex_
   std::thread thread_;
 };
 

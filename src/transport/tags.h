@@ -33,6 +33,8 @@ inline constexpr int kDoubleTreeUp[2] = {42, 44};
 inline constexpr int kDoubleTreeDown[2] = {43, 45};
 inline constexpr int kBroadcastChain = 46;
 inline constexpr int kAlltoallPairwise = 47;
+inline constexpr int kAdasumData = 60;
+inline constexpr int kAdasumDot = 61;
 inline constexpr int kOverlappedTreeUp[2] = {70, 72};
 inline constexpr int kOverlappedTreeDown[2] = {71, 73};
 
@@ -57,7 +59,7 @@ inline constexpr std::array kAll = {
     kAllreduceRing,      kAllgatherRing,      kBroadcastBinomial,   kAllreduceHalvingDoubling,
     kAllreduceRecursiveDoubling, kReduceScatterRing, kReduceScatterHalving, kAllgatherRecursiveDoubling,
     kHierarchicalReduce, kHierarchicalBroadcast, kTreeUp, kTreeDown, kDoubleTreeUp[0], kDoubleTreeUp[1],
-    kDoubleTreeDown[0],  kDoubleTreeDown[1],  kBroadcastChain,      kAlltoallPairwise,
+    kDoubleTreeDown[0],  kDoubleTreeDown[1],  kBroadcastChain,      kAlltoallPairwise, kAdasumData, kAdasumDot,
     kOverlappedTreeUp[0], kOverlappedTreeUp[1], kOverlappedTreeDown[0], kOverlappedTreeDown[1],
     kKeyCheckHeader,     kKeyCheckVerdict,    kWake,               kSparseCountExchange, kSparseRotation,
     kSparseBalance,      kSparseTreeReduce,   kInProcessControl};
