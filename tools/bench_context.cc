@@ -4,6 +4,7 @@
 #include <set>
 #include <typeinfo>
 
+#include "algorithms/autotune.h"
 #include "common/config.h"
 #include "common/enforce.h"
 #include "concord/concord.h"
@@ -87,6 +88,23 @@ Resolution BenchContext::resolve(const std::vector<RegistryEntry<AlgorithmType>>
     result.registry_name = entry.name;
   }
   return result;
+}
+
+std::string BenchContext::tuned_allreduce(const Problem& problem) {
+  const std::string key = selection_key("allreduce", problem.dtype, problem.bytes());
+  if (const auto it = tuned_.find(key); it != tuned_.end()) return it->second;
+  std::vector<uint8_t> zeros(problem.bytes(), 0);
+  std::vector<TuneCandidate> candidates;
+  for (const auto& entry : allreduce_algorithms()) {
+    if (!entry.declines(problem).empty()) continue;
+    candidates.push_back(TuneCandidate{entry.name, entry.cost(problem).seconds(cost_), [&, name = entry.name] {
+                                         auto& algorithm = instance(allreduce_algorithms(), name);
+                                         algorithm.start(zeros.data(), problem.count, problem.dtype, problem.op);
+                                         run_to_completion(algorithm);
+                                       }});
+  }
+  if (candidates.empty()) return tuned_[key] = "";
+  return tuned_[key] = candidates[measure_fastest(comm_, candidates).winner].name;
 }
 
 template <typename AlgorithmType>

@@ -55,6 +55,10 @@ class BenchContext {
   template <typename AlgorithmType>
   AlgorithmType& instance(const std::vector<RegistryEntry<AlgorithmType>>& entries, const std::string& name);
 
+  /// The allreduce algorithm measured selection picks for `problem`, as the runtime's
+  /// (algorithms/autotune.h): every registry entry that accepts it is timed on this
+  /// context's instances, rank 0 decides. Memoised per size bucket. Collective.
+  std::string tuned_allreduce(const Problem& problem);
   /// Starts the Concord runtime (concord::init) once; it is shut down with the context.
   void start_runtime();
 
@@ -65,6 +69,7 @@ class BenchContext {
   CostParams cost_;
   std::map<std::string, std::unique_ptr<Algorithm>> instances_;
   bool runtime_started_ = false;
+  std::map<std::string, std::string> tuned_;  // selection_key -> algorithm
 };
 
 /// The algorithm names -a expands to for `collective`: "all" becomes every registry entry

@@ -90,14 +90,19 @@ void print_comparison(const Report& report) {
   const bool in_place = compared_in_place(report);
   const bool with_mpi = std::find(report.algorithms.begin(), report.algorithms.end(), "mpi") != report.algorithms.end();
   std::printf("#\n# comparison (%s times in us; x/mpi = mpi time / time, > 1 = faster than MPI; best excludes auto "
-              "and runtime; ok = the cost model's choice is within 10%% of the best)\n",
+              "and runtime; ok = the cost model's choice is within 10%% of the best; tuned ok = the same for "
+              "measured selection, CONCORD_AUTOTUNE)\n",
               in_place ? "in-place" : "out-of-place");
   std::printf("#%11s", "size");
   for (const auto& name : report.algorithms) std::printf(" %12s", name.c_str());
   if (with_mpi)
     for (const auto& name : report.algorithms)
       if (name != "mpi") std::printf(" %12s", (name + "/mpi").c_str());
-  std::printf(" %14s %14s %3s\n", "best", "model choice", "ok");
+  const bool tuned = !report.tuned_choices.empty();
+  std::printf(" %14s %14s %3s", "best", "model choice", "ok");
+  if (tuned) std::printf(" %18s %8s", "tuned choice", "tuned ok");
+  std::printf("\n");
+  int model_ok = 0, tuned_ok = 0, sizes = 0;
   for (const auto& [bytes, choice] : report.choices) {
     std::printf(" %11zu", bytes);
     const Record* mpi = find(report, "mpi", bytes, in_place);
@@ -121,10 +126,27 @@ void print_comparison(const Report& report) {
       }
     const Record* chosen = find(report, "auto", bytes, in_place);
     if (chosen == nullptr) chosen = find(report, bench_name_of_choice(report, choice), bytes, in_place);
-    const char* ok = chosen == nullptr || best == nullptr ? "-"
-                     : chosen->measurement.seconds <= 1.1 * best->measurement.seconds ? "yes" : "no";
-    std::printf(" %14s %14s %3s\n", best ? best->algorithm.c_str() : "-", choice.empty() ? "-" : choice.c_str(), ok);
+    // "yes" when `record` is within 10% of the best; counts it in `tally`.
+    const auto within = [&](const Record* record, int& tally) {
+      if (record == nullptr || best == nullptr) return "-";
+      const bool ok = record->measurement.seconds <= 1.1 * best->measurement.seconds;
+      tally += ok;
+      return ok ? "yes" : "no";
+    };
+    ++sizes;
+    const char* ok = within(chosen, model_ok);
+    std::printf(" %14s %14s %3s", best ? best->algorithm.c_str() : "-", choice.empty() ? "-" : choice.c_str(), ok);
+    if (tuned) {
+      const auto it = report.tuned_choices.find(bytes);
+      const std::string tuned_choice = it == report.tuned_choices.end() ? "" : it->second;
+      const Record* picked = find(report, bench_name_of_choice(report, tuned_choice), bytes, in_place);
+      std::printf(" %18s %8s", tuned_choice.empty() ? "-" : tuned_choice.c_str(), within(picked, tuned_ok));
+    }
+    std::printf("\n");
   }
+  std::printf("# within 10%% of the best: cost model %d of %d sizes", model_ok, sizes);
+  if (tuned) std::printf(", measured selection %d of %d", tuned_ok, sizes);
+  std::printf("\n");
   std::printf("#\n# minor page faults per call on rank 0 (getrusage ru_minflt; fresh scratch per call shows here)\n");
   std::printf("#%11s", "size");
   for (const auto& name : report.algorithms) std::printf(" %12s", name.c_str());
@@ -163,7 +185,11 @@ void write_json(const Report& report, const std::string& path) {
                        {"nodes", report.nodes}});
   }
   nlohmann::json choices = nlohmann::json::array();
-  for (const auto& [bytes, choice] : report.choices) choices.push_back({{"size", bytes}, {"model_choice", choice}});
+  for (const auto& [bytes, choice] : report.choices) {
+    choices.push_back({{"size", bytes}, {"model_choice", choice}});
+    if (const auto it = report.tuned_choices.find(bytes); it != report.tuned_choices.end())
+      choices.back()["tuned_choice"] = it->second;
+  }
   const nlohmann::json root = {{"collective", collective_name(o.collective)},
                                {"dtype", dtype_name(o.dtype)},
                                {"op", op_column(report)},

@@ -7,6 +7,7 @@
 // half that was skipped (e.g. in-place alltoall of a registry algorithm) prints N/A.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct Report {
   std::vector<Record> records;
   /// Per size in bytes, the cost model's choice for that size ("" when none accepts it).
   std::vector<std::pair<size_t, std::string>> choices;
+  /// Allreduce with CONCORD_AUTOTUNE=1: per size, the algorithm measured selection chose
+  /// (algorithms/autotune.h, timed before the rows are measured); empty otherwise.
+  std::map<size_t, std::string> tuned_choices;
 };
 
 /// The title lines and the column header (rank 0 only prints).

@@ -36,6 +36,7 @@
 #include "tools/bench_options.h"
 #include "tools/mpi_tool.h"
 #include "transport/mpi_communicator.h"
+#include "transport/request_set.h"
 
 using namespace concord;
 
@@ -79,20 +80,20 @@ Pairing pairing(const std::vector<int>& node_of_rank, int rank, bool inter) {
 // the responder returns -1. `iterations` timed round trips after a few untimed ones.
 double half_round_trip(Communicator& comm, const Pairing& pairing, size_t bytes, int iterations) {
   std::vector<uint8_t> send(bytes, 1), recv(bytes);
-  std::vector<RequestPtr> requests;
+  RequestSet requests;
   double start = 0;
   const int warmup = 3;
   for (int i = 0; i < warmup + iterations; ++i) {
     if (i == warmup) start = MPI_Wtime();
     if (pairing.initiator) {
-      requests.push_back(comm.isend(send.data(), bytes, pairing.peer, kTag));
-      requests.push_back(comm.irecv(recv.data(), bytes, pairing.peer, kTag));
-      wait_all(requests);
+      requests.post(comm.isend(send.data(), bytes, pairing.peer, kTag));
+      requests.post(comm.irecv(recv.data(), bytes, pairing.peer, kTag));
+      requests.wait();
     } else {
-      requests.push_back(comm.irecv(recv.data(), bytes, pairing.peer, kTag));
-      wait_all(requests);
-      requests.push_back(comm.isend(send.data(), bytes, pairing.peer, kTag));
-      wait_all(requests);
+      requests.post(comm.irecv(recv.data(), bytes, pairing.peer, kTag));
+      requests.wait();
+      requests.post(comm.isend(send.data(), bytes, pairing.peer, kTag));
+      requests.wait();
     }
   }
   return pairing.initiator ? (MPI_Wtime() - start) / iterations / 2 : -1;

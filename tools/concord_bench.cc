@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "common/config.h"
 #include "common/enforce.h"
 #include "tools/bench_context.h"
 #include "tools/bench_measure.h"
@@ -50,6 +51,11 @@ int run(const BenchOptions& options, BenchContext& context, Report& report) {
   for (size_t bytes : sizes) {
     RowSpec spec{options.collective, bytes / element, options.dtype, options.op, false};
     report.choices.emplace_back(bytes, resolve_row(context, "auto", spec).registry_name);
+    if (options.collective == Collective::kAllreduce && Config::from_env().autotune && context.size() > 1 &&
+        bytes > 0) {
+      const ReduceOp op = options.op == ReduceOp::kAverage ? ReduceOp::kSum : options.op;
+      report.tuned_choices[bytes] = context.tuned_allreduce(context.problem(spec.count, options.dtype, op));
+    }
   }
   if (print) print_header(report);
   int status = 0;

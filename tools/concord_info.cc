@@ -30,8 +30,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "concord-info " CONCORD_VERSION_STRING);
   CLI11_PARSE(app, argc, argv);
   for (const auto& var : concord::config_table()) {
-    std::printf("%-26s = %-12s (default %s, %s)\n%28s%s\n", var.name,
-                concord::config_value(var.name).c_str(), var.default_value, var.type, "", var.doc);
+    std::printf("%-26s = %-12s (default %s, %s%s)\n%28s%s\n", var.name, concord::config_value(var.name).c_str(),
+                var.default_value, var.type, var.shared != nullptr ? "; every rank uses rank 0's" : "", "", var.doc);
   }
   print_algorithms("allreduce", "CONCORD_ALLREDUCE_ALGORITHM", concord::allreduce_algorithms());
   print_algorithms("allgather", "CONCORD_ALLGATHER_ALGORITHM", concord::allgather_algorithms());

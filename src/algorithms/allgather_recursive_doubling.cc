@@ -5,10 +5,11 @@
 #include "algorithms/doubling_steps.h"
 #include "common/enforce.h"
 #include "patterns/recursive_doubling.h"
+#include "transport/tags.h"
 
 namespace concord {
 namespace {
-constexpr int kDataTag = 15;
+constexpr int kDataTag = tags::kAllgatherRecursiveDoubling;
 
 std::vector<size_t> near_equal_blocks(size_t bytes, int ranks) {
   std::vector<size_t> blocks(ranks);

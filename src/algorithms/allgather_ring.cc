@@ -3,10 +3,11 @@
 #include <algorithm>
 
 #include "common/enforce.h"
+#include "transport/tags.h"
 
 namespace concord {
 namespace {
-constexpr int kDataTag = 2;
+constexpr int kDataTag = tags::kAllgatherRing;
 }
 
 AllgatherRing::AllgatherRing(Communicator& comm) : comm_(comm), ring_{comm.rank(), comm.size()} {}
@@ -27,21 +28,20 @@ void AllgatherRing::start(void* output, const std::vector<size_t>& block_bytes) 
   }
   if (ring_.steps() > 0) {
     const int index = ring_.gather_send(0);
-    sends_.push_back(comm_.isend(block(index), bytes_[index], ring_.right(), kDataTag));
+    sends_.post(comm_.isend(block(index), bytes_[index], ring_.right(), kDataTag));
   }
 }
 
 Progress AllgatherRing::progress() {
   while (step_ < ring_.steps()) {
-    if (!receives_[step_]->test()) return Progress::kInProgress;
+    if (!reap_one(receives_[step_])) return Progress::kInProgress;
     if (step_ + 1 < ring_.steps()) {
       const int index = ring_.gather_send(step_ + 1);
-      sends_.push_back(comm_.isend(block(index), bytes_[index], ring_.right(), kDataTag));
+      sends_.post(comm_.isend(block(index), bytes_[index], ring_.right(), kDataTag));
     }
     ++step_;
   }
-  std::erase_if(sends_, [](RequestPtr& request) { return request->test(); });
-  return sends_.empty() ? Progress::kDone : Progress::kInProgress;
+  return sends_.reap() ? Progress::kDone : Progress::kInProgress;
 }
 
 }  // namespace concord

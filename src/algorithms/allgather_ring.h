@@ -12,6 +12,7 @@
 #include "algorithms/cost_model.h"
 #include "patterns/ring.h"
 #include "transport/communicator.h"
+#include "transport/request_set.h"
 
 namespace concord {
 
@@ -38,7 +39,7 @@ class AllgatherRing : public AllgatherAlgorithm {
   std::vector<size_t> bytes_;
   int step_ = 0;
   std::vector<RequestPtr> receives_;  // by step
-  std::vector<RequestPtr> sends_;
+  RequestSet sends_;
 };
 
 }  // namespace concord

@@ -5,11 +5,13 @@
 
 #include "common/enforce.h"
 #include "patterns/vector_halving.h"
+#include "transport/request_set.h"
+#include "transport/tags.h"
 
 namespace concord {
 namespace {
-constexpr int kDataTag = 60;
-constexpr int kDotTag = 61;
+constexpr int kDataTag = tags::kAdasumData;
+constexpr int kDotTag = tags::kAdasumDot;
 constexpr double kZeroNorm = 1e-30;
 
 bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
@@ -145,10 +147,10 @@ Progress AllreduceAdasum::progress() {
       send_ = comm_.isend(step.send, step.send_bytes, step.peer, step.tag);
       posted_ = true;
     }
-    if (!recv_->test() || !send_->test()) return Progress::kInProgress;
+    const bool received = reap_one(recv_);
+    const bool sent = reap_one(send_);
+    if (!received || !sent) return Progress::kInProgress;
     posted_ = false;
-    send_.reset();
-    recv_.reset();
     after(step);
     ++next_;
   }

@@ -1,11 +1,12 @@
 #include "algorithms/allreduce_double_tree.h"
 
 #include "patterns/binary_tree.h"
+#include "transport/tags.h"
 
 namespace concord {
 namespace {
-constexpr int kUpTag[2] = {42, 44};
-constexpr int kDownTag[2] = {43, 45};
+constexpr const int* kUpTag = tags::kDoubleTreeUp;
+constexpr const int* kDownTag = tags::kDoubleTreeDown;
 
 std::vector<TreePipeline> double_tree_pipelines(Communicator& comm) {
   std::vector<TreePipeline> trees;

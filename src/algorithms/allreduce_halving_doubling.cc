@@ -4,10 +4,11 @@
 
 #include "algorithms/doubling_steps.h"
 #include "patterns/recursive_doubling.h"
+#include "transport/tags.h"
 
 namespace concord {
 namespace {
-constexpr int kDataTag = 11;
+constexpr int kDataTag = tags::kAllreduceHalvingDoubling;
 }
 
 AllreduceHalvingDoubling::AllreduceHalvingDoubling(Communicator& comm, ScratchBuffer& scratch)

@@ -8,18 +8,13 @@
 #include "common/reduce.h"
 #include "patterns/binomial_tree.h"
 #include "patterns/ring.h"
+#include "transport/tags.h"
 
 namespace concord {
 namespace {
 
-constexpr int kReduceTag = 21;
-constexpr int kBroadcastTag = 22;
-
-// Tests a request and drops it once complete; true when none is pending.
-bool reap(RequestPtr& request) {
-  if (request && request->test()) request.reset();
-  return !request;
-}
+constexpr int kReduceTag = tags::kHierarchicalReduce;
+constexpr int kBroadcastTag = tags::kHierarchicalBroadcast;
 
 // ceil(bytes / chunk_bytes), at least 1 and at most `count` (chunks are never empty).
 int chunk_count(size_t count, size_t bytes, size_t chunk_bytes) {
@@ -101,7 +96,7 @@ void AllreduceHierarchical::advance_reduce() {
   while (reduce_next_ < chunks_) {
     const int c = reduce_next_;
     bool arrived = true;
-    for (auto& receives : child_receives_) arrived = reap(receives[c % 2]) && arrived;
+    for (auto& receives : child_receives_) arrived = reap_one(receives[c % 2]) && arrived;
     if (!arrived) return;
     const Range piece = chunk(c);
     for (size_t child = 0; child < children_.size(); ++child) {
@@ -116,7 +111,7 @@ void AllreduceHierarchical::advance_reduce() {
 // Non-roots: the final chunk c may land in `data` once chunk c's reduce send has completed.
 void AllreduceHierarchical::post_broadcast_receives() {
   if (is_local_root()) return;
-  while (receive_posted_ < reduce_next_ && reap(reduce_sends_[receive_posted_])) {
+  while (receive_posted_ < reduce_next_ && reap_one(reduce_sends_[receive_posted_])) {
     const Range piece = chunk(receive_posted_);
     broadcast_receives_[receive_posted_] = local_->irecv(data_ + piece.offset, piece.bytes, parent_, kBroadcastTag);
     ++receive_posted_;
@@ -162,13 +157,13 @@ void AllreduceHierarchical::advance_broadcast() {
     if (is_local_root()) {
       ready = alone ? c < reduce_next_ : inter_done_;
     } else {
-      ready = c < receive_posted_ && reap(broadcast_receives_[c]);
+      ready = c < receive_posted_ && reap_one(broadcast_receives_[c]);
     }
     if (!ready) return;
     const Range piece = chunk(c);
     final_.add(piece.offset, piece.bytes);  // final here; only read from now on
     for (int child : children_)
-      broadcast_sends_.push_back(local_->isend(data_ + piece.offset, piece.bytes, child, kBroadcastTag));
+      broadcast_sends_.post(local_->isend(data_ + piece.offset, piece.bytes, child, kBroadcastTag));
     ++broadcast_next_;
   }
 }
@@ -179,8 +174,7 @@ Progress AllreduceHierarchical::progress() {
   advance_inter();
   advance_broadcast();
   if (broadcast_next_ < chunks_) return Progress::kInProgress;
-  std::erase_if(broadcast_sends_, [](RequestPtr& request) { return request->test(); });
-  return broadcast_sends_.empty() ? Progress::kDone : Progress::kInProgress;
+  return broadcast_sends_.reap() ? Progress::kDone : Progress::kInProgress;
 }
 
 std::string AllreduceHierarchical::declines(const Problem& problem) {

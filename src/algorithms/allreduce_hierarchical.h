@@ -34,6 +34,7 @@
 #include "algorithms/cost_model.h"
 #include "algorithms/registry.h"
 #include "transport/communicator.h"
+#include "transport/request_set.h"
 
 namespace concord {
 
@@ -105,7 +106,7 @@ class AllreduceHierarchical : public AllreduceAlgorithm {
   std::vector<std::vector<RequestPtr>> child_receives_;  // by child, by slot (chunk % 2)
   std::vector<RequestPtr> reduce_sends_;                 // by chunk
   std::vector<RequestPtr> broadcast_receives_;           // by chunk
-  std::vector<RequestPtr> broadcast_sends_;
+  RequestSet broadcast_sends_;
   FinalRanges final_;
 };
 

@@ -8,7 +8,7 @@ constexpr size_t kShortMessageBytes = 2048;
 
 }  // namespace
 
-AllreduceMpi::AllreduceMpi(Communicator& comm) : comm_(comm) {}
+AllreduceMpi::AllreduceMpi(NativeCollectives& native) : native_(native) {}
 
 void AllreduceMpi::start(void* data, size_t count, DataType dtype, ReduceOp op) {
   data_ = data;
@@ -21,7 +21,7 @@ void AllreduceMpi::start(void* data, size_t count, DataType dtype, ReduceOp op) 
 Progress AllreduceMpi::progress() {
   if (pending_) {
     pending_ = false;
-    comm_.native_allreduce(data_, count_, dtype_, op_);
+    native_.native_allreduce(data_, count_, dtype_, op_);
   }
   return Progress::kDone;
 }

@@ -28,11 +28,12 @@ namespace concord {
 
 class AllreduceMpi : public AllreduceAlgorithm {
  public:
-  explicit AllreduceMpi(Communicator& comm);
+  /// Runs on `native`, the data communicator's native collectives (Communicator::native()).
+  explicit AllreduceMpi(NativeCollectives& native);
 
   /// Records the arguments; the allreduce runs in the next progress() call.
   void start(void* data, size_t count, DataType dtype, ReduceOp op) override;
-  /// Runs comm.native_allreduce() to completion (blocking) and returns kDone. Throws
+  /// Runs native.native_allreduce() to completion (blocking) and returns kDone. Throws
   /// InvalidArgument when the transport has no native allreduce for the dtype and op,
   /// CommError when MPI fails.
   Progress progress() override;
@@ -43,7 +44,7 @@ class AllreduceMpi : public AllreduceAlgorithm {
   static Cost cost(const Problem& problem);
 
  private:
-  Communicator& comm_;
+  NativeCollectives& native_;
   void* data_ = nullptr;
   size_t count_ = 0;
   DataType dtype_ = DataType::kFloat32;

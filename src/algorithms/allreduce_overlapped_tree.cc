@@ -4,11 +4,12 @@
 #include <cmath>
 
 #include "patterns/binary_tree.h"
+#include "transport/tags.h"
 
 namespace concord {
 namespace {
-constexpr int kUpTag[2] = {70, 72};
-constexpr int kDownTag[2] = {71, 73};
+constexpr const int* kUpTag = tags::kOverlappedTreeUp;
+constexpr const int* kDownTag = tags::kOverlappedTreeDown;
 
 /// The overlapped pipelines of `trees` trees: 1 = the binary tree, 2 = the double binary tree.
 std::vector<TreePipeline> overlapped_pipelines(Communicator& comm, int trees) {

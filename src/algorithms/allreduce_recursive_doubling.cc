@@ -4,10 +4,11 @@
 
 #include "algorithms/doubling_steps.h"
 #include "patterns/recursive_doubling.h"
+#include "transport/tags.h"
 
 namespace concord {
 namespace {
-constexpr int kDataTag = 12;
+constexpr int kDataTag = tags::kAllreduceRecursiveDoubling;
 }
 
 AllreduceRecursiveDoubling::AllreduceRecursiveDoubling(Communicator& comm, ScratchBuffer& scratch)

@@ -3,16 +3,12 @@
 #include <algorithm>
 
 #include "common/reduce.h"
+#include "transport/tags.h"
 
 namespace concord {
 namespace {
-constexpr int kDataTag = 1;
+constexpr int kDataTag = tags::kAllreduceRing;
 
-// Tests every request, drops the completed ones; true when none is left.
-bool reap(std::vector<RequestPtr>& requests) {
-  std::erase_if(requests, [](RequestPtr& request) { return request->test(); });
-  return requests.empty();
-}
 }  // namespace
 
 AllreduceRing::AllreduceRing(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes)
@@ -79,11 +75,11 @@ void AllreduceRing::post_receives(int step) {
 void AllreduceRing::post_send(int step, int index) {
   if (in_reduce_scatter(step)) {
     const Chunk piece = chunk(ring_.reduce_scatter_send(step), index);
-    reduce_scatter_sends_.push_back(
+    reduce_scatter_sends_.post(
         comm_.isend(data_ + piece.offset, piece.bytes, ring_.right(), kDataTag));
   } else {
     const Chunk piece = chunk(ring_.allgather_send(step - ring_.steps()), index);
-    sends_.push_back(comm_.isend(data_ + piece.offset, piece.bytes, ring_.right(), kDataTag));
+    sends_.post(comm_.isend(data_ + piece.offset, piece.bytes, ring_.right(), kDataTag));
   }
 }
 
@@ -92,12 +88,12 @@ Progress AllreduceRing::progress() {
   while (step_ < total_steps) {
     if (!in_reduce_scatter(step_) && !gather_receives_posted_) {
       // The allgather receives overwrite the segments the reduce-scatter sent from.
-      if (!reap(reduce_scatter_sends_)) return Progress::kInProgress;
+      if (!reduce_scatter_sends_.reap()) return Progress::kInProgress;
       for (int step = ring_.steps(); step < total_steps; ++step) post_receives(step);
       gather_receives_posted_ = true;
     }
-    if (!receives_[step_][next_chunk_]->test()) {
-      reap(sends_);
+    if (!reap_one(receives_[step_][next_chunk_])) {
+      sends_.reap();
       return Progress::kInProgress;
     }
     if (in_reduce_scatter(step_)) {
@@ -118,7 +114,7 @@ Progress AllreduceRing::progress() {
       if (step_ + 1 < ring_.steps()) post_receives(step_ + 1);
     }
   }
-  const bool sends_done = reap(reduce_scatter_sends_) & reap(sends_);
+  const bool sends_done = reduce_scatter_sends_.reap() & sends_.reap();
   return sends_done ? Progress::kDone : Progress::kInProgress;
 }
 

@@ -21,6 +21,7 @@
 #include "concord/types.h"
 #include "patterns/ring.h"
 #include "transport/communicator.h"
+#include "transport/request_set.h"
 
 namespace concord {
 
@@ -71,8 +72,8 @@ class AllreduceRing : public AllreduceAlgorithm {
   int next_chunk_ = 0;         // next chunk of step_ to complete
   bool gather_receives_posted_ = false;
   std::vector<std::vector<RequestPtr>> receives_;  // by step, by chunk
-  std::vector<RequestPtr> sends_;
-  std::vector<RequestPtr> reduce_scatter_sends_;
+  RequestSet sends_;
+  RequestSet reduce_scatter_sends_;
   FinalRanges final_;
 };
 

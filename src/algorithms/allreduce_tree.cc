@@ -1,11 +1,12 @@
 #include "algorithms/allreduce_tree.h"
 
 #include "patterns/binary_tree.h"
+#include "transport/tags.h"
 
 namespace concord {
 namespace {
-constexpr int kUpTag = 40;
-constexpr int kDownTag = 41;
+constexpr int kUpTag = tags::kTreeUp;
+constexpr int kDownTag = tags::kTreeDown;
 
 std::vector<TreePipeline> binary_tree_pipeline(Communicator& comm) {
   std::vector<TreePipeline> trees;

@@ -2,9 +2,11 @@
 
 #include <cstring>
 
+#include "transport/tags.h"
+
 namespace concord {
 namespace {
-constexpr int kDataTag = 47;
+constexpr int kDataTag = tags::kAlltoallPairwise;
 }  // namespace
 
 AlltoallPairwise::AlltoallPairwise(Communicator& comm) : comm_(comm), pattern_{comm.rank(), comm.size()} {}
@@ -30,8 +32,8 @@ void AlltoallPairwise::post_step() {
 
 Progress AlltoallPairwise::progress() {
   while (step_ <= pattern_.steps()) {
-    if (send_request_ && send_request_->test()) send_request_.reset();
-    if (receive_request_ && receive_request_->test()) receive_request_.reset();
+    reap_one(send_request_);
+    reap_one(receive_request_);
     if (send_request_ || receive_request_) return Progress::kInProgress;
     if (++step_ <= pattern_.steps()) post_step();
   }

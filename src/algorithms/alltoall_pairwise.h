@@ -17,6 +17,7 @@
 #include "algorithms/cost_model.h"
 #include "patterns/pairwise.h"
 #include "transport/communicator.h"
+#include "transport/request_set.h"
 
 namespace concord {
 

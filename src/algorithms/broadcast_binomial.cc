@@ -1,8 +1,10 @@
 #include "algorithms/broadcast_binomial.h"
 
+#include "transport/tags.h"
+
 namespace concord {
 namespace {
-constexpr int kDataTag = 3;
+constexpr int kDataTag = tags::kBroadcastBinomial;
 }
 
 BroadcastBinomial::BroadcastBinomial(Communicator& comm) : comm_(comm) {}
@@ -20,15 +22,14 @@ void BroadcastBinomial::start(void* data, size_t bytes, int root) {
 
 Progress BroadcastBinomial::progress() {
   if (receive_) {
-    if (!receive_->test()) return Progress::kInProgress;
+    if (!reap_one(receive_)) return Progress::kInProgress;
     receive_.reset();
   }
   if (!sends_posted_) {
-    for (int child : children_) sends_.push_back(comm_.isend(data_, bytes_, child, kDataTag));
+    for (int child : children_) sends_.post(comm_.isend(data_, bytes_, child, kDataTag));
     sends_posted_ = true;
   }
-  std::erase_if(sends_, [](RequestPtr& request) { return request->test(); });
-  return sends_.empty() ? Progress::kDone : Progress::kInProgress;
+  return sends_.reap() ? Progress::kDone : Progress::kInProgress;
 }
 
 }  // namespace concord

@@ -10,6 +10,7 @@
 #include "algorithms/cost_model.h"
 #include "patterns/binomial_tree.h"
 #include "transport/communicator.h"
+#include "transport/request_set.h"
 
 namespace concord {
 
@@ -31,7 +32,7 @@ class BroadcastBinomial : public BroadcastAlgorithm {
   std::vector<int> children_;
   RequestPtr receive_;
   bool sends_posted_ = false;
-  std::vector<RequestPtr> sends_;
+  RequestSet sends_;
 };
 
 }  // namespace concord

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 
+#include "transport/tags.h"
+
 namespace concord {
 namespace {
-constexpr int kDataTag = 46;
+constexpr int kDataTag = tags::kBroadcastChain;
 }  // namespace
 
 BroadcastChain::BroadcastChain(Communicator& comm, size_t chunk_bytes)
@@ -20,7 +22,7 @@ void BroadcastChain::start(void* data, size_t bytes, int root) {
   if (chain_.previous() < 0) {  // the root has every chunk already
     if (chain_.next() >= 0)
       for (int c = 0; c < plan_.chunks; ++c)
-        sends_.push(comm_.isend(data_ + plan_.offset_bytes(c), plan_.bytes(c), chain_.next(), kDataTag));
+        sends_.post(comm_.isend(data_ + plan_.offset_bytes(c), plan_.bytes(c), chain_.next(), kDataTag));
     next_ = plan_.chunks;
     return;
   }
@@ -31,12 +33,11 @@ void BroadcastChain::start(void* data, size_t bytes, int root) {
 
 Progress BroadcastChain::progress() {
   for (; next_ < plan_.chunks; ++next_) {
-    if (!receives_[next_]->test()) break;
-    receives_[next_].reset();
+    if (!reap_one(receives_[next_])) break;
     if (chain_.next() >= 0)
-      sends_.push(comm_.isend(data_ + plan_.offset_bytes(next_), plan_.bytes(next_), chain_.next(), kDataTag));
+      sends_.post(comm_.isend(data_ + plan_.offset_bytes(next_), plan_.bytes(next_), chain_.next(), kDataTag));
   }
-  const bool sent = sends_.drain();
+  const bool sent = sends_.reap_in_order();
   return sent && next_ == plan_.chunks ? Progress::kDone : Progress::kInProgress;
 }
 

@@ -16,10 +16,10 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/cost_model.h"
-#include "algorithms/request_queue.h"
 #include "patterns/chain.h"
 #include "patterns/chunking.h"
 #include "transport/communicator.h"
+#include "transport/request_set.h"
 
 namespace concord {
 
@@ -47,7 +47,7 @@ class BroadcastChain : public BroadcastAlgorithm {
   patterns::ChunkPlan plan_;
   int next_ = 0;  // next chunk to arrive and be forwarded
   std::vector<RequestPtr> receives_;  // by chunk
-  RequestQueue sends_;
+  RequestSet sends_;
 };
 
 }  // namespace concord

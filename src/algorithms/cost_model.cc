@@ -27,6 +27,14 @@ constexpr Field kFields[] = {
     {"mpi_beta", "CONCORD_COST_MPI_BETA", &CostParams::mpi_beta},
 };
 
+// The constants `json` names; defaults for the others.
+CostParams fields_of(const nlohmann::json& json) {
+  CostParams params;
+  for (const auto& field : kFields)
+    if (json.contains(field.key)) params.*field.member = json.at(field.key).get<double>();
+  return params;
+}
+
 std::string default_path() {
   const char* home = std::getenv("HOME");
   return home == nullptr ? "" : std::string(home) + "/.cache/concord/cost_model.json";
@@ -52,8 +60,7 @@ CostParams CostParams::parse(const std::string& text, const std::string& source)
     const auto json = nlohmann::json::parse(text);
     CONCORD_ENFORCE(json.is_object(), InvalidArgument, "cost model file '", source,
                     "' is not valid: not a JSON object");
-    for (const auto& field : kFields)
-      if (json.contains(field.key)) params.*field.member = json.at(field.key).get<double>();
+    params = fields_of(json);
   } catch (const nlohmann::json::exception& e) {
     CONCORD_THROW(InvalidArgument, "cost model file '", source, "' is not valid: ", e.what());
   }
@@ -64,7 +71,14 @@ CostParams CostParams::parse(const std::string& text, const std::string& source)
 }
 
 void CostParams::save(const std::string& path) const {
-  nlohmann::json json;
+  nlohmann::json json = nlohmann::json::object();
+  {  // keep the file's other keys (the autotune tables of algorithms/autotune.h)
+    std::ifstream in(path);
+    if (in.good()) {
+      json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+      if (!json.is_object()) json = nlohmann::json::object();
+    }
+  }
   for (const auto& field : kFields) json[field.key] = this->*field.member;
   const auto parent = std::filesystem::path(path).parent_path();
   std::error_code ignored;
@@ -95,6 +109,20 @@ CostParams CostParams::from_env() {
     params.*field.member = value;
   }
   return params;
+}
+
+std::string CostParams::encode() const {
+  nlohmann::json json;
+  for (const auto& field : kFields) json[field.key] = this->*field.member;
+  return json.dump();
+}
+
+CostParams CostParams::decode(const std::string& text) {
+  try {
+    return fields_of(nlohmann::json::parse(text));
+  } catch (const nlohmann::json::exception& e) {
+    CONCORD_THROW(InvalidArgument, "cost model constants are not valid: ", e.what());
+  }
 }
 
 }  // namespace concord

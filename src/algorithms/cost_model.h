@@ -42,16 +42,22 @@ struct CostParams {
   /// or cannot be parsed (parse()).
   static CostParams load(const std::string& path);
   /// Parses the text of a cost-model file (`source` names it in errors): a JSON object whose
-  /// known keys are numbers >= 0 (other keys are ignored). Throws InvalidArgument otherwise.
+  /// known keys are numbers >= 0 (other keys, e.g. "autotune", are ignored). Throws
+  /// InvalidArgument otherwise.
   static CostParams parse(const std::string& text, const std::string& source);
-  /// Writes {"alpha": ..., "beta": ..., ...} (seconds). A missing parent folder is created
-  /// readable by the owner only (0700, like ~/.cache/concord). Throws InvalidArgument on
-  /// I/O error.
+  /// Writes {"alpha": ..., "beta": ..., ...} (seconds) into `path`, keeping the file's other
+  /// keys (the autotune tables). A missing parent folder is created readable by the owner
+  /// only (0700, like ~/.cache/concord). Throws InvalidArgument on I/O error.
   void save(const std::string& path) const;
   /// Defaults, then the file named by CONCORD_COST_MODEL (or ~/.cache/concord/cost_model.json
   /// when that variable is empty and the file exists), then CONCORD_COST_ALPHA/BETA/GAMMA/
   /// INTER_ALPHA/INTER_BETA when set.
   static CostParams from_env();
+  /// {"alpha": ..., ...} JSON text, every constant by name (for rank 0's broadcast).
+  std::string encode() const;
+  /// Reads encode()'s text by key: the constants it names, defaults for the others.
+  /// Throws InvalidArgument when malformed.
+  static CostParams decode(const std::string& text);
 };
 
 /// What an algorithm is asked to do. For allreduce and reduce-scatter `count` elements of

@@ -84,8 +84,8 @@ Progress ExchangeSchedule::progress() {
   while (step_ < steps_.size()) {
     const ExchangeStep& step = steps_[step_];
     if (!posted_) post(step);
-    if (send_ && send_->test()) send_.reset();
-    if (recv_ && recv_->test()) recv_.reset();
+    reap_one(send_);
+    reap_one(recv_);
     if (send_ || recv_) return Progress::kInProgress;
     combine(step);
     if (step.recv_final && step.recv_peer >= 0) final_.add(step.recv_offset, step.recv_bytes);

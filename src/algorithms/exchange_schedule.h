@@ -25,6 +25,7 @@
 #include "concord/types.h"
 #include "patterns/ring.h"
 #include "transport/communicator.h"
+#include "transport/request_set.h"
 
 namespace concord {
 

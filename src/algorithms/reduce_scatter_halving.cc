@@ -4,10 +4,11 @@
 
 #include "algorithms/doubling_steps.h"
 #include "patterns/recursive_doubling.h"
+#include "transport/tags.h"
 
 namespace concord {
 namespace {
-constexpr int kDataTag = 14;
+constexpr int kDataTag = tags::kReduceScatterHalving;
 
 patterns::Segment in_bytes(patterns::Segment elements, size_t element_size) {
   return {elements.offset * element_size, elements.count * element_size};

@@ -1,10 +1,11 @@
 #include "algorithms/reduce_scatter_ring.h"
 
 #include "patterns/ring.h"
+#include "transport/tags.h"
 
 namespace concord {
 namespace {
-constexpr int kDataTag = 13;
+constexpr int kDataTag = tags::kReduceScatterRing;
 }
 
 ReduceScatterRing::ReduceScatterRing(Communicator& comm, ScratchBuffer& scratch)

@@ -36,7 +36,8 @@ Problem make_problem(const AlgorithmContext& ctx, size_t count, DataType dtype, 
   p.dtype = dtype;
   p.op = op;
   p.chunk_bytes = ctx.chunk_bytes;
-  p.native_available = ctx.comm.native_allreduce_supported(dtype, op);
+  NativeCollectives* native = ctx.comm.native();
+  p.native_available = native != nullptr && native->native_allreduce_supported(dtype, op);
   std::map<int, int> ranks_per_node;
   for (int node : ctx.node_of_rank) ++ranks_per_node[node];
   p.nodes = std::max<int>(static_cast<int>(ranks_per_node.size()), 1);
@@ -94,7 +95,11 @@ const std::vector<AllreduceEntry>& allreduce_algorithms() {
        [](const AlgorithmContext& ctx) { return std::make_unique<AllreduceHierarchical>(ctx); }},
       {"mpi", "the transport's MPI_Allreduce (baseline; blocking; cost estimated, not counted)",
        AllreduceMpi::declines, AllreduceMpi::cost,
-       [](const AlgorithmContext& ctx) { return std::make_unique<AllreduceMpi>(ctx.comm); }},
+       [](const AlgorithmContext& ctx) {
+         NativeCollectives* native = ctx.comm.native();
+         CONCORD_ENFORCE(native != nullptr, InvalidArgument, "algorithm 'mpi': the transport has no native allreduce");
+         return std::make_unique<AllreduceMpi>(*native);
+       }},
   };
   return entries;
 }

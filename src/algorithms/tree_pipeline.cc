@@ -52,18 +52,17 @@ bool TreePipeline::reduce_ready_chunks() {
     auto& receives = child_receives_;
     const int s = next_ % kWindow;
     for (int i = 0; i < node_.child_count(); ++i)
-      if (receives[i][s] && !receives[i][s]->test()) return false;
+      if (!reap_one(receives[i][s])) return false;
     uint8_t* own = data_ + plan_.offset_bytes(next_);
     for (int i = 0; i < node_.child_count(); ++i) {  // children[0] first, then children[1]
       reduce_inplace(own, slot(i, next_), plan_.chunk(next_).count, dtype_, op_);
-      receives[i][s].reset();
     }
     if (!node_.is_root()) {
       RequestPtr up = comm_.isend(own, plan_.bytes(next_), node_.parent, up_tag_);
       if (overlap_)
         up_sends_[next_] = std::move(up);
       else
-        sends_.push(std::move(up));
+        sends_.post(std::move(up));
     } else {
       mark_final(next_);
       if (overlap_) send_down(next_);  // chunk next_ is final: start it down the tree now
@@ -88,13 +87,12 @@ void TreePipeline::start_broadcast() {
 
 void TreePipeline::send_down(int chunk) {
   for (int i = 0; i < node_.child_count(); ++i)
-    sends_.push(comm_.isend(data_ + plan_.offset_bytes(chunk), plan_.bytes(chunk), node_.children[i], down_tag_));
+    sends_.post(comm_.isend(data_ + plan_.offset_bytes(chunk), plan_.bytes(chunk), node_.children[i], down_tag_));
 }
 
 bool TreePipeline::forward_ready_chunks() {
   for (; next_ < plan_.chunks; ++next_) {
-    if (!parent_receives_[next_]->test()) return false;
-    parent_receives_[next_].reset();
+    if (!reap_one(parent_receives_[next_])) return false;
     mark_final(next_);
     send_down(next_);
   }
@@ -106,19 +104,17 @@ bool TreePipeline::progress_overlapped() {
   if (!node_.is_root()) {
     // Chunk c's receive from the parent may overwrite chunk c once its send up has completed.
     for (; posted_down_ < next_; ++posted_down_) {
-      if (!up_sends_[posted_down_]->test()) break;
-      up_sends_[posted_down_].reset();
+      if (!reap_one(up_sends_[posted_down_])) break;
       parent_receives_[posted_down_] = comm_.irecv(data_ + plan_.offset_bytes(posted_down_),
                                                    plan_.bytes(posted_down_), node_.parent, down_tag_);
     }
     for (; forwarded_ < posted_down_; ++forwarded_) {
-      if (!parent_receives_[forwarded_]->test()) break;
-      parent_receives_[forwarded_].reset();
+      if (!reap_one(parent_receives_[forwarded_])) break;
       mark_final(forwarded_);
       send_down(forwarded_);
     }
   }
-  const bool sent = sends_.drain();
+  const bool sent = sends_.reap_in_order();
   const bool received = node_.is_root() || forwarded_ == plan_.chunks;
   return reduced && received && sent;
 }
@@ -132,18 +128,18 @@ Progress TreePipeline::progress() {
   }
   if (phase_ == Phase::kReduce) {
     const bool reduced = reduce_ready_chunks();
-    sends_.drain();
+    sends_.reap_in_order();
     if (!reduced) return Progress::kInProgress;
     phase_ = Phase::kAwaitSendsUp;
   }
   if (phase_ == Phase::kAwaitSendsUp) {
-    if (!sends_.drain()) return Progress::kInProgress;
+    if (!sends_.reap_in_order()) return Progress::kInProgress;
     start_broadcast();
     phase_ = Phase::kBroadcast;
   }
   if (phase_ == Phase::kBroadcast) {
     const bool forwarded = forward_ready_chunks();
-    if (!sends_.drain() || !forwarded) return Progress::kInProgress;
+    if (!sends_.reap_in_order() || !forwarded) return Progress::kInProgress;
     parent_receives_.clear();
     phase_ = Phase::kDone;
   }

@@ -31,11 +31,11 @@
 
 #include "algorithms/algorithm.h"
 #include "algorithms/cost_model.h"
-#include "algorithms/request_queue.h"
 #include "concord/types.h"
 #include "patterns/binary_tree.h"
 #include "patterns/chunking.h"
 #include "transport/communicator.h"
+#include "transport/request_set.h"
 
 namespace concord {
 
@@ -87,7 +87,7 @@ class TreePipeline {
   int next_ = 0;  // next chunk to reduce (reduce phase) or to forward (broadcast phase)
   std::array<std::array<RequestPtr, kWindow>, 2> child_receives_;  // by child, by slot
   std::vector<RequestPtr> parent_receives_;                         // by chunk
-  RequestQueue sends_;
+  RequestSet sends_;
   // Overlapped schedule only: the send up of each chunk (by chunk), the chunks whose
   // receive from the parent is posted, and the chunks received and forwarded down.
   std::vector<RequestPtr> up_sends_;

@@ -1,32 +1,112 @@
 #include "common/config.h"
 
+#include <cstdio>
 #include <cstdlib>
+#include <nlohmann/json.hpp>
 
 #include "common/enforce.h"
 
 namespace concord {
+namespace {
+
+double parse_double_text(const std::string& text, const char* name, double min_value) {
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  CONCORD_ENFORCE(end != text.c_str() && *end == '\0' && value >= min_value, InvalidArgument, name, "='", text,
+                  "' is not a number >= ", min_value);
+  return value;
+}
+
+int64_t parse_int_text(const std::string& text, const char* name, int64_t min_value) {
+  char* end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  CONCORD_ENFORCE(end != text.c_str() && *end == '\0' && value >= min_value, InvalidArgument, name, "='", text,
+                  "' is not an integer >= ", min_value);
+  return value;
+}
+
+// Row parsers and formatters, one per field type (function pointers for ConfigVar).
+template <auto Field, double Min>
+void parse_double(Config& config, const std::string& text, const char* name) {
+  config.*Field = parse_double_text(text, name, Min);
+}
+template <auto Field>
+std::string format_double(const Config& config) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.17g", config.*Field);
+  return text;
+}
+template <auto Field, int64_t Min>
+void parse_int(Config& config, const std::string& text, const char* name) {
+  config.*Field = parse_int_text(text, name, Min);
+}
+template <auto Field>
+std::string format_int(const Config& config) {
+  return std::to_string(config.*Field);
+}
+template <auto Field>
+void parse_string(Config& config, const std::string& text, const char*) {
+  config.*Field = text;
+}
+template <auto Field>
+std::string format_string(const Config& config) {
+  return config.*Field;
+}
+template <auto Field>
+void parse_flag(Config& config, const std::string& text, const char* name) {
+  config.*Field = parse_int_text(text, name, 0) != 0;
+}
+template <auto Field>
+std::string format_flag(const Config& config) {
+  return config.*Field ? "1" : "0";
+}
+void parse_tree_chunks(Config& config, const std::string& text, const char* name) {
+  if (text == "bytes") config.tree_chunks = kTreeChunksFromBytes;
+  else if (text == "auto") config.tree_chunks = kTreeChunksAuto;
+  else config.tree_chunks = parse_int_text(text, name, 1);
+}
+std::string format_tree_chunks(const Config& config) {
+  if (config.tree_chunks == kTreeChunksFromBytes) return "bytes";
+  if (config.tree_chunks == kTreeChunksAuto) return "auto";
+  return std::to_string(config.tree_chunks);
+}
+
+}  // namespace
 
 const std::vector<ConfigVar>& config_table() {
   static const std::vector<ConfigVar> table = {
       {"CONCORD_CYCLE_TIME", "1", "float",
        "upper bound in milliseconds on how long a rank with tensors in flight takes to join a "
        "negotiation round another rank starts (the background thread runs rounds back to back "
-       "while they make progress and blocks when idle; an enqueue wakes it at once)"},
+       "while they make progress and blocks when idle; an enqueue wakes it at once)",
+       parse_double<&Config::cycle_time_ms, 0.0>, format_double<&Config::cycle_time_ms>},
       {"CONCORD_FUSION_THRESHOLD", "134217728", "bytes",
        "largest fused allreduce in bytes; ready tensors are packed into the fusion buffer up "
-       "to this size (0 disables fusion)"},
+       "to this size (0 disables fusion)",
+       parse_int<&Config::fusion_threshold_bytes, 0>, format_int<&Config::fusion_threshold_bytes>},
       {"CONCORD_RING_CHUNK_BYTES", "524288", "bytes",
        "bytes per pipelined message of the ring allreduce (a ring segment is sent in chunks "
-       "of at most this size)"},
+       "of at most this size)",
+       parse_int<&Config::ring_chunk_bytes, 1>, format_int<&Config::ring_chunk_bytes>},
       {"CONCORD_TREE_CHUNKS", "bytes", "string",
        "pipelined chunks per tree of the tree allreduces (tree, double_tree, overlapped_*): "
        "bytes = chunks of CONCORD_RING_CHUNK_BYTES; auto = C-Cube's K_opt = "
-       "sqrt(ceil(log2 P) beta n / alpha) from the cost model; or an integer K >= 1"},
+       "sqrt(ceil(log2 P) beta n / alpha) from the cost model; or an integer K >= 1",
+       parse_tree_chunks, format_tree_chunks},
       {"CONCORD_ALLREDUCE_ALGORITHM", "auto", "string",
-       "allreduce algorithm by registry name (see concord-info); auto = the one the cost "
-       "model predicts fastest. An algorithm that declines the call falls back to auto"},
-      {"CONCORD_ALLGATHER_ALGORITHM", "auto", "string", "allgather algorithm by name, or auto"},
-      {"CONCORD_BROADCAST_ALGORITHM", "auto", "string", "broadcast algorithm by name, or auto"},
+       "allreduce algorithm by registry name (see concord-info), or per size range as "
+       "'0-64K:recursive_doubling;64K-:ring' (LOW <= bytes < HIGH, K/M/G = 1024^n); auto = "
+       "measured selection or the cost model. An algorithm that declines the call falls back to auto",
+       parse_string<&Config::allreduce_algorithm>, format_string<&Config::allreduce_algorithm>},
+      {"CONCORD_AUTOTUNE", "0", "int",
+       "1 = measured selection: on first use of a size bucket (powers of two) the runtime times "
+       "every allreduce algorithm that accepts it, rank 0 keeps the fastest for all ranks, and "
+       "the table persists in the cost-model cache file; 0 = the cost model decides",
+       parse_flag<&Config::autotune>, format_flag<&Config::autotune>},
+      {"CONCORD_ALLGATHER_ALGORITHM", "auto", "string", "allgather algorithm by name or size range, or auto",
+       parse_string<&Config::allgather_algorithm>, format_string<&Config::allgather_algorithm>},
+      {"CONCORD_BROADCAST_ALGORITHM", "auto", "string", "broadcast algorithm by name or size range, or auto",
+       parse_string<&Config::broadcast_algorithm>, format_string<&Config::broadcast_algorithm>},
       {"CONCORD_COST_MODEL", "", "string",
        "JSON file of measured cost-model constants written by concord-calibrate (empty = "
        "~/.cache/concord/cost_model.json if it exists, else built-in defaults)"},
@@ -39,17 +119,22 @@ const std::vector<ConfigVar>& config_table() {
       {"CONCORD_COST_MPI_BETA", "", "float", "overrides MPI_Allreduce's time per byte, seconds"},
       {"CONCORD_CACHE_CAPACITY", "1024", "int",
        "entries (= bits) of the response cache; negotiated tensors are then coordinated by one "
-       "bitwise allreduce instead of the coordinator (0 disables the cache)"},
+       "bitwise allreduce instead of the coordinator (0 disables the cache)",
+       parse_int<&Config::cache_capacity, 0>, format_int<&Config::cache_capacity>},
       {"CONCORD_STALL_WARNING_TIME", "60", "float",
        "seconds after which rank 0 logs tensors submitted by some ranks but not others, naming "
-       "the missing ranks"},
+       "the missing ranks",
+       parse_double<&Config::stall_warning_seconds, 0.001>},
       {"CONCORD_STALL_SHUTDOWN_TIME", "600", "float",
        "seconds after which a stall shuts Concord down, fails every pending operation with an "
-       "error naming the stalled tensors and ranks, and the job ends (0 = never)"},
+       "error naming the stalled tensors and ranks, and the job ends (0 = never)",
+       parse_double<&Config::stall_shutdown_seconds, 0.0>},
       {"CONCORD_TIMELINE", "", "string",
-       "path of a Chrome-trace/Perfetto JSON timeline written by rank 0 (empty = none)"},
+       "path of a Chrome-trace/Perfetto JSON timeline written by rank 0 (empty = none)",
+       parse_string<&Config::timeline_path>},
       {"CONCORD_LOG_LEVEL", "warning", "string",
-       "trace, debug, info, warning, error or off; messages are prefixed with the rank"},
+       "trace, debug, info, warning, error or off; messages are prefixed with the rank",
+       parse_string<&Config::log_level>},
   };
   return table;
 }
@@ -63,50 +148,36 @@ std::string config_value(const std::string& name) {
   CONCORD_THROW(InvalidArgument, "unknown configuration variable ", name);
 }
 
-namespace {
-
-double parse_double(const char* name, double min_value) {
-  const std::string text = config_value(name);
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  CONCORD_ENFORCE(end != text.c_str() && *end == '\0' && value >= min_value, InvalidArgument,
-                  name, "='", text, "' is not a number >= ", min_value);
-  return value;
-}
-
-int64_t parse_int(const char* name, int64_t min_value) {
-  const std::string text = config_value(name);
-  char* end = nullptr;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  CONCORD_ENFORCE(end != text.c_str() && *end == '\0' && value >= min_value, InvalidArgument,
-                  name, "='", text, "' is not an integer >= ", min_value);
-  return value;
-}
-
-int64_t parse_tree_chunks() {
-  const std::string text = config_value("CONCORD_TREE_CHUNKS");
-  if (text == "bytes") return kTreeChunksFromBytes;
-  if (text == "auto") return kTreeChunksAuto;
-  return parse_int("CONCORD_TREE_CHUNKS", 1);
-}
-
-}  // namespace
-
 Config Config::from_env() {
   Config config;
-  config.cycle_time_ms = parse_double("CONCORD_CYCLE_TIME", 0.0);
-  config.fusion_threshold_bytes = parse_int("CONCORD_FUSION_THRESHOLD", 0);
-  config.ring_chunk_bytes = parse_int("CONCORD_RING_CHUNK_BYTES", 1);
-  config.tree_chunks = parse_tree_chunks();
-  config.allreduce_algorithm = config_value("CONCORD_ALLREDUCE_ALGORITHM");
-  config.allgather_algorithm = config_value("CONCORD_ALLGATHER_ALGORITHM");
-  config.broadcast_algorithm = config_value("CONCORD_BROADCAST_ALGORITHM");
-  config.cache_capacity = parse_int("CONCORD_CACHE_CAPACITY", 0);
-  config.stall_warning_seconds = parse_double("CONCORD_STALL_WARNING_TIME", 0.001);
-  config.stall_shutdown_seconds = parse_double("CONCORD_STALL_SHUTDOWN_TIME", 0.0);
-  config.timeline_path = config_value("CONCORD_TIMELINE");
-  config.log_level = config_value("CONCORD_LOG_LEVEL");
+  for (const auto& var : config_table())
+    if (var.parse != nullptr) var.parse(config, config_value(var.name), var.name);
   return config;
+}
+
+std::string encode_shared_settings(const Config& config) {
+  nlohmann::json json = nlohmann::json::object();
+  for (const auto& var : config_table())
+    if (var.shared != nullptr) json[var.name] = var.shared(config);
+  return json.dump();
+}
+
+std::vector<std::string> adopt_shared_settings(Config& config, const std::string& encoded) {
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(encoded);
+  } catch (const nlohmann::json::exception& e) {
+    CONCORD_THROW(InvalidArgument, "shared settings are not valid JSON: ", e.what());
+  }
+  std::vector<std::string> differed;
+  for (const auto& var : config_table()) {
+    if (var.shared == nullptr || var.parse == nullptr || !json.contains(var.name)) continue;
+    const std::string text = json.at(var.name).get<std::string>();
+    if (text == var.shared(config)) continue;
+    var.parse(config, text, var.name);
+    differed.push_back(var.name);
+  }
+  return differed;
 }
 
 }  // namespace concord

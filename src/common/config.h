@@ -1,5 +1,9 @@
-// The configuration table: every CONCORD_* environment variable is declared once here
-// (name, default, type, doc), read once at init, and printed by `concord-info`.
+// The configuration table (STYLE.md "Where Concord stands" item 6, after UCC's
+// ucc_config_field_t): every CONCORD_* environment variable is one row holding its name,
+// default, type, doc, the parser that stores it in Config and, for the settings every rank
+// must share, the formatter the runtime uses to hand rank 0's value to every rank by name
+// (encode_shared_settings / adopt_shared_settings). Config::from_env(), the adoption and
+// `concord-info` are all driven by the rows.
 #pragma once
 
 #include <cstdint>
@@ -8,12 +12,21 @@
 
 namespace concord {
 
+struct Config;
+
 /// One row of the configuration table.
 struct ConfigVar {
   const char* name;           ///< environment variable, e.g. "CONCORD_CYCLE_TIME"
   const char* default_value;  ///< as a string, as it would be written in the environment
   const char* type;           ///< "float", "int", "bytes", "string"
   const char* doc;            ///< one line: meaning and unit
+  /// Stores `text` (as written in the environment) in the variable's Config field; throws
+  /// InvalidArgument naming the variable and the value when malformed or out of range.
+  /// Null for variables read elsewhere (CONCORD_COST_*: CostParams::from_env).
+  void (*parse)(Config& config, const std::string& text, const char* name) = nullptr;
+  /// For a setting every rank must share (the runtime uses rank 0's): the field's value
+  /// as text that parse() reads back exactly. Null for per-rank settings.
+  std::string (*shared)(const Config& config) = nullptr;
 };
 
 /// All variables Concord reads, in a stable order.
@@ -41,15 +54,26 @@ struct Config {
   std::string allreduce_algorithm = "auto";       ///< CONCORD_ALLREDUCE_ALGORITHM
   std::string allgather_algorithm = "auto";       ///< CONCORD_ALLGATHER_ALGORITHM
   std::string broadcast_algorithm = "auto";       ///< CONCORD_BROADCAST_ALGORITHM
+  /// CONCORD_AUTOTUNE: time the candidate allreduce algorithms on first use of a size
+  /// bucket and keep the fastest (algorithms/autotune.h); false = the cost model decides.
+  /// Off by default until the sweep hang in docs/tuning.md is understood.
+  bool autotune = false;
   int64_t cache_capacity = 1024;                  ///< CONCORD_CACHE_CAPACITY
   double stall_warning_seconds = 60;              ///< CONCORD_STALL_WARNING_TIME
   double stall_shutdown_seconds = 600;            ///< CONCORD_STALL_SHUTDOWN_TIME
   std::string timeline_path;                      ///< CONCORD_TIMELINE
   std::string log_level = "warning";               ///< CONCORD_LOG_LEVEL
 
-  /// Parses every variable; throws InvalidArgument naming the variable and its value when
-  /// one is malformed or out of range.
+  /// Parses every variable of the table; throws InvalidArgument naming the variable and its
+  /// value when one is malformed or out of range.
   static Config from_env();
 };
+
+/// The shared settings of `config` as {"CONCORD_NAME": "text", ...} JSON text.
+std::string encode_shared_settings(const Config& config);
+/// Parses encode_shared_settings()'s text into `config` row by row (by name, never by
+/// position; a name this build does not know is skipped). Returns the names whose value
+/// differed from `config`'s. Throws InvalidArgument when the text is malformed.
+std::vector<std::string> adopt_shared_settings(Config& config, const std::string& encoded);
 
 }  // namespace concord

@@ -21,13 +21,14 @@
 #include <vector>
 
 #include "transport/communicator.h"
+#include "transport/tags.h"
 
 namespace concord {
 
 class WakeChannel {
  public:
   /// Point-to-point tag of the wake messages on the negotiator's control communicator.
-  static constexpr int kWakeTag = 0x3A4E;
+  static constexpr int kWakeTag = tags::kWake;
 
   /// Posts one receive from every other rank of `comm` (not collective).
   explicit WakeChannel(Communicator& comm);

@@ -110,10 +110,10 @@ KeyCheck::KeyCheck(Communicator& comm, const KeyHeader& mine) : comm_(comm), min
   if (comm.rank() == 0) {
     headers_.resize(P);
     headers_[0] = mine_;
-    for (int r = 1; r < P; ++r) receives_.push_back(comm.irecv(&headers_[r], sizeof(KeyHeader), r, kHeaderTag));
+    for (int r = 1; r < P; ++r) receives_.post(comm.irecv(&headers_[r], sizeof(KeyHeader), r, kHeaderTag));
   } else {
-    sends_.push_back(comm.isend(&mine_, sizeof(KeyHeader), 0, kHeaderTag));
-    receives_.push_back(comm.irecv(&verdict_, sizeof(Verdict), 0, kVerdictTag));
+    sends_.post(comm.isend(&mine_, sizeof(KeyHeader), 0, kHeaderTag));
+    receives_.post(comm.irecv(&verdict_, sizeof(Verdict), 0, kVerdictTag));
   }
 }
 
@@ -129,18 +129,14 @@ void KeyCheck::decide() {
     if (verdict_.num_bad < Verdict::kMaxListed) verdict_.listed[verdict_.num_bad] = r;
     ++verdict_.num_bad;
   }
-  for (int r = 1; r < comm_.size(); ++r) sends_.push_back(comm_.isend(&verdict_, sizeof(Verdict), r, kVerdictTag));
+  for (int r = 1; r < comm_.size(); ++r) sends_.post(comm_.isend(&verdict_, sizeof(Verdict), r, kVerdictTag));
   decided_ = true;
 }
 
 Progress KeyCheck::progress() {
-  auto pending = [](std::vector<RequestPtr>& requests) {
-    std::erase_if(requests, [](RequestPtr& request) { return request->test(); });
-    return !requests.empty();
-  };
-  if (pending(receives_)) return Progress::kInProgress;
+  if (!receives_.reap()) return Progress::kInProgress;
   if (comm_.rank() == 0 && !decided_) decide();
-  return pending(sends_) ? Progress::kInProgress : Progress::kDone;
+  return sends_.reap() ? Progress::kDone : Progress::kInProgress;
 }
 
 }  // namespace concord::kvstore

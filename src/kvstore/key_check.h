@@ -25,6 +25,8 @@
 #include "algorithms/algorithm.h"
 #include "concord/types.h"
 #include "transport/communicator.h"
+#include "transport/request_set.h"
+#include "transport/tags.h"
 
 namespace concord::kvstore {
 
@@ -90,8 +92,8 @@ void throw_if_bad(const Verdict& verdict);
 /// precede a collective on the same communicator.
 class KeyCheck : public Algorithm {
  public:
-  static constexpr int kHeaderTag = 90;
-  static constexpr int kVerdictTag = 91;
+  static constexpr int kHeaderTag = tags::kKeyCheckHeader;
+  static constexpr int kVerdictTag = tags::kKeyCheckVerdict;
 
   /// Starts the exchange of `mine`; `comm` must outlive the operation.
   KeyCheck(Communicator& comm, const KeyHeader& mine);
@@ -107,8 +109,8 @@ class KeyCheck : public Algorithm {
   KeyHeader mine_;
   Verdict verdict_;
   std::vector<KeyHeader> headers_;  // rank 0: one per rank
-  std::vector<RequestPtr> receives_;
-  std::vector<RequestPtr> sends_;
+  RequestSet receives_;
+  RequestSet sends_;
   bool decided_ = false;
 };
 

@@ -1,5 +1,7 @@
 // The public free functions of include/concord/concord.h: one process-wide Runtime,
-// created by init() and destroyed by shutdown().
+// created by init() on MPI_COMM_WORLD's communicators (the MPI set-up lives here and in
+// the transport layer; the Runtime itself only sees injected communicators) and
+// destroyed by shutdown().
 #include <cstdlib>
 #include <mutex>
 
@@ -7,6 +9,7 @@
 #include "concord/concord.h"
 #include "runtime/exit_watchdog.h"
 #include "runtime/runtime.h"
+#include "transport/mpi_communicator.h"
 
 namespace concord {
 namespace {
@@ -50,7 +53,10 @@ void init(const InitOptions& options) {
   auto& p = process();
   std::lock_guard<std::mutex> lock(p.mutex);
   if (p.runtime) return;
-  p.runtime = std::make_shared<Runtime>(options);
+  Config config = Config::from_env();
+  if (options.cycle_time_ms >= 0) config.cycle_time_ms = options.cycle_time_ms;
+  if (options.fusion_threshold_bytes >= 0) config.fusion_threshold_bytes = options.fusion_threshold_bytes;
+  p.runtime = std::make_shared<Runtime>(mpi_communicator_set(), std::move(config));
   p.rank = p.runtime->rank();
   p.failure.clear();
   if (!p.exit_hook_registered) {

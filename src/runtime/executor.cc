@@ -12,11 +12,16 @@
 namespace concord {
 
 Executor::Executor(Communicator& data, const Config& config, const CostParams& cost,
-                   std::vector<int> node_of_rank, Timeline& timeline)
+                   std::vector<int> node_of_rank, Timeline& timeline, AutotuneTable tuned, std::string cache_path)
     : comm_(data),
       timeline_(timeline),
       config_(config),
-      context_{data, scratch_, static_cast<size_t>(config.ring_chunk_bytes), std::move(node_of_rank), cost} {}
+      context_{data, scratch_, static_cast<size_t>(config.ring_chunk_bytes), std::move(node_of_rank), cost},
+      allreduce_rules_(parse_size_rules(config.allreduce_algorithm, "CONCORD_ALLREDUCE_ALGORITHM")),
+      allgather_rules_(parse_size_rules(config.allgather_algorithm, "CONCORD_ALLGATHER_ALGORITHM")),
+      broadcast_rules_(parse_size_rules(config.broadcast_algorithm, "CONCORD_BROADCAST_ALGORITHM")),
+      tuned_(std::move(tuned)),
+      cache_path_(std::move(cache_path)) {}
 
 Problem Executor::problem(size_t count, DataType dtype, ReduceOp op) const {
   return make_problem(context_, count, dtype, op);
@@ -120,8 +125,11 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
   const ProblemForEntry tree_chunks = [this](const std::string& name, const Problem& p) {
     return tree_chunked_problem(name, p, config_.tree_chunks, context_.cost_params);
   };
-  auto& algorithm = this->algorithm(allreduce_algorithms(), problem(total, dtype, op),
-                                    config_.allreduce_algorithm, activity, tree_chunks);
+  const Problem allreduce_problem = problem(total, dtype, op);
+  auto& algorithm = this->algorithm(
+      allreduce_algorithms(), allreduce_problem,
+      choose("allreduce", allreduce_algorithms(), allreduce_rules_, allreduce_problem, tree_chunks), activity,
+      tree_chunks);
   mark(response, activity);
   algorithm.start(buffer, total, dtype, op);
   if (entries.size() == 1) {  // the result is already in place: complete at the end
@@ -224,9 +232,10 @@ void Executor::allgather(const Response& response, TensorEntry& entry) {
   if (block_bytes[comm_.rank()] > 0)
     std::memcpy(state.output_bytes.data() + own_offset, entry.input.data, block_bytes[comm_.rank()]);
   std::string activity = "allgather";
-  auto& algorithm = this->algorithm(allgather_algorithms(), problem(state.output_bytes.size(), DataType::kUInt8,
-                                                                    ReduceOp::kSum),
-                                    config_.allgather_algorithm, activity);
+  const Problem gather_problem = problem(state.output_bytes.size(), DataType::kUInt8, ReduceOp::kSum);
+  auto& algorithm = this->algorithm(allgather_algorithms(), gather_problem,
+                                    choose("allgather", allgather_algorithms(), allgather_rules_, gather_problem),
+                                    activity);
   mark(response, activity);
   algorithm.start(state.output_bytes.data(), block_bytes);
   run_to_completion(algorithm);
@@ -235,13 +244,19 @@ void Executor::allgather(const Response& response, TensorEntry& entry) {
 
 void Executor::broadcast(const Response& response, TensorEntry& entry) {
   std::string activity = "broadcast";
-  auto& algorithm = this->algorithm(broadcast_algorithms(),
-                                    problem(entry.output.num_bytes(), DataType::kUInt8, ReduceOp::kSum),
-                                    config_.broadcast_algorithm, activity);
+  const Problem broadcast_problem = problem(entry.output.num_bytes(), DataType::kUInt8, ReduceOp::kSum);
+  auto& algorithm = this->algorithm(broadcast_algorithms(), broadcast_problem,
+                                    choose("broadcast", broadcast_algorithms(), broadcast_rules_, broadcast_problem),
+                                    activity);
   mark(response, activity);
   algorithm.start(entry.output.data, entry.output.num_bytes(), response.root);
   run_to_completion(algorithm);
   unmark(response);
 }
+
+// Used by executor_selection.cc to run the candidates it times.
+template AllreduceAlgorithm& Executor::algorithm(const std::vector<RegistryEntry<AllreduceAlgorithm>>&,
+                                                 const Problem&, const std::string&, std::string&,
+                                                 const ProblemForEntry&);
 
 }  // namespace concord

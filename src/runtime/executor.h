@@ -6,8 +6,13 @@
 // the algorithm reports its whole range final (AllreduceAlgorithm::take_final_ranges),
 // before the rest of the fused operation has finished.
 // An ERROR response fails the named handle with MismatchError on every rank. Algorithms
-// come from the registry (algorithms/registry.h): forced by CONCORD_*_ALGORITHM or chosen
-// by the cost model per response; instances (and their scratch) persist across responses.
+// come from the registry (algorithms/registry.h). Selection (executor_selection.cc), the
+// same on every rank: a CONCORD_*_ALGORITHM size-range rule covering the size
+// (algorithms/size_rules.h) wins; otherwise the choice is memoised per (collective, dtype,
+// size bucket): for allreduce with CONCORD_AUTOTUNE=1 the measured winner
+// (algorithms/autotune.h; measured on first use of the bucket, rank 0 deciding, and
+// persisted), else the cost model's; each new choice is logged at debug level. Instances
+// (and their scratch) persist across responses.
 // The tree allreduces get their chunk size per response from CONCORD_TREE_CHUNKS
 // (algorithms/tree_chunking.h), the same on every rank.
 #pragma once
@@ -18,7 +23,9 @@
 #include <vector>
 
 #include "algorithms/allreduce_adasum.h"
+#include "algorithms/autotune.h"
 #include "algorithms/registry.h"
+#include "algorithms/size_rules.h"
 #include "common/config.h"
 #include "common/timeline.h"
 #include "control/message.h"
@@ -33,8 +40,15 @@ class Executor {
   /// ALLREDUCE_RING) and MEMCPY_OUT spans while it is active (only rank 0's is ever
   /// started). `cost` and `config` must be equal on every rank (the runtime adopts rank
   /// 0's); `node_of_rank` gives each rank's node (empty = one node).
+  /// `tuned` holds the measured choices adopted from rank 0 (its scope must describe this
+  /// communicator and config); `cache_path` is where new measurements are saved ("" =
+  /// nowhere; only rank 0 should pass one).
   Executor(Communicator& data, const Config& config, const CostParams& cost,
-           std::vector<int> node_of_rank, Timeline& timeline);
+           std::vector<int> node_of_rank, Timeline& timeline, AutotuneTable tuned = AutotuneTable(),
+           std::string cache_path = "");
+
+  /// The measured allreduce choices so far (adopted and new).
+  const AutotuneTable& tuned() const { return tuned_; }
 
   /// Runs `response`. Failures (e.g. CommError) are stored in the affected handles, never
   /// thrown. Collective: every rank executes the same responses in the same order.
@@ -59,6 +73,16 @@ class Executor {
                            const ProblemForEntry& problem_for = {});
   Problem problem(size_t count, DataType dtype, ReduceOp op) const;
 
+  // The algorithm name for `problem` of `collective` (see the header comment); "" = let
+  // select_algorithm's cost model decide. Collective when it measures.
+  template <typename AlgorithmType>
+  std::string choose(const char* collective, const std::vector<RegistryEntry<AlgorithmType>>& entries,
+                     const std::vector<SizeRule>& rules, const Problem& problem,
+                     const ProblemForEntry& problem_for = {});
+  // Times every allreduce algorithm that accepts `problem` on a scratch buffer; returns
+  // the one rank 0 found fastest (algorithms/autotune.h). Collective over comm_.
+  std::string measure_allreduce(const Problem& problem, const ProblemForEntry& problem_for);
+
   // Opens `activity` on the timeline for every tensor of `response`.
   void mark(const Response& response, const std::string& activity);
   void unmark(const Response& response);
@@ -75,6 +99,10 @@ class Executor {
     size_t chunk_bytes = 0;  // the AlgorithmContext::chunk_bytes it was created with
   };
   std::map<std::string, Instance> instances_;  // by "COLLECTIVE_NAME"
+  std::vector<SizeRule> allreduce_rules_, allgather_rules_, broadcast_rules_;
+  std::map<std::string, std::string> chosen_;  // memo: selection_key -> algorithm
+  AutotuneTable tuned_;
+  std::string cache_path_;
 };
 
 }  // namespace concord

@@ -10,58 +10,64 @@
 #include "common/backoff.h"
 #include "common/enforce.h"
 #include "common/logging.h"
+#include "algorithms/autotune.h"
 #include "algorithms/registry.h"
+#include "algorithms/size_rules.h"
 #include "patterns/cross.h"
 #include "runtime/fusion.h"
 
 namespace concord {
 namespace {
 
-// The settings every rank must share, as rank 0 has them: fusion and pipelining sizes (ring
-// chunk bytes, tree chunks), the forced algorithms and the cost model, so that every rank
-// selects the same algorithm and cuts it into the same chunks.
+// The settings every rank must share, as rank 0 has them: the config table's shared rows
+// (fusion and pipelining sizes, forced algorithms and size rules, autotune, cache
+// capacity) and the cost model, each by name, so that every rank selects the same
+// algorithm and cuts it into the same chunks. Collective over `comm`.
 void adopt_rank0_settings(Communicator& comm, Config& config, CostParams& cost) {
-  auto encode = [&] {
-    return nlohmann::json{{"cycle_time_ms", config.cycle_time_ms},
-                          {"fusion_threshold_bytes", config.fusion_threshold_bytes},
-                          {"ring_chunk_bytes", config.ring_chunk_bytes},
-                          {"tree_chunks", config.tree_chunks},
-                          {"cache_capacity", config.cache_capacity},
-                          {"allreduce_algorithm", config.allreduce_algorithm},
-                          {"allgather_algorithm", config.allgather_algorithm},
-                          {"broadcast_algorithm", config.broadcast_algorithm},
-                          {"cost", {cost.alpha, cost.beta, cost.gamma, cost.inter_alpha, cost.inter_beta, cost.mpi_alpha,
-                                    cost.mpi_beta}}}
-        .dump();
-  };
-  const std::string mine = encode();
+  const nlohmann::json mine = {{"settings", encode_shared_settings(config)}, {"cost", cost.encode()}};
+  const std::string text = mine.dump();
+  std::vector<uint8_t> bytes(text.begin(), text.end());
+  comm.broadcast_bytes(bytes, 0);
+  if (std::string(bytes.begin(), bytes.end()) == text) return;
+  const auto root = nlohmann::json::parse(bytes.begin(), bytes.end());
+  std::vector<std::string> differed = adopt_shared_settings(config, root.at("settings").get<std::string>());
+  const CostParams root_cost = CostParams::decode(root.at("cost").get<std::string>());
+  if (root_cost.encode() != cost.encode()) differed.push_back("the cost model constants");
+  cost = root_cost;
+  std::string names;
+  for (const auto& name : differed) names += (names.empty() ? "" : ", ") + name;
+  CONCORD_LOG_WARN("using rank 0's {}: this rank's settings differ", names);
+}
+
+// Rank 0's measured selections for this configuration (read from the cost-model cache
+// file when autotuning), given to every rank. Collective over `comm`.
+AutotuneTable adopt_rank0_autotune_table(Communicator& comm, const Config& config, int nodes) {
+  AutotuneTable table(autotune_scope(comm.size(), nodes, config.ring_chunk_bytes, config.tree_chunks));
+  if (comm.rank() == 0 && config.autotune) {
+    const std::string path = cost_model_cache_path();
+    try {
+      if (!path.empty()) table.load(path);
+    } catch (const Error& error) {
+      CONCORD_LOG_WARN("autotune: ignoring the measured choices of '{}': {}", path, error.what());
+    }
+  }
+  const std::string mine = table.encode();
   std::vector<uint8_t> bytes(mine.begin(), mine.end());
   comm.broadcast_bytes(bytes, 0);
-  if (std::string(bytes.begin(), bytes.end()) == mine) return;
-  CONCORD_LOG_WARN("using rank 0's cycle time, fusion threshold, chunk size, cache capacity, "
-                   "algorithms and cost model; this rank's CONCORD_* settings differ");
-  const auto root = nlohmann::json::parse(bytes.begin(), bytes.end());
-  config.cycle_time_ms = root.at("cycle_time_ms");
-  config.fusion_threshold_bytes = root.at("fusion_threshold_bytes");
-  config.ring_chunk_bytes = root.at("ring_chunk_bytes");
-  config.tree_chunks = root.at("tree_chunks");
-  config.cache_capacity = root.at("cache_capacity");
-  config.allreduce_algorithm = root.at("allreduce_algorithm");
-  config.allgather_algorithm = root.at("allgather_algorithm");
-  config.broadcast_algorithm = root.at("broadcast_algorithm");
-  const auto& c = root.at("cost");
-  cost = CostParams{c.at(0), c.at(1), c.at(2), c.at(3), c.at(4), c.at(5), c.at(6)};
+  table.decode(std::string(bytes.begin(), bytes.end()));
+  return table;
 }
 
 // Fails init() with InvalidArgument listing the known names when a forced algorithm does
 // not exist (rather than failing every later collective).
 void check_algorithm_names(const Config& config) {
-  auto check = [](const auto& entries, const std::string& name, const char* variable) {
-    if (name.empty() || name == "auto") return;
-    try {
-      find_algorithm(entries, name);
-    } catch (const InvalidArgument& e) {
-      CONCORD_THROW(InvalidArgument, variable, "=", name, ": ", e.what());
+  auto check = [](const auto& entries, const std::string& value, const char* variable) {
+    for (const SizeRule& rule : parse_size_rules(value, variable)) {
+      try {
+        find_algorithm(entries, rule.algorithm);
+      } catch (const InvalidArgument& e) {
+        CONCORD_THROW(InvalidArgument, variable, "=", value, ": ", e.what());
+      }
     }
   };
   check(allreduce_algorithms(), config.allreduce_algorithm, "CONCORD_ALLREDUCE_ALGORITHM");
@@ -111,23 +117,17 @@ void validate(const Request& request, const TensorView& input, const TensorView&
 
 }  // namespace
 
-Runtime::Runtime(const InitOptions& options) : config_(Config::from_env()) {
-  if (options.cycle_time_ms >= 0) config_.cycle_time_ms = options.cycle_time_ms;
-  if (options.fusion_threshold_bytes >= 0) config_.fusion_threshold_bytes = options.fusion_threshold_bytes;
-  ensure_mpi_initialized();
-  int thread_level = MPI_THREAD_SINGLE;
-  MPI_Query_thread(&thread_level);
-  mpi_threads_supported_ = thread_level >= MPI_THREAD_MULTIPLE;
-  control_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
-  data_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
-  MPI_Comm local = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(control_->comm(), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
-            "MPI_Comm_split_type");
-  MPI_Comm_rank(local, &local_rank_);
-  MPI_Comm_size(local, &local_size_);
-  std::vector<int> node_of_rank = node_of_every_rank(control_->comm(), local);
-  MPI_Comm_free(&local);
-  const patterns::CrossPosition cross = patterns::cross_position(node_of_rank, control_->rank());
+Runtime::Runtime(CommunicatorSet comms, Config config) : config_(std::move(config)) {
+  CONCORD_ENFORCE(comms.control && comms.data && comms.control->size() == comms.data->size() &&
+                      comms.control->rank() == comms.data->rank(),
+                  InvalidArgument, "Runtime: the control and data communicators must span the same ranks");
+  local_rank_ = comms.local_rank();
+  local_size_ = comms.local_size();
+  mpi_threads_supported_ = comms.threads_supported;
+  control_ = std::move(comms.control);
+  data_ = std::move(comms.data);
+  if (comms.node_of_rank.empty()) comms.node_of_rank.assign(control_->size(), 0);
+  const patterns::CrossPosition cross = patterns::cross_position(comms.node_of_rank, control_->rank());
   cross_rank_ = cross.rank;
   cross_size_ = cross.size;
   configure_logging(control_->rank(), config_.log_level);
@@ -139,7 +139,10 @@ Runtime::Runtime(const InitOptions& options) : config_(Config::from_env()) {
       *control_, NegotiatorOptions{static_cast<uint32_t>(config_.cache_capacity), config_.stall_warning_seconds,
                                    config_.stall_shutdown_seconds});
   negotiator_->set_timeline(&timeline_);
-  executor_ = std::make_unique<Executor>(*data_, config_, cost, std::move(node_of_rank), timeline_);
+  const int nodes = *std::max_element(comms.node_of_rank.begin(), comms.node_of_rank.end()) + 1;
+  AutotuneTable tuned = adopt_rank0_autotune_table(*control_, config_, nodes);
+  executor_ = std::make_unique<Executor>(*data_, config_, cost, std::move(comms.node_of_rank), timeline_,
+                                         std::move(tuned), rank() == 0 ? cost_model_cache_path() : "");
   thread_ = std::thread([this] { background_loop(); });
 }
 

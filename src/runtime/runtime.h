@@ -1,9 +1,11 @@
-// The runtime of one process: MPI communicators, the tensor queue, and the background
-// thread that runs the cycle (negotiate -> plan fusion -> execute -> complete handles).
-// There is no cycle floor: rounds follow each other at once while they make progress; when
-// one makes none the thread blocks until an enqueue, a shutdown, a due stall check or
-// another rank's wake message (control/wake_channel.h) starts the next. Created by
-// concord::init(), destroyed by concord::shutdown().
+// The runtime of one process: its communicators (injected: MPI ones from concord::init(),
+// in-process ones in the unit tests), the tensor queue, and the background thread that
+// runs the cycle (negotiate -> plan fusion -> execute -> complete handles). There is no
+// cycle floor: rounds follow each other at once while they make progress; when one makes
+// none the thread blocks until an enqueue, a shutdown, a due stall check or another
+// rank's wake message (control/wake_channel.h) starts the next. Created by
+// concord::init() (src/runtime/api.cc, which sets up MPI), destroyed by
+// concord::shutdown().
 #pragma once
 
 #include <atomic>
@@ -17,16 +19,19 @@
 #include "control/negotiator.h"
 #include "runtime/executor.h"
 #include "runtime/tensor_queue.h"
-#include "transport/mpi_communicator.h"
+#include "transport/communicator_set.h"
 
 namespace concord {
 
 class Runtime {
  public:
-  /// Initialises MPI if needed, duplicates MPI_COMM_WORLD twice (control and data), adopts
-  /// rank 0's fusion threshold, cycle time and chunk size so every rank plans alike, and
-  /// starts the background thread. Collective over MPI_COMM_WORLD.
-  explicit Runtime(const InitOptions& options);
+  /// Runs on `comms` (control and data communicators over the same ranks; see
+  /// transport/communicator_set.h) with `config` (Config::from_env() plus the InitOptions
+  /// overrides): adopts rank 0's shared settings (fusion threshold, cycle time, chunk
+  /// sizes, algorithms, cost model, measured selections) so every rank plans alike, and
+  /// starts the background thread. Collective over comms.control. Throws InvalidArgument
+  /// for an unknown forced algorithm name.
+  Runtime(CommunicatorSet comms, Config config);
   /// Calls shutdown().
   ~Runtime();
   Runtime(const Runtime&) = delete;
@@ -75,8 +80,8 @@ class Runtime {
   void linger_while_submitting();
 
   Config config_;
-  std::unique_ptr<MpiCommunicator> control_;
-  std::unique_ptr<MpiCommunicator> data_;
+  std::unique_ptr<Communicator> control_;
+  std::unique_ptr<Communicator> data_;
   int local_rank_ = 0;
   int local_size_ = 1;
   int cross_rank_ = 0;  // among the ranks with this local rank (patterns/cross.h)

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/enforce.h"
+#include "transport/request_set.h"
 
 namespace concord::sparse {
 
@@ -13,15 +14,15 @@ std::vector<int64_t> exchange_counts(Communicator& comm, const std::vector<int64
   CONCORD_ENFORCE(static_cast<int>(send_counts.size()) == P, InternalError, algorithm, ": ", send_counts.size(),
                   " send counts for ", P, " ranks");
   std::vector<int64_t> outgoing(2 * P), incoming(2 * P);
-  std::vector<RequestPtr> requests;
+  RequestSet requests;
   for (int s = 1; s < P; ++s) {
     const int source = (r - s + P) % P, destination = (r + s) % P;
-    requests.push_back(comm.irecv(&incoming[2 * source], 2 * sizeof(int64_t), source, kCountExchangeTag));
+    requests.post(comm.irecv(&incoming[2 * source], 2 * sizeof(int64_t), source, kCountExchangeTag));
     outgoing[2 * destination] = send_counts[destination];
     outgoing[2 * destination + 1] = n;
-    requests.push_back(comm.isend(&outgoing[2 * destination], 2 * sizeof(int64_t), destination, kCountExchangeTag));
+    requests.post(comm.isend(&outgoing[2 * destination], 2 * sizeof(int64_t), destination, kCountExchangeTag));
   }
-  wait_all(requests);
+  requests.wait();
   incoming[2 * r] = send_counts[r];
   incoming[2 * r + 1] = n;
 
@@ -74,23 +75,23 @@ void RotatedExchange::run(const uint8_t* send, const std::vector<int64_t>& send_
       }
     }
   };
-  std::vector<RequestPtr> in_flight;
+  RequestSet in_flight;
   for (int bucket = 0; bucket <= buckets; ++bucket) {
     if (bucket < buckets) {
       for (int s = bucket * steps_per_bucket; s < std::min(P, (bucket + 1) * steps_per_bucket); ++s) {
         if (s == 0) continue;
         const int source = (r - s + P) % P, destination = (r + s) % P;
         if (recv_counts[source] > 0)
-          in_flight.push_back(comm_.irecv(receive + recv_offsets[source],
+          in_flight.post(comm_.irecv(receive + recv_offsets[source],
                                           recv_offsets[source + 1] - recv_offsets[source], source, kRotationTag));
         if (send_counts[destination] > 0)
-          in_flight.push_back(comm_.isend(send + send_offsets[destination],
+          in_flight.post(comm_.isend(send + send_offsets[destination],
                                           send_offsets[destination + 1] - send_offsets[destination], destination,
                                           kRotationTag));
       }
     }
     if (bucket > 0) consume_bucket(bucket - 1);  // overlaps the messages of `bucket`
-    wait_all(in_flight);
+    in_flight.wait();
   }
 }
 

@@ -23,13 +23,14 @@
 #include "algorithms/algorithm.h"
 #include "sparse/coo.h"
 #include "transport/communicator.h"
+#include "transport/tags.h"
 
 namespace concord::sparse {
 
 /// Message tags of the sparse allreduces (distinct from the dense algorithms' small tags).
-inline constexpr int kCountExchangeTag = 0x5301;
-inline constexpr int kRotationTag = 0x5302;
-inline constexpr int kBalanceTag = 0x5303;
+inline constexpr int kCountExchangeTag = tags::kSparseCountExchange;
+inline constexpr int kRotationTag = tags::kSparseRotation;
+inline constexpr int kBalanceTag = tags::kSparseBalance;
 
 /// Blocking alltoall of `send_counts` (P entries: the count this rank sends to each rank);
 /// returns the count each rank sends to this one. Also exchanges the dense length `n` of

@@ -7,6 +7,7 @@
 #include "algorithms/allgather_ring.h"
 #include "sparse/balance.h"
 #include "sparse/coo_exchange.h"
+#include "transport/request_set.h"
 
 namespace concord::sparse {
 
@@ -70,11 +71,11 @@ void CooGather::balance(const CooBlock& mine, size_t index_bytes) {
   uint8_t* send = send_.get(send_bytes);
   uint8_t* receive = receive_.get(receive_bytes);
 
-  std::vector<RequestPtr> requests;
+  RequestSet requests;
   size_t offset = 0;
   for (const auto& t : plan.receives) {
     const size_t bytes = coo_wire_bytes(t.count, index_bytes);
-    if (t.peer != r) requests.push_back(comm_.irecv(receive + offset, bytes, t.peer, kBalanceTag));
+    if (t.peer != r) requests.post(comm_.irecv(receive + offset, bytes, t.peer, kBalanceTag));
     offset += bytes;
   }
   offset = 0;
@@ -83,12 +84,12 @@ void CooGather::balance(const CooBlock& mine, size_t index_bytes) {
     const size_t bytes = coo_wire_bytes(t.count, index_bytes);
     coo_pack(mine, t.offset, t.count, index_bytes, send + offset);
     if (t.peer != r)
-      requests.push_back(comm_.isend(send + offset, bytes, t.peer, kBalanceTag));
+      requests.post(comm_.isend(send + offset, bytes, t.peer, kBalanceTag));
     else
       local = send + offset;
     offset += bytes;
   }
-  wait_all(requests);
+  requests.wait();
 
   // Receives are in ascending peer order, which is ascending position in the balanced range.
   CooBlock& block = trace_.balanced_block;

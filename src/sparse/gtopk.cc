@@ -5,11 +5,13 @@
 #include "algorithms/broadcast_binomial.h"
 #include "common/enforce.h"
 #include "patterns/binomial_tree.h"
+#include "transport/request_set.h"
+#include "transport/tags.h"
 
 namespace concord::sparse {
 namespace {
 
-constexpr int kReduceTag = 0x5311;  // next to coo_exchange.h's sparse tags
+constexpr int kReduceTag = tags::kSparseTreeReduce;
 
 // out = a + b over the union of their ascending indices (common indices: a's value + b's).
 void merge_sum(const CooBlock& a, const CooBlock& b, CooBlock& out) {
@@ -65,9 +67,9 @@ void SparseAllreduceGTopk::run(float* acc, int64_t n, SparseResult& result) {
   for (size_t c = 0; c < children.size(); ++c)
     receives.push_back(comm_.irecv(wire + c * block, block, children[c], kReduceTag));
   for (size_t c = 0; c < children.size(); ++c) {
-    std::vector<RequestPtr> one;
-    one.push_back(std::move(receives[c]));
-    wait_all(one);
+    RequestSet one;
+    one.post(std::move(receives[c]));
+    one.wait();
     child_.clear();
     coo_unpack(wire + c * block, k, index_bytes, child_);
     for (int64_t j : child_.indices)
@@ -78,9 +80,9 @@ void SparseAllreduceGTopk::run(float* acc, int64_t n, SparseResult& result) {
   uint8_t* final_block = wire + children.size() * block;
   coo_pack(set_, 0, set_.size(), index_bytes, final_block);
   if (tree.parent() >= 0) {
-    std::vector<RequestPtr> send;
-    send.push_back(comm_.isend(final_block, block, tree.parent(), kReduceTag));
-    wait_all(send);
+    RequestSet send;
+    send.post(comm_.isend(final_block, block, tree.parent(), kReduceTag));
+    send.wait();
   }
 
   BroadcastBinomial broadcast(comm_);

@@ -2,37 +2,7 @@
 
 #include <atomic>
 
-#include "common/backoff.h"
-#include "common/enforce.h"
-
 namespace concord {
-
-void wait_all(std::vector<RequestPtr>& requests) {
-  Backoff backoff;
-  size_t done = 0;
-  while (done < requests.size()) {
-    done = 0;
-    for (auto& request : requests) {
-      if (!request) {
-        ++done;
-      } else if (request->test()) {
-        request.reset();
-        ++done;
-      }
-    }
-    if (done < requests.size()) backoff.wait();
-  }
-  requests.clear();
-}
-
-}  // namespace concord
-
-namespace concord {
-
-void Communicator::native_allreduce(void*, size_t, DataType dtype, ReduceOp op) {
-  CONCORD_THROW(InvalidArgument, "this transport has no native allreduce for ", dtype_name(dtype), " ",
-                reduce_op_name(op));
-}
 
 void Communicator::record(uint64_t TrafficCounters::*bytes_field, uint64_t TrafficCounters::*messages_field,
                           uint64_t bytes, uint64_t messages) {

@@ -1,7 +1,17 @@
-// The transport interface every algorithm and the control plane talk to: nonblocking
-// point-to-point between ranks of one group, plus the few small blocking collectives the
-// control plane needs. Implementations: MpiCommunicator (src/transport/mpi_communicator.h)
-// and InProcessCommunicator (threads as ranks, for unit tests).
+// The transport interfaces, three separate capabilities (STYLE.md "Where Concord stands"
+// item 4; Horovod's Controller, gloo's transport):
+//   PointToPoint        nonblocking isend/irecv between ranks of one group: all that
+//                       Concord's algorithms use;
+//   ControlCollectives  the few small blocking collectives of the control plane
+//                       (negotiation, settings adoption);
+//   NativeCollectives   the transport's own collectives (MPI_Allreduce), the `mpi`
+//                       algorithm and the baseline; only a transport that has them offers
+//                       them (Communicator::native() is null otherwise), so no interface
+//                       carries a default that throws "not supported".
+// A Communicator is a group with point-to-point, control collectives, split() and traffic
+// counters. Implementations: MpiCommunicator (src/transport/mpi_communicator.h, also
+// NativeCollectives) and InProcessCommunicator (threads as ranks, for unit tests).
+// Tags: src/transport/tags.h; posting and reaping requests: src/transport/request_set.h.
 #pragma once
 
 #include <cstddef>
@@ -30,18 +40,27 @@ struct TrafficCounters {
   uint64_t messages_received = 0;
 };
 
-class Communicator {
+/// Nonblocking point-to-point messages between the ranks of one group.
+class PointToPoint {
  public:
-  virtual ~Communicator() = default;
+  virtual ~PointToPoint() = default;
 
   virtual int rank() const = 0;
   virtual int size() const = 0;
 
-  /// Starts sending `bytes` bytes to `peer` with `tag`. Messages between one pair with one
-  /// tag are received in the order they were sent (MPI's non-overtaking rule).
+  /// Starts sending `bytes` bytes to `peer` with `tag` (src/transport/tags.h). Messages
+  /// between one pair with one tag are received in the order they were sent (MPI's
+  /// non-overtaking rule).
   virtual RequestPtr isend(const void* data, size_t bytes, int peer, int tag) = 0;
   /// Starts receiving exactly `bytes` bytes from `peer` with `tag`.
   virtual RequestPtr irecv(void* data, size_t bytes, int peer, int tag) = 0;
+};
+
+/// The control plane's small blocking collectives. Collective: every rank of the group
+/// calls each of them in the same order.
+class ControlCollectives {
+ public:
+  virtual ~ControlCollectives() = default;
 
   /// Blocking gather of variable-length byte strings to `root`: on root the result has
   /// size() entries in rank order, elsewhere it is empty.
@@ -54,17 +73,28 @@ class Communicator {
   /// Blocking in-place bitwise allreduce of `words` (same length on every rank): AND when
   /// `bitwise_and`, else OR. The response cache's bit-vector coordination runs on it.
   virtual void allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) = 0;
+};
 
-  /// True when native_allreduce() can run `dtype` with `op` (MPI: every dtype and op).
-  virtual bool native_allreduce_supported(DataType dtype, ReduceOp op) const {
-    (void)dtype;
-    (void)op;
-    return false;
-  }
+/// The transport's own collectives (MPI's), offered only by transports that have them.
+class NativeCollectives {
+ public:
+  virtual ~NativeCollectives() = default;
+
+  /// True when native_allreduce() can run `dtype` with `op`.
+  virtual bool native_allreduce_supported(DataType dtype, ReduceOp op) const = 0;
   /// Blocking in-place allreduce by the transport's own implementation (MPI_Allreduce),
   /// the baseline Concord's algorithms are measured against. kAverage reduces as kSum.
   /// Throws InvalidArgument when !native_allreduce_supported(dtype, op).
-  virtual void native_allreduce(void* data, size_t count, DataType dtype, ReduceOp op);
+  virtual void native_allreduce(void* data, size_t count, DataType dtype, ReduceOp op) = 0;
+};
+
+class Communicator : public PointToPoint, public ControlCollectives {
+ public:
+  ~Communicator() override = default;
+
+  /// The transport's native collectives over this group, or nullptr when it has none
+  /// (the in-process transport). Owned by this communicator.
+  virtual NativeCollectives* native() { return nullptr; }
 
   /// Blocking, collective over this communicator: a new communicator of the ranks that
   /// passed the same `color`, ordered by (`key`, rank in this communicator), as
@@ -99,9 +129,5 @@ class Communicator {
   std::shared_ptr<TrafficCounters> counters_ = std::make_shared<TrafficCounters>();
   std::vector<std::shared_ptr<TrafficCounters>> ancestors_;
 };
-
-/// Blocks until every request in `requests` has completed, waiting with a Backoff
-/// (common/backoff.h) between polls so oversubscribed ranks make progress. Clears the vector.
-void wait_all(std::vector<RequestPtr>& requests);
 
 }  // namespace concord

@@ -7,12 +7,14 @@
 #include <thread>
 
 #include "common/enforce.h"
+#include "transport/request_set.h"
+#include "transport/tags.h"
 
 namespace concord {
 namespace {
 
 // Tags at and above this value are reserved for the control collectives below.
-constexpr int kControlTag = 1 << 29;
+constexpr int kControlTag = tags::kInProcessControl;
 
 class FlagRequest : public TransportRequest {
  public:
@@ -109,10 +111,10 @@ std::vector<std::vector<uint8_t>> InProcessCommunicator::gather_bytes(
   std::vector<std::vector<uint8_t>> result;
   if (rank_ != root) {
     uint64_t length = mine.size();
-    std::vector<RequestPtr> requests;
-    requests.push_back(isend(&length, sizeof length, root, kControlTag));
-    requests.push_back(isend(mine.data(), mine.size(), root, kControlTag));
-    wait_all(requests);
+    RequestSet requests;
+    requests.post(isend(&length, sizeof length, root, kControlTag));
+    requests.post(isend(mine.data(), mine.size(), root, kControlTag));
+    requests.wait();
     return result;
   }
   result.resize(size());
@@ -122,34 +124,34 @@ std::vector<std::vector<uint8_t>> InProcessCommunicator::gather_bytes(
       continue;
     }
     uint64_t length = 0;
-    std::vector<RequestPtr> requests;
-    requests.push_back(irecv(&length, sizeof length, r, kControlTag));
-    wait_all(requests);
+    RequestSet requests;
+    requests.post(irecv(&length, sizeof length, r, kControlTag));
+    requests.wait();
     result[r].resize(length);
-    requests.push_back(irecv(result[r].data(), length, r, kControlTag));
-    wait_all(requests);
+    requests.post(irecv(result[r].data(), length, r, kControlTag));
+    requests.wait();
   }
   return result;
 }
 
 void InProcessCommunicator::broadcast_bytes(std::vector<uint8_t>& data, int root) {
-  std::vector<RequestPtr> requests;
+  RequestSet requests;
   if (rank_ == root) {
     uint64_t length = data.size();
     for (int r = 0; r < size(); ++r) {
       if (r == root) continue;
-      requests.push_back(isend(&length, sizeof length, r, kControlTag + 1));
-      requests.push_back(isend(data.data(), data.size(), r, kControlTag + 1));
+      requests.post(isend(&length, sizeof length, r, kControlTag + 1));
+      requests.post(isend(data.data(), data.size(), r, kControlTag + 1));
     }
-    wait_all(requests);
+    requests.wait();
     return;
   }
   uint64_t length = 0;
-  requests.push_back(irecv(&length, sizeof length, root, kControlTag + 1));
-  wait_all(requests);
+  requests.post(irecv(&length, sizeof length, root, kControlTag + 1));
+  requests.wait();
   data.resize(length);
-  requests.push_back(irecv(data.data(), length, root, kControlTag + 1));
-  wait_all(requests);
+  requests.post(irecv(data.data(), length, root, kControlTag + 1));
+  requests.wait();
 }
 
 void InProcessCommunicator::allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) {

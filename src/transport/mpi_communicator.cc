@@ -241,4 +241,16 @@ std::vector<int> node_of_every_rank(MPI_Comm world) {
   return nodes;
 }
 
+CommunicatorSet mpi_communicator_set() {
+  ensure_mpi_initialized();
+  CommunicatorSet set;
+  set.control = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+  set.data = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+  set.node_of_rank = node_of_every_rank(MPI_COMM_WORLD);
+  int thread_level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&thread_level);
+  set.threads_supported = thread_level >= MPI_THREAD_MULTIPLE;
+  return set;
+}
+
 }  // namespace concord

@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include "transport/communicator.h"
+#include "transport/communicator_set.h"
 
 namespace concord {
 
@@ -15,8 +16,9 @@ namespace concord {
 void ensure_mpi_initialized();
 
 /// Owns a duplicate of `parent` (so Concord's traffic never matches the application's)
-/// with MPI_ERRORS_RETURN; failures throw CommError naming the call and the peer.
-class MpiCommunicator : public Communicator {
+/// with MPI_ERRORS_RETURN; failures throw CommError naming the call and the peer. Offers
+/// MPI's own allreduce as its NativeCollectives (native() returns this).
+class MpiCommunicator : public Communicator, public NativeCollectives {
  public:
   explicit MpiCommunicator(MPI_Comm parent);
   ~MpiCommunicator() override;
@@ -43,6 +45,7 @@ class MpiCommunicator : public Communicator {
   /// kSum. Counts above INT_MAX go in several calls. Not recorded in counters() (MPI's
   /// own messages are invisible to Concord). Throws CommError when MPI fails.
   void native_allreduce(void* data, size_t count, DataType dtype, ReduceOp op) override;
+  NativeCollectives* native() override { return this; }
 
   /// MPI_Comm_split of this communicator (see Communicator::split); the new communicator
   /// also returns errors (MPI_ERRORS_RETURN) instead of aborting.
@@ -76,6 +79,11 @@ class MpiCommunicator : public Communicator {
 std::vector<int> node_of_every_rank(MPI_Comm world, MPI_Comm local);
 /// The same, splitting `world` by shared memory itself (collective over `world`).
 std::vector<int> node_of_every_rank(MPI_Comm world);
+
+/// The communicators of a runtime over MPI_COMM_WORLD: ensure_mpi_initialized(), then two
+/// duplicates of MPI_COMM_WORLD (control, data) and the node of every rank from MPI's
+/// shared-memory split. Collective over MPI_COMM_WORLD. Throws StateError / CommError.
+CommunicatorSet mpi_communicator_set();
 
 /// Throws CommError("<what> failed: <MPI error string>") when `code` is not MPI_SUCCESS.
 void check_mpi(int code, const char* what);

@@ -13,6 +13,7 @@
 #include "mpi_test_util.h"
 #include "test_support/exact_reduction.h"
 #include "transport/mpi_communicator.h"
+#include "transport/request_set.h"
 
 namespace concord::mpitest {
 namespace {
@@ -37,10 +38,10 @@ TEST(MpiTransport, SplitByParityThenRingExchangeInsideEachGroup) {
   EXPECT_EQ(sub->rank(), rank / 2) << "[rank " << rank << "]";
   EXPECT_EQ(sub->counters().messages_sent, 0u) << "[rank " << rank << "] counters start at zero";
   int mine = rank, from_left = -1;
-  std::vector<RequestPtr> requests;
-  requests.push_back(sub->irecv(&from_left, sizeof from_left, (sub->rank() + members - 1) % members, 1));
-  requests.push_back(sub->isend(&mine, sizeof mine, (sub->rank() + 1) % members, 1));
-  wait_all(requests);
+  RequestSet requests;
+  requests.post(sub->irecv(&from_left, sizeof from_left, (sub->rank() + members - 1) % members, 1));
+  requests.post(sub->isend(&mine, sizeof mine, (sub->rank() + 1) % members, 1));
+  requests.wait();
   EXPECT_EQ(from_left, ((rank / 2 + members - 1) % members) * 2 + rank % 2) << "[rank " << rank << "]";
   EXPECT_EQ(sub->counters().messages_sent, 1u) << "[rank " << rank << "]";
   EXPECT_EQ(world.counters().bytes_sent, sizeof(int)) << "[rank " << rank << "] parent counts the child's traffic";

@@ -10,6 +10,7 @@
 
 #include "concord/errors.h"
 #include "transport/inprocess_communicator.h"
+#include "transport/request_set.h"
 
 namespace concord {
 namespace {
@@ -29,27 +30,27 @@ TEST(InProcessTransport, MessagesBetweenAPairWithOneTagArriveInOrder) {
   std::vector<std::vector<uint8_t>> received(kMessages);
   std::barrier sync(2);  // a thread barrier, not the transport's: only p2p is under test
   InProcessWorld::run(2, [&](Communicator& comm) {
-    std::vector<RequestPtr> requests;
+    RequestSet requests;
     if (comm.rank() == 1) {
       for (int i = 0; i < kMessages / 2; ++i) {
         received[i].resize(payload(i).size());
-        requests.push_back(comm.irecv(received[i].data(), received[i].size(), 0, 5));
+        requests.post(comm.irecv(received[i].data(), received[i].size(), 0, 5));
       }
     }
     sync.arrive_and_wait();  // half of the receives are posted before the sends
     if (comm.rank() == 0) {
       std::vector<std::vector<uint8_t>> sent;
       for (int i = 0; i < kMessages; ++i) sent.push_back(payload(i));
-      for (int i = 0; i < kMessages; ++i) requests.push_back(comm.isend(sent[i].data(), sent[i].size(), 1, 5));
-      wait_all(requests);
+      for (int i = 0; i < kMessages; ++i) requests.post(comm.isend(sent[i].data(), sent[i].size(), 1, 5));
+      requests.wait();
     }
     sync.arrive_and_wait();  // the other half after every message has arrived
     if (comm.rank() == 1) {
       for (int i = kMessages / 2; i < kMessages; ++i) {
         received[i].resize(payload(i).size());
-        requests.push_back(comm.irecv(received[i].data(), received[i].size(), 0, 5));
+        requests.post(comm.irecv(received[i].data(), received[i].size(), 0, 5));
       }
-      wait_all(requests);
+      requests.wait();
     }
   });
   for (int i = 0; i < kMessages; ++i) EXPECT_EQ(received[i], payload(i)) << "message " << i;
@@ -59,20 +60,20 @@ TEST(InProcessTransport, ReceivesMatchBySourceAndTag) {
   int from_tag_a = 0, from_tag_b = 0;
   std::vector<int> by_source(4, -1);
   InProcessWorld::run(4, [&](Communicator& comm) {
-    std::vector<RequestPtr> requests;
+    RequestSet requests;
     const int rank = comm.rank();
     int value = 100 + rank, a = 1, b = 2;
-    if (rank != 0) requests.push_back(comm.isend(&value, sizeof value, 0, 9));
+    if (rank != 0) requests.post(comm.isend(&value, sizeof value, 0, 9));
     if (rank == 1) {  // tag 7 then tag 8; rank 0 receives tag 8 first
-      requests.push_back(comm.isend(&a, sizeof a, 0, 7));
-      requests.push_back(comm.isend(&b, sizeof b, 0, 8));
+      requests.post(comm.isend(&a, sizeof a, 0, 7));
+      requests.post(comm.isend(&b, sizeof b, 0, 8));
     }
     if (rank == 0) {
-      for (int source : {3, 1, 2}) requests.push_back(comm.irecv(&by_source[source], sizeof(int), source, 9));
-      requests.push_back(comm.irecv(&from_tag_b, sizeof(int), 1, 8));
-      requests.push_back(comm.irecv(&from_tag_a, sizeof(int), 1, 7));
+      for (int source : {3, 1, 2}) requests.post(comm.irecv(&by_source[source], sizeof(int), source, 9));
+      requests.post(comm.irecv(&from_tag_b, sizeof(int), 1, 8));
+      requests.post(comm.irecv(&from_tag_a, sizeof(int), 1, 7));
     }
-    wait_all(requests);
+    requests.wait();
     EXPECT_TRUE(requests.empty()) << "wait_all clears the vector";
   });
   EXPECT_EQ(from_tag_a, 1);
@@ -82,11 +83,11 @@ TEST(InProcessTransport, ReceivesMatchBySourceAndTag) {
 
 TEST(InProcessTransport, ZeroByteMessagesComplete) {
   InProcessWorld::run(3, [&](Communicator& comm) {
-    std::vector<RequestPtr> requests;
+    RequestSet requests;
     const int right = (comm.rank() + 1) % 3, left = (comm.rank() + 2) % 3;
-    requests.push_back(comm.irecv(nullptr, 0, left, 1));
-    requests.push_back(comm.isend(nullptr, 0, right, 1));
-    wait_all(requests);
+    requests.post(comm.irecv(nullptr, 0, left, 1));
+    requests.post(comm.isend(nullptr, 0, right, 1));
+    requests.wait();
   });
   SUCCEED();
 }
@@ -96,10 +97,10 @@ TEST(InProcessTransport, SizeMismatchIsCommError) {
                                    [](Communicator& comm) {
                                      uint64_t big = 0;
                                      uint32_t small = 1;
-                                     std::vector<RequestPtr> requests;
-                                     if (comm.rank() == 1) requests.push_back(comm.irecv(&big, sizeof big, 0, 3));
+                                     RequestSet requests;
+                                     if (comm.rank() == 1) requests.post(comm.irecv(&big, sizeof big, 0, 3));
                                      comm.barrier();  // the receive is posted: the send matches it
-                                     if (comm.rank() == 0) requests.push_back(comm.isend(&small, sizeof small, 1, 3));
+                                     if (comm.rank() == 0) requests.post(comm.isend(&small, sizeof small, 1, 3));
                                    }),
                CommError);
 }
@@ -186,17 +187,17 @@ TEST(InProcessTransport, CountersCountBytesAndMessages) {
   std::vector<TrafficCounters> counters(2);
   InProcessWorld::run(2, [&](Communicator& comm) {
     std::vector<uint8_t> buffer(100);
-    std::vector<RequestPtr> requests;
+    RequestSet requests;
     if (comm.rank() == 0) {
-      requests.push_back(comm.isend(buffer.data(), 100, 1, 0));
-      requests.push_back(comm.isend(buffer.data(), 28, 1, 0));
-      requests.push_back(comm.isend(buffer.data(), 0, 1, 0));
+      requests.post(comm.isend(buffer.data(), 100, 1, 0));
+      requests.post(comm.isend(buffer.data(), 28, 1, 0));
+      requests.post(comm.isend(buffer.data(), 0, 1, 0));
     } else {
-      requests.push_back(comm.irecv(buffer.data(), 100, 0, 0));
-      requests.push_back(comm.irecv(buffer.data(), 28, 0, 0));
-      requests.push_back(comm.irecv(buffer.data(), 0, 0, 0));
+      requests.post(comm.irecv(buffer.data(), 100, 0, 0));
+      requests.post(comm.irecv(buffer.data(), 28, 0, 0));
+      requests.post(comm.irecv(buffer.data(), 0, 0, 0));
     }
-    wait_all(requests);
+    requests.wait();
     counters[comm.rank()] = comm.counters();
     comm.reset_counters();
     EXPECT_EQ(comm.counters().bytes_sent + comm.counters().bytes_received + comm.counters().messages_sent +
@@ -217,10 +218,10 @@ TEST(InProcessTransport, CountersCountBytesAndMessages) {
 // its left neighbour sent, so every pair of the sub-communicator exchanges one message.
 int ring_exchange(Communicator& sub, int value) {
   int received = -1;
-  std::vector<RequestPtr> requests;
-  requests.push_back(sub.irecv(&received, sizeof received, (sub.rank() + sub.size() - 1) % sub.size(), 3));
-  requests.push_back(sub.isend(&value, sizeof value, (sub.rank() + 1) % sub.size(), 3));
-  wait_all(requests);
+  RequestSet requests;
+  requests.post(sub.irecv(&received, sizeof received, (sub.rank() + sub.size() - 1) % sub.size(), 3));
+  requests.post(sub.isend(&value, sizeof value, (sub.rank() + 1) % sub.size(), 3));
+  requests.wait();
   return received;
 }
 
@@ -257,17 +258,17 @@ TEST_P(InProcessSplit, ByNodeWithReversedKeys) {
     const int node = comm.rank() / kPerNode;
     auto sub = comm.split(node, -comm.rank());
     ranks[comm.rank()] = sub->rank();
-    std::vector<RequestPtr> requests;
+    RequestSet requests;
     int mine = comm.rank();
     std::vector<int>& all = gathered[comm.rank()];
     if (sub->rank() == 0) {
       all.assign(sub->size(), -1);
       all[0] = mine;
-      for (int s = 1; s < sub->size(); ++s) requests.push_back(sub->irecv(&all[s], sizeof(int), s, 4));
+      for (int s = 1; s < sub->size(); ++s) requests.post(sub->irecv(&all[s], sizeof(int), s, 4));
     } else {
-      requests.push_back(sub->isend(&mine, sizeof mine, 0, 4));
+      requests.post(sub->isend(&mine, sizeof mine, 0, 4));
     }
-    wait_all(requests);
+    requests.wait();
   });
   for (int r = 0; r < P; ++r) {
     const int node = r / kPerNode, last = std::min(P, (node + 1) * kPerNode) - 1;
@@ -328,10 +329,10 @@ TEST(InProcessTransport, SplitCountersStartAtZeroAndAddUpInAncestors) {
     ring_exchange(*sub, 1);  // 1 message of 4 bytes each way
     auto single = sub->split(sub->rank(), 0);
     int value = 0;
-    std::vector<RequestPtr> requests;
-    requests.push_back(single->irecv(&value, sizeof value, 0, 1));
-    requests.push_back(single->isend(&value, sizeof value, 0, 1));  // to itself
-    wait_all(requests);
+    RequestSet requests;
+    requests.post(single->irecv(&value, sizeof value, 0, 1));
+    requests.post(single->isend(&value, sizeof value, 0, 1));  // to itself
+    requests.wait();
     world[comm.rank()] = comm.counters();
     child[comm.rank()] = sub->counters();
     grandchild[comm.rank()] = single->counters();

@@ -1,0 +1,144 @@
+#include "algorithms/autotune.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "common/config.h"
+#include "common/enforce.h"
+
+namespace concord {
+namespace {
+
+constexpr int kRounds = 3;
+constexpr double kRoundSeconds = 2e-3;
+constexpr int kMaxCalls = 64;
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in.good()) return nlohmann::json::object();
+  try {
+    auto json = nlohmann::json::parse(in);
+    CONCORD_ENFORCE(json.is_object(), InvalidArgument, "cost model file '", path, "' is not a JSON object");
+    return json;
+  } catch (const nlohmann::json::exception& e) {
+    CONCORD_THROW(InvalidArgument, "cost model file '", path, "' is not valid: ", e.what());
+  }
+}
+
+}  // namespace
+
+int size_bucket(size_t bytes) {
+  int bucket = -1;
+  while (bytes > 0) {
+    bytes >>= 1;
+    ++bucket;
+  }
+  return bucket;
+}
+
+std::string selection_key(const std::string& collective, DataType dtype, size_t bytes) {
+  const int bucket = size_bucket(bytes);
+  return collective + "/" + dtype_name(dtype) + "/" + (bucket < 0 ? std::string("0B") : "2^" + std::to_string(bucket));
+}
+
+std::string autotune_scope(int ranks, int nodes, int64_t ring_chunk_bytes, int64_t tree_chunks) {
+  return "ranks=" + std::to_string(ranks) + " nodes=" + std::to_string(nodes) + " chunk=" +
+         std::to_string(ring_chunk_bytes) + " tree_chunks=" + std::to_string(tree_chunks);
+}
+
+std::string cost_model_cache_path() {
+  const std::string path = config_value("CONCORD_COST_MODEL");
+  if (!path.empty()) return path;
+  const char* home = std::getenv("HOME");
+  return home == nullptr || *home == '\0' ? "" : std::string(home) + "/.cache/concord/cost_model.json";
+}
+
+std::string AutotuneTable::find(const std::string& key) const {
+  const auto it = entries_.find(key);
+  return it == entries_.end() ? "" : it->second;
+}
+
+std::string AutotuneTable::encode() const { return nlohmann::json(entries_).dump(); }
+
+void AutotuneTable::decode(const std::string& text) {
+  try {
+    entries_ = nlohmann::json::parse(text).get<std::map<std::string, std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    CONCORD_THROW(InvalidArgument, "autotune table is not valid: ", e.what());
+  }
+}
+
+void AutotuneTable::load(const std::string& path) {
+  const auto json = read_json(path);
+  if (!json.contains("autotune") || !json.at("autotune").contains(scope_)) return;
+  try {
+    entries_ = json.at("autotune").at(scope_).get<std::map<std::string, std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    CONCORD_THROW(InvalidArgument, "cost model file '", path, "': autotune table of '", scope_,
+                  "' is not valid: ", e.what());
+  }
+}
+
+void AutotuneTable::save(const std::string& path) const {
+  namespace fs = std::filesystem;
+  const fs::path parent = fs::path(path).parent_path();
+  std::error_code error;
+  if (!parent.empty() && !fs::exists(parent, error)) {
+    fs::create_directories(parent, error);
+    fs::permissions(parent, fs::perms::owner_all, fs::perm_options::replace, error);
+  }
+  nlohmann::json json = read_json(path);
+  json["autotune"][scope_] = entries_;
+  const std::string temporary = path + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(temporary);
+    out << json.dump(2) << "\n";
+    CONCORD_ENFORCE(out.good(), InvalidArgument, "cannot write cost model file '", temporary, "'");
+  }
+  fs::rename(temporary, path, error);
+  CONCORD_ENFORCE(!error, InvalidArgument, "cannot replace cost model file '", path, "': ", error.message());
+}
+
+TuneResult measure_fastest(Communicator& comm, const std::vector<TuneCandidate>& candidates) {
+  CONCORD_ENFORCE(!candidates.empty(), InvalidArgument, "autotune: no candidate algorithm");
+  using Clock = std::chrono::steady_clock;
+  std::vector<int> calls;
+  for (const auto& candidate : candidates) {
+    candidate.run();  // warm-up: scratch, page faults, lazily created sub-communicators
+    const double estimate = std::max(candidate.estimate_seconds, 1e-7);
+    calls.push_back(static_cast<int>(std::clamp(std::ceil(kRoundSeconds / estimate), 1.0, double{kMaxCalls})));
+  }
+  TuneResult result;
+  result.seconds.assign(candidates.size(), INFINITY);
+  for (int round = 0; round < kRounds; ++round) {
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      comm.barrier();
+      const auto start = Clock::now();
+      for (int call = 0; call < calls[i]; ++call) candidates[i].run();
+      const double seconds = std::chrono::duration<double>(Clock::now() - start).count() / calls[i];
+      result.seconds[i] = std::min(result.seconds[i], seconds);
+    }
+  }
+  result.winner = static_cast<size_t>(std::min_element(result.seconds.begin(), result.seconds.end()) -
+                                      result.seconds.begin());
+  std::vector<uint8_t> winner(sizeof(uint32_t));
+  const uint32_t index = static_cast<uint32_t>(result.winner);
+  std::memcpy(winner.data(), &index, sizeof index);
+  comm.broadcast_bytes(winner, 0);
+  uint32_t chosen = 0;
+  std::memcpy(&chosen, winner.data(), sizeof chosen);
+  CONCORD_ENFORCE(chosen < candidates.size(), InternalError, "autotune: rank 0 chose candidate ", chosen, " of ",
+                  candidates.size());
+  result.winner = chosen;
+  if (comm.rank() != 0) result.seconds.clear();
+  return result;
+}
+
+}  // namespace concord

@@ -1,0 +1,85 @@
+// Measured selection (issue 13 item 5; NCCL fills its tuning table once, UCC keeps score
+// maps per size range): on first use of a size bucket the runtime times every algorithm
+// that accepts the problem, on the real communicator, and keeps the fastest. Rank 0's
+// timings decide and its choice is broadcast, so every rank runs the same algorithm. The
+// table persists in the cost-model cache file (CostParams::from_env's file, default
+// ~/.cache/concord/cost_model.json, directory created 0700) under
+// "autotune" -> scope -> key, so a later job on the same configuration measures nothing.
+//
+// Keys: "<collective>/<dtype>/<bucket>", bucket = floor(log2 bytes) ("2^12" holds
+// 4096 .. 8191 bytes; "0B" is the empty message). Buckets start at powers of two, so a
+// size-range override (algorithms/size_rules.h) with power-of-two bounds never splits one.
+// Scope: what else the timings depend on (ranks, nodes, chunk sizes): autotune_scope().
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "concord/types.h"
+#include "transport/communicator.h"
+
+namespace concord {
+
+/// floor(log2(bytes)), or -1 for 0 bytes.
+int size_bucket(size_t bytes);
+/// "allreduce/float32/2^12" for (kAllreduce-like name "allreduce", kFloat32, 4096..8191 B).
+std::string selection_key(const std::string& collective, DataType dtype, size_t bytes);
+/// "ranks=4 nodes=1 chunk=524288 tree_chunks=0": the configuration a table holds for.
+std::string autotune_scope(int ranks, int nodes, int64_t ring_chunk_bytes, int64_t tree_chunks);
+/// The cost-model cache file: CONCORD_COST_MODEL, else ~/.cache/concord/cost_model.json
+/// (whether or not it exists yet); "" when HOME is unset.
+std::string cost_model_cache_path();
+
+/// The measured winners of one scope: key -> algorithm name.
+class AutotuneTable {
+ public:
+  explicit AutotuneTable(std::string scope = "") : scope_(std::move(scope)) {}
+
+  const std::string& scope() const { return scope_; }
+  /// The algorithm measured fastest for `key`, or "" when none was.
+  std::string find(const std::string& key) const;
+  void set(const std::string& key, const std::string& algorithm) { entries_[key] = algorithm; }
+  const std::map<std::string, std::string>& entries() const { return entries_; }
+
+  /// The entries as a JSON object {"key": "algorithm", ...} (for rank 0's broadcast).
+  std::string encode() const;
+  /// Replaces the entries by those of encode()'s text. Throws InvalidArgument if malformed.
+  void decode(const std::string& text);
+  /// Reads this scope's entries from the cache file at `path`; a missing file or scope
+  /// leaves the table empty. Throws InvalidArgument naming the file when it is malformed.
+  void load(const std::string& path);
+  /// Writes this scope's entries into the cache file at `path`, keeping every other key
+  /// (cost constants, other scopes); creates the directory with mode 0700 and replaces the
+  /// file atomically (write + rename). Throws InvalidArgument on I/O error.
+  void save(const std::string& path) const;
+
+ private:
+  std::string scope_;
+  std::map<std::string, std::string> entries_;
+};
+
+/// One algorithm to time: `run` executes one complete call (same problem on every rank).
+struct TuneCandidate {
+  std::string name;
+  double estimate_seconds = 0;  ///< the cost model's prediction, sets the repetitions
+  std::function<void()> run;
+};
+
+/// Timing of one tuning run (rank 0's numbers; other ranks get only `winner`).
+struct TuneResult {
+  size_t winner = 0;             ///< index into the candidates
+  std::vector<double> seconds;   ///< rank 0: best average seconds per call of each candidate
+};
+
+/// Times every candidate on `comm` and returns the one rank 0 measured fastest, the same
+/// index on every rank. Each candidate runs once to warm up (scratch allocation, page
+/// faults), then in 3 interleaved rounds of n calls each (n = ~2 ms / estimate, 1..64,
+/// the same on every rank), each round after a barrier; a candidate's time is its best
+/// round's average. Collective over `comm` (barriers and one broadcast); every rank must
+/// pass the same candidates in the same order. Throws InvalidArgument for no candidate.
+TuneResult measure_fastest(Communicator& comm, const std::vector<TuneCandidate>& candidates);
+
+}  // namespace concord

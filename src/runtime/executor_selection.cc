@@ -1,0 +1,88 @@
+// Executor's algorithm selection: size-range rules, the per-(collective, dtype, size
+// bucket) memo, measured selection of allreduce algorithms and the cost model (see
+// executor.h). Every input is equal on every rank (config and cost model adopted from
+// rank 0, measurements decided by rank 0), so every rank chooses alike.
+#include <algorithm>
+#include <type_traits>
+
+#include "common/enforce.h"
+#include "common/logging.h"
+#include "runtime/executor.h"
+
+namespace concord {
+
+template <typename AlgorithmType>
+std::string Executor::choose(const char* collective, const std::vector<RegistryEntry<AlgorithmType>>& entries,
+                             const std::vector<SizeRule>& rules, const Problem& problem,
+                             const ProblemForEntry& problem_for) {
+  const size_t bytes = problem.bytes();
+  std::string ruled = rule_for(rules, bytes);
+  if (!ruled.empty()) return ruled;  // select_algorithm falls back to the cost model if it declines
+  const std::string key = selection_key(collective, problem.dtype, bytes);
+  if (const auto it = chosen_.find(key); it != chosen_.end()) return it->second;
+  std::string name, source;
+  const bool measured = config_.autotune && std::is_same_v<AlgorithmType, AllreduceAlgorithm> && problem.ranks > 1 &&
+                        bytes > 0;
+  if (measured) {
+    name = tuned_.find(key);
+    source = "measured earlier (autotune table)";
+    const auto& known = entries;
+    const bool usable = !name.empty() && std::any_of(known.begin(), known.end(), [&](const auto& entry) {
+      return entry.name == name && entry.declines(problem_for ? problem_for(entry.name, problem) : problem).empty();
+    });
+    if (!usable) {
+      if constexpr (std::is_same_v<AlgorithmType, AllreduceAlgorithm>) name = measure_allreduce(problem, problem_for);
+      source = "measured now";
+      tuned_.set(key, name);
+      if (!cache_path_.empty()) {
+        try {
+          tuned_.save(cache_path_);
+        } catch (const Error& error) {
+          CONCORD_LOG_WARN("autotune: the measured choices are not saved: {}", error.what());
+        }
+      }
+    }
+  } else {
+    name = select_algorithm(entries, problem, context_.cost_params, "", problem_for).name;
+    source = "cost model";
+  }
+  CONCORD_LOG_DEBUG("selection: {} on {} ranks ({} B, first of bucket {}) -> {} ({})", key, problem.ranks, bytes,
+                    size_bucket(bytes), name, source);
+  chosen_[key] = name;
+  return name;
+}
+
+std::string Executor::measure_allreduce(const Problem& problem, const ProblemForEntry& problem_for) {
+  const auto& entries = allreduce_algorithms();
+  std::vector<uint8_t> zeros(problem.bytes(), 0);  // zeros: every op and dtype stays finite
+  uint8_t* buffer = zeros.data();
+  std::vector<TuneCandidate> candidates;
+  for (const auto& entry : entries) {
+    const Problem mine = problem_for ? problem_for(entry.name, problem) : problem;
+    if (!entry.declines(mine).empty()) continue;
+    candidates.push_back(TuneCandidate{entry.name, entry.cost(mine).seconds(context_.cost_params), [&, name = entry.name] {
+                                         std::string activity = "allreduce";
+                                         auto& algorithm = this->algorithm(entries, problem, name, activity, problem_for);
+                                         algorithm.start(buffer, problem.count, problem.dtype, problem.op);
+                                         run_to_completion(algorithm);
+                                       }});
+  }
+  const TuneResult result = measure_fastest(comm_, candidates);
+  if (comm_.rank() == 0) {
+    std::string timings;
+    for (size_t i = 0; i < candidates.size(); ++i)
+      timings += " " + candidates[i].name + "=" + std::to_string(result.seconds[i] * 1e6) + "us";
+    CONCORD_LOG_DEBUG("autotune: {} B on {} ranks:{}", problem.bytes(), problem.ranks, timings);
+  }
+  return candidates[result.winner].name;
+}
+
+#define CONCORD_INSTANTIATE(Type)                                                                                 \
+  template std::string Executor::choose(const char*, const std::vector<RegistryEntry<Type>>&,                    \
+                                        const std::vector<SizeRule>&, const Problem&, const ProblemForEntry&);
+CONCORD_INSTANTIATE(AllreduceAlgorithm)
+CONCORD_INSTANTIATE(AllgatherAlgorithm)
+CONCORD_INSTANTIATE(BroadcastAlgorithm)
+#undef CONCORD_INSTANTIATE
+
+}  // namespace concord

@@ -1,0 +1,167 @@
+// The whole runtime cycle (enqueue -> negotiate -> fuse -> execute -> complete handles) on
+// the in-process transport at 1..16 ranks: each rank is a thread owning a Runtime built
+// from injected communicators (split_communicator_set), as concord::init() builds one from
+// MPI's. Tensors are submitted in a different order on every rank; results are exact.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "algorithms/autotune.h"
+#include "concord/errors.h"
+#include "rank_runner.h"
+#include "runtime/runtime.h"
+#include "transport/communicator_set.h"
+
+namespace concord {
+namespace {
+
+using testing_util::run_ranks;
+
+Config test_config() {
+  Config config;  // the built-in defaults, whatever the environment says
+  config.cycle_time_ms = 0.2;
+  config.autotune = false;  // deterministic selection: the cost model
+  return config;
+}
+
+TensorView view(std::vector<float>& data) {
+  return TensorView{data.data(), DataType::kFloat32, {static_cast<int64_t>(data.size())}};
+}
+
+Request request(const std::string& name, CollectiveType type, ReduceOp op = ReduceOp::kSum, int root = 0) {
+  Request r;
+  r.name = name;
+  r.type = type;
+  r.op = op;
+  r.root = root;
+  return r;
+}
+
+class RuntimeInProcess : public ::testing::TestWithParam<int> {};
+
+TEST_P(RuntimeInProcess, NegotiatesFusesAndExecutesInAnyOrder) {
+  const int P = GetParam();
+  const std::vector<size_t> sizes = {0, 1, 7, 1000, 4099, 33, 65536};
+  const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
+    Runtime runtime(split_communicator_set(world), test_config());
+    const int rank = runtime.rank();
+    ASSERT_EQ(runtime.size(), P);
+    ASSERT_EQ(runtime.local_rank(), rank);
+    ASSERT_EQ(runtime.local_size(), P);
+    for (int round = 0; round < 3; ++round) {  // rounds 2 and 3 hit the response cache
+      const size_t T = sizes.size();
+      std::vector<std::vector<float>> in(T), out(T);
+      std::vector<Handle> handles(T);
+      std::vector<size_t> order(T);
+      std::iota(order.begin(), order.end(), size_t{0});
+      std::rotate(order.begin(), order.begin() + (rank + round) % T, order.end());  // a different order per rank
+      for (size_t t : order) {
+        in[t].resize(sizes[t]);
+        out[t].assign(sizes[t], -1.0f);
+        for (size_t i = 0; i < sizes[t]; ++i) in[t][i] = static_cast<float>(rank + 1 + i % 5);
+        const ReduceOp op = t % 2 == 0 ? ReduceOp::kSum : ReduceOp::kMax;
+        handles[t] = runtime.enqueue(request("t" + std::to_string(t), CollectiveType::kAllreduce, op), view(in[t]),
+                                     view(out[t]));
+      }
+      for (size_t t = 0; t < T; ++t) {
+        handles[t].wait();
+        for (size_t i = 0; i < sizes[t]; ++i) {
+          const float expected = t % 2 == 0 ? static_cast<float>(P * (P + 1) / 2 + P * (i % 5))
+                                            : static_cast<float>(P + i % 5);
+          ASSERT_EQ(out[t][i], expected) << "rank " << rank << " round " << round << " tensor t" << t << " ("
+                                         << sizes[t] << " floats) element " << i;
+        }
+      }
+    }
+    // Broadcast from the last rank, allgather of rank-dependent dim 0.
+    std::vector<float> message(100, static_cast<float>(rank));
+    Handle broadcast = runtime.enqueue(request("b", CollectiveType::kBroadcast, ReduceOp::kSum, P - 1), view(message),
+                                       view(message));
+    std::vector<float> rows(static_cast<size_t>(rank + 1) * 2, static_cast<float>(rank));
+    TensorView rows_view{rows.data(), DataType::kFloat32, {rank + 1, 2}};
+    Handle gather = runtime.enqueue(request("g", CollectiveType::kAllgather), rows_view, rows_view);
+    broadcast.wait();
+    gather.wait();
+    for (float v : message) ASSERT_EQ(v, static_cast<float>(P - 1)) << "rank " << rank << " broadcast";
+    ASSERT_EQ(gather.output_shape(), (std::vector<int64_t>{P * (P + 1) / 2, 2})) << "rank " << rank;
+    const auto* gathered = reinterpret_cast<const float*>(gather.output_bytes().data());
+    size_t at = 0;
+    for (int r = 0; r < P; ++r)
+      for (int i = 0; i < 2 * (r + 1); ++i, ++at)
+        ASSERT_EQ(gathered[at], static_cast<float>(r)) << "rank " << rank << " allgather block of rank " << r;
+    runtime.shutdown();
+  });
+  EXPECT_EQ(failure, "") << "P=" << P;
+}
+
+TEST_P(RuntimeInProcess, MismatchFailsOnEveryRankAndLaterCallsWork) {
+  const int P = GetParam();
+  if (P == 1) GTEST_SKIP() << "a mismatch needs two ranks";
+  const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
+    Runtime runtime(split_communicator_set(world), test_config());
+    const int rank = runtime.rank();
+    std::vector<float> bad(rank == P - 1 ? 5 : 4, 1.0f);  // the last rank disagrees on the shape
+    Handle handle = runtime.enqueue(request("bad", CollectiveType::kAllreduce), view(bad), view(bad));
+    try {
+      handle.wait();
+      FAIL() << "rank " << rank << ": no MismatchError";
+    } catch (const MismatchError& error) {
+      EXPECT_NE(std::string(error.what()).find("bad"), std::string::npos) << "rank " << rank << ": " << error.what();
+    }
+    std::vector<float> good(3, 1.0f);
+    runtime.enqueue(request("good", CollectiveType::kAllreduce), view(good), view(good)).wait();
+    for (float v : good) ASSERT_EQ(v, static_cast<float>(P)) << "rank " << rank;
+    runtime.shutdown();
+  });
+  EXPECT_EQ(failure, "") << "P=" << P;
+}
+
+// Measured selection in the runtime: every rank runs rank 0's pick (results stay exact),
+// and rank 0 saves the table where CONCORD_COST_MODEL points.
+TEST_P(RuntimeInProcess, AutotunedSelectionIsExactAndPersisted) {
+  const int P = GetParam();
+  if (P == 1) GTEST_SKIP() << "nothing to measure on one rank";
+  if (P > 5) GTEST_SKIP() << "timing every algorithm with threads as ranks: kept to small P for the suite's time";
+  namespace fs = std::filesystem;
+  const fs::path path = fs::temp_directory_path() / ("concord_rt_autotune_" + std::to_string(::getpid()) + ".json");
+  CostParams().save(path.string());
+  ::setenv("CONCORD_COST_MODEL", path.c_str(), 1);
+  const std::vector<size_t> sizes = {3, 1000, 70000};
+  const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
+    Config config = test_config();
+    config.autotune = true;
+    Runtime runtime(split_communicator_set(world), config);
+    const int rank = runtime.rank();
+    for (int round = 0; round < 2; ++round)
+      for (size_t n : sizes) {
+        std::vector<float> data(n);
+        for (size_t i = 0; i < n; ++i) data[i] = static_cast<float>(rank + i % 3);
+        runtime.enqueue(request("a" + std::to_string(n), CollectiveType::kAllreduce), view(data), view(data)).wait();
+        for (size_t i = 0; i < n; ++i)
+          ASSERT_EQ(data[i], static_cast<float>(P * (P - 1) / 2 + P * (i % 3)))
+              << "rank " << rank << " n " << n << " element " << i;
+      }
+    runtime.shutdown();
+  });
+  ::unsetenv("CONCORD_COST_MODEL");
+  EXPECT_EQ(failure, "") << "P=" << P;
+  AutotuneTable table(autotune_scope(P, 1, Config().ring_chunk_bytes, Config().tree_chunks));
+  table.load(path.string());
+  for (size_t n : sizes)
+    EXPECT_NE(table.find(selection_key("allreduce", DataType::kFloat32, n * sizeof(float))), "")
+        << "P=" << P << ": no measured choice saved for " << n << " floats";
+  fs::remove(path);
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, RuntimeInProcess, ::testing::Values(1, 2, 3, 4, 5, 7, 8, 11, 16),
+                         [](const auto& info) { return "P" + std::to_string(info.param); });
+
+}  // namespace
+}  // namespace concord

@@ -1,0 +1,160 @@
+// Selection machinery: size-range rules (algorithms/size_rules.h), size buckets and the
+// persisted autotune table (algorithms/autotune.h), measure_fastest on the in-process
+// transport, and the config table's shared settings adopted by name (common/config.h).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <unistd.h>
+
+#include "algorithms/autotune.h"
+#include "algorithms/cost_model.h"
+#include "algorithms/size_rules.h"
+#include "common/config.h"
+#include "concord/errors.h"
+#include "rank_runner.h"
+
+namespace concord {
+namespace {
+
+TEST(SizeRules, RangesPickTheirAlgorithm) {
+  const auto rules = parse_size_rules("0-64K:recursive_doubling;64K-:ring", "CONCORD_ALLREDUCE_ALGORITHM");
+  ASSERT_EQ(rules.size(), 2u);
+  EXPECT_EQ(rule_for(rules, 0), "recursive_doubling");
+  EXPECT_EQ(rule_for(rules, 65535), "recursive_doubling");
+  EXPECT_EQ(rule_for(rules, 65536), "ring");
+  EXPECT_EQ(rule_for(rules, size_t{1} << 40), "ring");
+  const auto middle = parse_size_rules("1K-1M:tree", "V");
+  EXPECT_EQ(rule_for(middle, 1023), "") << "no rule covers it: selection as without rules";
+  EXPECT_EQ(rule_for(middle, 1024), "tree");
+  EXPECT_EQ(rule_for(middle, 1 << 20), "");
+}
+
+TEST(SizeRules, PlainNameAndAutoAndErrors) {
+  EXPECT_EQ(rule_for(parse_size_rules("ring", "V"), 12345), "ring");
+  EXPECT_TRUE(parse_size_rules("auto", "V").empty());
+  EXPECT_TRUE(parse_size_rules("", "V").empty());
+  for (const char* bad : {"0-64Q:ring", "64K-1K:ring", "0-64K:", "64K:ring", "x-1:ring"}) {
+    try {
+      parse_size_rules(bad, "CONCORD_ALLREDUCE_ALGORITHM");
+      ADD_FAILURE() << "'" << bad << "' was accepted";
+    } catch (const InvalidArgument& error) {
+      EXPECT_NE(std::string(error.what()).find("CONCORD_ALLREDUCE_ALGORITHM"), std::string::npos) << error.what();
+    }
+  }
+}
+
+TEST(Autotune, BucketsStartAtPowersOfTwo) {
+  EXPECT_EQ(size_bucket(0), -1);
+  EXPECT_EQ(size_bucket(1), 0);
+  EXPECT_EQ(size_bucket(4095), 11);
+  EXPECT_EQ(size_bucket(4096), 12);
+  EXPECT_EQ(size_bucket(8191), 12);
+  EXPECT_EQ(selection_key("allreduce", DataType::kFloat32, 4096), "allreduce/float32/2^12");
+  EXPECT_EQ(selection_key("allreduce", DataType::kFloat16, 0), "allreduce/float16/0B");
+}
+
+TEST(Autotune, TablePersistsNextToTheCostConstants) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("concord_autotune_" + std::to_string(::getpid())) / "cache";
+  fs::remove_all(dir.parent_path());
+  const std::string path = (dir / "cost_model.json").string();
+  CostParams cost;
+  cost.alpha = 7e-6;
+  cost.save(path);
+  EXPECT_EQ(fs::status(dir).permissions() & fs::perms::all, fs::perms::owner_all) << "cache directory not 0700";
+  AutotuneTable table("ranks=2 nodes=1 chunk=524288 tree_chunks=0");
+  table.set("allreduce/float32/2^2", "mpi");
+  table.set("allreduce/float32/2^20", "ring");
+  table.save(path);
+  AutotuneTable other("ranks=4 nodes=1 chunk=524288 tree_chunks=0");
+  other.set("allreduce/float32/2^2", "recursive_doubling");
+  other.save(path);
+  cost.beta = 3e-10;
+  cost.save(path);  // rewriting the constants keeps the tables
+
+  AutotuneTable loaded(table.scope());
+  loaded.load(path);
+  EXPECT_EQ(loaded.entries(), table.entries());
+  AutotuneTable loaded_other(other.scope());
+  loaded_other.load(path);
+  EXPECT_EQ(loaded_other.find("allreduce/float32/2^2"), "recursive_doubling");
+  EXPECT_EQ(loaded_other.find("allreduce/float32/2^3"), "");
+  const CostParams reread = CostParams::load(path);
+  EXPECT_EQ(reread.alpha, 7e-6);
+  EXPECT_EQ(reread.beta, 3e-10);
+
+  AutotuneTable decoded;
+  decoded.decode(table.encode());
+  EXPECT_EQ(decoded.entries(), table.entries());
+  AutotuneTable missing("s");
+  missing.load((dir / "none.json").string());
+  EXPECT_TRUE(missing.entries().empty());
+  { std::ofstream(path) << "{not json"; }
+  EXPECT_THROW(loaded.load(path), InvalidArgument);
+  fs::remove_all(dir.parent_path());
+}
+
+class MeasureFastest : public ::testing::TestWithParam<int> {};
+
+TEST_P(MeasureFastest, EveryRankGetsRankZerosFastest) {
+  const int P = GetParam();
+  std::vector<size_t> winners(P, 99);
+  const std::string failure = testing_util::run_ranks(P, [&](Communicator& comm, const testing_util::AbortFlag&) {
+    const auto sleep = [](int us) { return [us] { std::this_thread::sleep_for(std::chrono::microseconds(us)); }; };
+    std::vector<TuneCandidate> candidates = {
+        {"slow", 1e-3, sleep(1500)}, {"fast", 1e-3, sleep(0)}, {"slower", 1e-3, sleep(3000)}};
+    const TuneResult result = measure_fastest(comm, candidates);
+    winners[comm.rank()] = result.winner;
+    if (comm.rank() == 0) {
+      ASSERT_EQ(result.seconds.size(), 3u);
+      EXPECT_GE(result.seconds[0], 1.4e-3);
+      EXPECT_LT(result.seconds[1], result.seconds[0]);
+    }
+  });
+  ASSERT_EQ(failure, "");
+  for (int r = 0; r < P; ++r) EXPECT_EQ(winners[r], 1u) << "rank " << r << " of " << P;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, MeasureFastest, ::testing::Values(1, 2, 3, 5),
+                         [](const auto& info) { return "P" + std::to_string(info.param); });
+
+TEST(ConfigTable, SharedSettingsAreAdoptedByName) {
+  Config root;
+  root.cycle_time_ms = 0.3;
+  root.fusion_threshold_bytes = 12345;
+  root.tree_chunks = kTreeChunksAuto;
+  root.allreduce_algorithm = "0-64K:recursive_doubling;64K-:ring";
+  root.autotune = true;
+  root.timeline_path = "/tmp/root_only.json";  // per rank: never adopted
+  Config mine;
+  const auto differed = adopt_shared_settings(mine, encode_shared_settings(root));
+  EXPECT_EQ(mine.cycle_time_ms, 0.3);
+  EXPECT_EQ(mine.fusion_threshold_bytes, 12345);
+  EXPECT_EQ(mine.tree_chunks, kTreeChunksAuto);
+  EXPECT_EQ(mine.allreduce_algorithm, root.allreduce_algorithm);
+  EXPECT_TRUE(mine.autotune);
+  EXPECT_EQ(mine.timeline_path, "");
+  EXPECT_EQ(differed, (std::vector<std::string>{"CONCORD_CYCLE_TIME", "CONCORD_FUSION_THRESHOLD", "CONCORD_TREE_CHUNKS",
+                                                "CONCORD_ALLREDUCE_ALGORITHM", "CONCORD_AUTOTUNE"}));
+  // By name: the order of the keys, or a key this build does not know, changes nothing.
+  Config again;
+  adopt_shared_settings(again, R"({"CONCORD_FROM_THE_FUTURE": "1", "CONCORD_RING_CHUNK_BYTES": "4096"})");
+  EXPECT_EQ(again.ring_chunk_bytes, 4096);
+  EXPECT_THROW(adopt_shared_settings(again, R"({"CONCORD_RING_CHUNK_BYTES": "0"})"), InvalidArgument);
+}
+
+TEST(ConfigTable, EveryRowParsesItsDefault) {
+  for (const auto& var : config_table()) {
+    if (var.parse == nullptr) continue;
+    Config config;
+    EXPECT_NO_THROW(var.parse(config, var.default_value, var.name)) << var.name;
+    if (var.shared != nullptr) EXPECT_EQ(var.shared(config), var.shared(Config{})) << var.name << ": default differs";
+  }
+}
+
+}  // namespace
+}  // namespace concord
