@@ -17,6 +17,7 @@ void bind_topk(py::module_& m);  // bind_topk.cc
 void bind_sparse(py::module_& m);  // bind_sparse.cc
 void bind_engine(py::module_& m);  // bind_engine.cc
 void bind_kvstore(py::module_& m);  // bind_kvstore.cc
+void bind_collectives(py::module_& m);  // bind_collectives.cc
 
 namespace {
 
@@ -30,7 +31,8 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "Concord C++ runtime (see concord/__init__.py for the documented Python API)";
 
   auto base = py::register_exception<Error>(m, "ConcordError", PyExc_RuntimeError);
-  py::register_exception<InvalidArgument>(m, "InvalidArgumentError", base.ptr());
+  // A bad argument is also a ValueError, as Horovod users catch it.
+  py::register_exception<InvalidArgument>(m, "InvalidArgumentError", py::make_tuple(base, py::handle(PyExc_ValueError)));
   py::register_exception<MismatchError>(m, "MismatchError", base.ptr());
   py::register_exception<StateError>(m, "StateError", base.ptr());
   py::register_exception<CommError>(m, "CommError", base.ptr());
@@ -54,6 +56,7 @@ PYBIND11_MODULE(_core, m) {
       .def("poll", &Handle::poll)
       .def("wait", &Handle::wait, py::call_guard<py::gil_scoped_release>())
       .def("output_shape", &Handle::output_shape)
+      .def("received_splits", &Handle::received_splits)
       .def("output_nbytes", [](const Handle& h) { return h.output_bytes().size(); })
       .def(
           "copy_output_to",
@@ -139,4 +142,5 @@ PYBIND11_MODULE(_core, m) {
   bind_sparse(m);
   bind_engine(m);
   bind_kvstore(m);
+  bind_collectives(m);
 }

@@ -97,6 +97,77 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
                                             const std::vector<TensorView>& outputs,
                                             const AllreduceOptions& options = {});
 
+/// Options of a reduce-scatter: the result on rank r is postscale * op(prescale * input_q
+/// over ranks q) restricted to rank r's rows; for kAverage the postscale is further divided
+/// by the number of ranks that contributed. Only kSum and kAverage (as Horovod).
+struct ReducescatterOptions {
+  ReduceOp op = ReduceOp::kSum;
+  double prescale_factor = 1.0;
+  double postscale_factor = 1.0;
+};
+
+/// Rows of dim 0 that `rank` of `ranks` receives from a reduce-scatter of `rows` rows:
+/// rows / ranks, plus one for the first rows % ranks ranks (as Horovod).
+int64_t reducescatter_rows(int64_t rows, int ranks, int rank);
+
+/// Starts a reduce-scatter: `input` (same dtype and shape on every rank, not a scalar) is
+/// reduced over ranks and split along dim 0, rank r receiving reducescatter_rows(dim 0,
+/// size(), r) consecutive rows (earlier ranks get the extra rows) into `output`, of shape
+/// [those rows, input.shape[1:]] and input's dtype. Both buffers stay valid until the
+/// handle is done. Fused with other reduce-scatters of the same dtype, op and scale
+/// factors. Throws InvalidArgument for a scalar, a bool tensor, an op other than kSum or
+/// kAverage, a wrongly shaped output, and as allreduce_async; a mismatch between ranks is
+/// a MismatchError from wait(). Algorithm: the registry's reduce-scatter (ring or
+/// recursive halving, by the cost model), executor_reducescatter.cc.
+Handle reducescatter_async(const std::string& name, const TensorView& input, const TensorView& output,
+                           const ReducescatterOptions& options = {});
+
+/// Reduce-scatter of several tensors as one group (fused and negotiated together, as
+/// grouped_allreduce_async). One handle per member, in order; errors as
+/// reducescatter_async, all-or-nothing.
+std::vector<Handle> grouped_reducescatter_async(const std::vector<std::string>& names,
+                                                const std::vector<TensorView>& inputs,
+                                                const std::vector<TensorView>& outputs,
+                                                const ReducescatterOptions& options = {});
+
+/// Allgather of several tensors as one group (fused into one allgatherv). One handle per
+/// member; read each result as allgather_async's.
+std::vector<Handle> grouped_allgather_async(const std::vector<std::string>& names,
+                                            const std::vector<TensorView>& inputs);
+
+/// Options of an alltoall.
+struct AlltoallOptions {
+  /// Rows of dim 0 sent to each rank, in rank order (size() non-negative entries summing
+  /// to dim 0). Empty: dim 0 is split into size() equal parts (it must be divisible).
+  std::vector<int64_t> splits;
+};
+
+/// Starts an alltoall: rank r sends rows [sum(splits[:j]), sum(splits[:j+1])) of `input`
+/// to rank j and receives, in rank order, what every rank sent it. After wait(),
+/// Handle::output_shape()/output_bytes() hold the result ([rows received, input.shape[1:]])
+/// and Handle::received_splits() the rows received from each rank. The dtype and all but
+/// dim 0 must agree across ranks (else MismatchError). Throws InvalidArgument for a scalar,
+/// splits of the wrong length, negative or not summing to dim 0, equal splits of a dim 0
+/// not divisible by size(); an alltoall while some rank has joined fails on every rank.
+/// Algorithm: the registry's alltoall (pairwise exchange), blocks padded to the largest.
+Handle alltoall_async(const std::string& name, const TensorView& input, const AlltoallOptions& options = {});
+
+/// Starts a barrier: the handle completes once every rank has started one (the n-th
+/// barrier of each rank meets the n-th of the others).
+Handle barrier_async();
+/// barrier_async().wait().
+void barrier();
+
+/// Starts a join (Horovod's hvd.join()): this rank has no more data. Until every rank has
+/// joined, this rank takes part in the other ranks' collectives contributing nothing:
+/// zeros to allreduce/reducescatter sums (kAverage divides by the ranks that have not
+/// joined), no rows to allgather; a broadcast whose root has joined and any alltoall fail
+/// on every rank with InvalidArgument. The handle completes when every rank has joined;
+/// Handle::received_splits() is then {the last rank to join}.
+Handle join_async();
+/// join_async().wait(); returns the last rank to join.
+int join();
+
 /// Starts writing a Chrome-trace / Perfetto JSON timeline of every tensor's life
 /// (NEGOTIATE_<COLLECTIVE> with a mark per rank, QUEUE, MEMCPY_IN_FUSION_BUFFER, the
 /// algorithm, MEMCPY_OUT; ../shared/specs/control-plane.md) to `path`. Only rank 0 writes;

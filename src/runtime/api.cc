@@ -31,14 +31,50 @@ std::shared_ptr<Runtime> running() {
   return p.runtime;
 }
 
-Request allreduce_request(const std::string& name, const AllreduceOptions& options) {
+// An allreduce or reduce-scatter request (Options: AllreduceOptions, ReducescatterOptions).
+template <typename Options>
+Request reduction_request(const std::string& name, CollectiveType type, const Options& options) {
   Request request;
   request.name = name;
-  request.type = CollectiveType::kAllreduce;
+  request.type = type;
   request.op = options.op;
   request.prescale_factor = options.prescale_factor;
   request.postscale_factor = options.postscale_factor;
   return request;
+}
+
+Request allreduce_request(const std::string& name, const AllreduceOptions& options) {
+  return reduction_request(name, CollectiveType::kAllreduce, options);
+}
+
+Request reducescatter_request(const std::string& name, const ReducescatterOptions& options) {
+  return reduction_request(name, CollectiveType::kReducescatter, options);
+}
+
+Request simple_request(const std::string& name, CollectiveType type) {
+  Request request;
+  request.name = name;
+  request.type = type;
+  return request;
+}
+
+// The name every rank's join request carries (one join in flight per rank).
+constexpr const char* kJoinName = "concord.join";
+
+void check_group(const char* what, const std::vector<std::string>& names, const std::vector<TensorView>& inputs,
+                 const std::vector<TensorView>& outputs) {
+  CONCORD_ENFORCE(!names.empty() && names.size() == inputs.size() && names.size() == outputs.size(),
+                  InvalidArgument, what, ": got ", names.size(), " names, ", inputs.size(), " inputs and ",
+                  outputs.size(), " outputs; need the same non-zero number of each");
+}
+
+// Marks `requests` as one group named after its first member.
+std::vector<Request> grouped(std::vector<Request> requests) {
+  for (auto& request : requests) {
+    request.group = requests[0].name;
+    request.group_size = static_cast<int32_t>(requests.size());
+  }
+  return requests;
 }
 
 }  // namespace
@@ -101,17 +137,60 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
                                             const std::vector<TensorView>& inputs,
                                             const std::vector<TensorView>& outputs,
                                             const AllreduceOptions& options) {
-  CONCORD_ENFORCE(!names.empty() && names.size() == inputs.size() && names.size() == outputs.size(),
-                  InvalidArgument, "grouped_allreduce: got ", names.size(), " names, ", inputs.size(),
-                  " inputs and ", outputs.size(), " outputs; need the same non-zero number of each");
+  check_group("grouped_allreduce", names, inputs, outputs);
   std::vector<Request> requests;
-  for (const auto& name : names) {
-    Request request = allreduce_request(name, options);
-    request.group = names[0];
-    request.group_size = static_cast<int32_t>(names.size());
-    requests.push_back(std::move(request));
-  }
-  return running()->enqueue_group(std::move(requests), inputs, outputs);
+  for (const auto& name : names) requests.push_back(allreduce_request(name, options));
+  return running()->enqueue_group(grouped(std::move(requests)), inputs, outputs);
+}
+
+int64_t reducescatter_rows(int64_t rows, int ranks, int rank) {
+  CONCORD_ENFORCE(ranks > 0 && rank >= 0 && rank < ranks && rows >= 0, InvalidArgument,
+                  "reducescatter_rows(", rows, ", ", ranks, ", ", rank, "): need rows >= 0 and 0 <= rank < ranks");
+  return rows / ranks + (rank < rows % ranks ? 1 : 0);
+}
+
+Handle reducescatter_async(const std::string& name, const TensorView& input, const TensorView& output,
+                           const ReducescatterOptions& options) {
+  return running()->enqueue(reducescatter_request(name, options), input, output);
+}
+
+std::vector<Handle> grouped_reducescatter_async(const std::vector<std::string>& names,
+                                                const std::vector<TensorView>& inputs,
+                                                const std::vector<TensorView>& outputs,
+                                                const ReducescatterOptions& options) {
+  check_group("grouped_reducescatter", names, inputs, outputs);
+  std::vector<Request> requests;
+  for (const auto& name : names) requests.push_back(reducescatter_request(name, options));
+  return running()->enqueue_group(grouped(std::move(requests)), inputs, outputs);
+}
+
+std::vector<Handle> grouped_allgather_async(const std::vector<std::string>& names,
+                                            const std::vector<TensorView>& inputs) {
+  check_group("grouped_allgather", names, inputs, inputs);
+  std::vector<Request> requests;
+  for (const auto& name : names) requests.push_back(simple_request(name, CollectiveType::kAllgather));
+  return running()->enqueue_group(grouped(std::move(requests)), inputs, inputs);
+}
+
+Handle alltoall_async(const std::string& name, const TensorView& input, const AlltoallOptions& options) {
+  Request request = simple_request(name, CollectiveType::kAlltoall);
+  request.splits = options.splits;
+  return running()->enqueue(std::move(request), input, input);
+}
+
+Handle barrier_async() { return running()->enqueue_barrier(); }
+
+void barrier() { barrier_async().wait(); }
+
+Handle join_async() {
+  const TensorView none;
+  return running()->enqueue(simple_request(kJoinName, CollectiveType::kJoin), none, none);
+}
+
+int join() {
+  const Handle handle = join_async();
+  handle.wait();
+  return static_cast<int>(handle.received_splits().at(0));
 }
 
 CoordinationStats coordination_stats() { return running()->coordination_stats(); }

@@ -11,6 +11,7 @@
 #include "common/logging.h"
 #include "algorithms/registry.h"
 #include "runtime/fusion.h"
+#include "runtime/validate.h"
 
 namespace concord {
 namespace {
@@ -67,38 +68,6 @@ void check_algorithm_names(const Config& config) {
   check(broadcast_algorithms(), config.broadcast_algorithm, "CONCORD_BROADCAST_ALGORITHM");
 }
 
-void validate(const Request& request, const TensorView& input, const TensorView& output, int size) {
-  const std::string& name = request.name;
-  CONCORD_ENFORCE(!name.empty(), InvalidArgument, collective_name(request.type),
-                  ": the tensor name must not be empty");
-  dtype_size(input.dtype);  // throws for an unknown dtype code
-  for (int64_t d : input.shape)
-    CONCORD_ENFORCE(d >= 0, InvalidArgument, "Tensor '", name, "' has a negative dimension in shape ",
-                    shape_string(input.shape));
-  CONCORD_ENFORCE(input.data != nullptr || input.num_elements() == 0, InvalidArgument,
-                  "Tensor '", name, "' has a null data pointer");
-  switch (request.type) {
-    case CollectiveType::kAllreduce:
-      CONCORD_ENFORCE(output.dtype == input.dtype && output.shape == input.shape, InvalidArgument,
-                      "allreduce of tensor '", name, "': output is ", dtype_name(output.dtype), " ",
-                      shape_string(output.shape), " but input is ", dtype_name(input.dtype), " ",
-                      shape_string(input.shape));
-      CONCORD_ENFORCE(output.data != nullptr || output.num_elements() == 0, InvalidArgument,
-                      "Tensor '", name, "' has a null output pointer");
-      CONCORD_ENFORCE(std::isfinite(request.prescale_factor) && std::isfinite(request.postscale_factor),
-                      InvalidArgument, "allreduce of tensor '", name, "': scale factors must be finite");
-      break;
-    case CollectiveType::kAllgather:
-      CONCORD_ENFORCE(!input.shape.empty(), InvalidArgument, "allgather of tensor '", name,
-                      "': a scalar has no dim 0 to concatenate along; reshape it to [1]");
-      break;
-    case CollectiveType::kBroadcast:
-      CONCORD_ENFORCE(request.root >= 0 && request.root < size, InvalidArgument, "broadcast of tensor '",
-                      name, "': root rank ", request.root, " is outside [0, ", size, ")");
-      break;
-  }
-}
-
 }  // namespace
 
 Runtime::Runtime(const InitOptions& options) : config_(Config::from_env()) {
@@ -141,11 +110,21 @@ void Runtime::start_timeline(const std::string& path) {
 
 void Runtime::stop_timeline() { timeline_.stop(); }
 
-Handle Runtime::enqueue(Request request, const TensorView& input, const TensorView& output) {
+void Runtime::prepare(Request& request, const TensorView& input, const TensorView& output) const {
   request.rank = rank();
   request.dtype = input.dtype;
   request.shape = input.shape;
-  validate(request, input, output, size());
+  if (request.type == CollectiveType::kAlltoall && request.splits.empty() && !input.shape.empty()) {
+    CONCORD_ENFORCE(input.shape[0] % size() == 0, InvalidArgument, "alltoall of tensor '", request.name,
+                    "': dim 0 (", input.shape[0], ") is not divisible by ", size(),
+                    " ranks; pass splits to send unequal parts");
+    request.splits.assign(size(), input.shape[0] / size());
+  }
+  validate(request, input, output, size(), rank());
+}
+
+Handle Runtime::enqueue(Request request, const TensorView& input, const TensorView& output) {
+  prepare(request, input, output);
   auto state = std::make_shared<HandleState>();
   queue_.push(TensorEntry{std::move(request), input, output, state});
   return Handle(state);
@@ -156,16 +135,20 @@ std::vector<Handle> Runtime::enqueue_group(std::vector<Request> requests, const 
   std::vector<TensorEntry> entries;
   for (size_t i = 0; i < requests.size(); ++i) {
     Request& request = requests[i];
-    request.rank = rank();
-    request.dtype = inputs[i].dtype;
-    request.shape = inputs[i].shape;
-    validate(request, inputs[i], outputs[i], size());
+    prepare(request, inputs[i], outputs[i]);
     entries.push_back(TensorEntry{std::move(request), inputs[i], outputs[i], std::make_shared<HandleState>()});
   }
   std::vector<Handle> handles;
   for (const auto& entry : entries) handles.emplace_back(entry.handle);
   queue_.push_all(std::move(entries));
   return handles;
+}
+
+Handle Runtime::enqueue_barrier() {
+  Request request;
+  request.name = "concord.barrier." + std::to_string(barriers_++);
+  request.type = CollectiveType::kBarrier;
+  return enqueue(std::move(request), TensorView{}, TensorView{});
 }
 
 CoordinationStats Runtime::coordination_stats() const {

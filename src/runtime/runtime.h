@@ -43,6 +43,9 @@ class Runtime {
   /// Validates `request` against the buffers and queues it; see concord.h for the rules
   /// and errors.
   Handle enqueue(Request request, const TensorView& input, const TensorView& output);
+  /// Queues this rank's next barrier (named after a per-rank counter, so the n-th barrier
+  /// of every rank meet).
+  Handle enqueue_barrier();
   /// Validates and queues the members of one group atomically (all or none).
   std::vector<Handle> enqueue_group(std::vector<Request> requests, const std::vector<TensorView>& inputs,
                                     const std::vector<TensorView>& outputs);
@@ -56,6 +59,8 @@ class Runtime {
   CoordinationStats coordination_stats() const;
 
  private:
+  // Fills the request's rank, dtype, shape (and an alltoall's equal splits) and validates it.
+  void prepare(Request& request, const TensorView& input, const TensorView& output) const;
   void background_loop();
 
   Config config_;
@@ -68,6 +73,7 @@ class Runtime {
   std::unique_ptr<Negotiator> negotiator_;
   std::unique_ptr<Executor> executor_;
   std::atomic<bool> shutdown_requested_{false};
+  std::atomic<uint64_t> barriers_{0};
   mutable std::mutex stats_mutex_;
   CoordinationStats stats_;  // copied from the negotiator after every negotiation
   std::thread thread_;

@@ -5,13 +5,18 @@ allreduce, allgather and broadcast (sync, async and in-place forms), poll/synchr
 start_timeline/stop_timeline, the reduce ops, Compression,
 broadcast_parameters, broadcast_optimizer_state, broadcast_object, DistributedOptimizer and
 SparseDistributedOptimizer (Ok-Topk sparse allreduce with residuals).
-Tensors must be CPU tensors of dtype float32, float64, float16, bfloat16, int32, int64,
-int8 or uint8.
+alltoall, reducescatter, grouped_allgather, grouped_reducescatter, barrier and join
+(concord.torch.collectives). Tensors must be CPU tensors of dtype float32, float64, float16,
+bfloat16, int32, int64, int16, int8 or uint8 (bool for broadcast, allgather and alltoall).
 """
 
 from concord import (CommError, ConcordError, InternalError, InvalidArgumentError, MismatchError,
                      StateError, coordination_stats, init, is_initialized, local_rank, local_size,
                      rank, shutdown, size, start_timeline, stop_timeline)
+from concord.torch.collectives import (alltoall, alltoall_async, barrier, grouped_allgather,
+                                       grouped_allgather_async, grouped_reducescatter,
+                                       grouped_reducescatter_async, join, reducescatter,
+                                       reducescatter_async)
 from concord.torch.compression import Compression
 from concord.torch.functions import (broadcast_object, broadcast_optimizer_state,
                                      broadcast_parameters)
@@ -23,6 +28,10 @@ from concord.torch.mpi_ops import (Average, Max, Min, Product, Sum, allgather, a
 from concord.torch.optimizer import DistributedOptimizer
 from concord.torch.sparse import SparseDistributedOptimizer, sparse_allreduce_names
 
+# Horovod's name for the error a failed collective raises: every error synchronize() can
+# raise (MismatchError, CommError, StateError, ...) is a ConcordError.
+HorovodInternalError = ConcordError
+
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
     "allreduce", "allreduce_async", "allreduce_", "allreduce_async_", "allgather",
@@ -33,4 +42,7 @@ __all__ = [
     "StateError", "CommError", "InternalError", "grouped_allreduce", "grouped_allreduce_async",
     "grouped_allreduce_", "grouped_allreduce_async_", "start_timeline", "stop_timeline",
     "coordination_stats", "SparseDistributedOptimizer", "sparse_allreduce_names",
+    "alltoall", "alltoall_async", "reducescatter", "reducescatter_async", "grouped_allgather",
+    "grouped_allgather_async", "grouped_reducescatter", "grouped_reducescatter_async", "barrier",
+    "join", "HorovodInternalError",
 ]

@@ -23,8 +23,8 @@ Product = _core.PRODUCT
 
 _DTYPE_NAMES = {
     torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
-    torch.bfloat16: "bfloat16", torch.int32: "int32", torch.int64: "int64", torch.int8: "int8",
-    torch.uint8: "uint8",
+    torch.bfloat16: "bfloat16", torch.int32: "int32", torch.int64: "int64", torch.int16: "int16",
+    torch.int8: "int8", torch.uint8: "uint8", torch.bool: "bool",  # bool: broadcast/allgather/alltoall only
 }
 
 _lock = threading.Lock()
