@@ -60,6 +60,7 @@ sparse::SparseOptions options_from(const py::kwargs& kwargs) {
     else if (key == "tau_global") options.tau_global = value.cast<int>();
     else if (key == "bucket_steps") options.bucket_steps = value.cast<int>();
     else if (key == "balance_factor") options.balance_factor = value.cast<double>();
+    else if (key == "max_overshoot") options.max_overshoot = value.cast<double>();
     else if (key == "strict") options.strict = value.cast<bool>();
     else if (key == "exact") options.exact = value.cast<bool>();
     else if (key == "local_feedback") options.local_feedback = feedback_from(value, key);
@@ -67,7 +68,7 @@ sparse::SparseOptions options_from(const py::kwargs& kwargs) {
     else if (key == "gaussian_corrections") options.gaussian_corrections = value.cast<int>();
     else
       CONCORD_THROW(InvalidArgument, "SparseAllreducer: unknown option '", key,
-                    "'; known: density, tau, tau_local, tau_global, bucket_steps, balance_factor, "
+                    "'; known: density, tau, tau_local, tau_global, bucket_steps, balance_factor, max_overshoot, "
                     "strict, exact, local_feedback, global_feedback, gaussian_corrections");
   }
   return options;

@@ -9,6 +9,7 @@
 #include "common/config.h"
 #include "common/timeline.h"
 #include "concord/concord.h"
+#include "concord/version.h"
 
 namespace py = pybind11;
 using namespace concord;
@@ -29,6 +30,7 @@ TensorView view(uintptr_t data, const std::string& dtype, const std::vector<int6
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "Concord C++ runtime (see concord/__init__.py for the documented Python API)";
+  m.attr("__version__") = CONCORD_VERSION_STRING;  // project(Concord VERSION ...) in CMakeLists.txt
 
   auto base = py::register_exception<Error>(m, "ConcordError", PyExc_RuntimeError);
   // A bad argument is also a ValueError, as Horovod users catch it.
@@ -51,6 +53,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("size", &size);
   m.def("local_rank", &local_rank);
   m.def("local_size", &local_size);
+  m.def("cross_rank", &cross_rank);
+  m.def("cross_size", &cross_size);
+  m.def("mpi_threads_supported", &mpi_threads_supported);
 
   py::class_<Handle>(m, "Handle")
       .def("poll", &Handle::poll)

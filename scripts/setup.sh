@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Concord needs (only those missing), then configures and
-# builds it into build/ (override with CONCORD_BUILD_DIR). Safe to run repeatedly.
+# builds it into build/ (override with CONCORD_BUILD_DIR) and installs it into
+# <build>/prefix (cmake --install: libraries, tools, headers, the Python package under
+# prefix/lib/python3/dist-packages), which scripts/train.sh and the tests use. Safe to run
+# repeatedly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
   g++ cmake ninja-build pkg-config
   openmpi-bin libopenmpi-dev
-  iproute2 util-linux  # ip netns, tc, unshare, flock: scripts/two_hosts.sh
+  iproute2 util-linux  # ip netns, tc, unshare, flock: scripts/cluster.sh
   libgtest-dev libspdlog-dev libcli11-dev nlohmann-json3-dev
   pybind11-dev python3-dev python3-pytest python3-mpi4py
   python3-torch python3-numpy python3-sklearn python3-matplotlib
+  python3-pip python3-setuptools python3-wheel dpkg-dev  # pip install ., cpack -G DEB (tests/install/)
 )
 
 missing=()
@@ -29,3 +33,4 @@ build_dir="${CONCORD_BUILD_DIR:-build}"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${CONCORD_BUILD_TYPE:-Release}" \
   -DCONCORD_BUILD_TESTS=ON -DPython_EXECUTABLE=/usr/bin/python3 >/dev/null
 cmake --build "$build_dir"
+cmake --install "$build_dir" --prefix "$build_dir/prefix" >/dev/null

@@ -1,11 +1,15 @@
 // concord-info: prints every CONCORD_* configuration variable with its current value,
 // default, type and meaning (the table of src/common/config.cc), then every registered
 // algorithm of every collective with its description (src/algorithms/registry.cc) and the
-// cost-model constants in effect (CostParams::from_env).
+// cost-model constants in effect (CostParams::from_env). `concord-info --version` prints the
+// version only.
+#include <CLI/CLI.hpp>
+
 #include <cstdio>
 
 #include "algorithms/registry.h"
 #include "common/config.h"
+#include "concord/version.h"
 
 namespace {
 
@@ -17,7 +21,10 @@ void print_algorithms(const char* collective, const char* variable, const std::v
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  CLI::App app{"Prints every CONCORD_* setting, every registered algorithm and the cost model.", "concord-info"};
+  app.set_version_flag("--version", "concord-info " CONCORD_VERSION_STRING);
+  CLI11_PARSE(app, argc, argv);
   for (const auto& var : concord::config_table()) {
     std::printf("%-26s = %-12s (default %s, %s)\n%28s%s\n", var.name,
                 concord::config_value(var.name).c_str(), var.default_value, var.type, "", var.doc);

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import concord.torch as hvd  # noqa: E402  (after the path of the source tree's package)
+from torch_launch import init_gloo, slowest  # noqa: E402
 
 
 def parse_args(argv=None):
@@ -43,14 +44,6 @@ def parse_args(argv=None):
                         help="plain, overlap, ddp, comma-separated (default all)")
     parser.add_argument("--port", type=int, default=29517, help="MASTER_PORT of the Gloo rendezvous")
     return parser.parse_args(argv)
-
-
-def launcher_rank_size():
-    """(rank, size) from the MPI launcher's environment (Open MPI, PMI), (0, 1) without one."""
-    for rank_var, size_var in (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE")):
-        if rank_var in os.environ:
-            return int(os.environ[rank_var]), int(os.environ[size_var])
-    return 0, 1
 
 
 def make_model(args):
@@ -86,13 +79,6 @@ def time_loop(args, model, optimizer, x, y, finish=None):
     return (time.perf_counter() - start) / args.iters
 
 
-def slowest(seconds):
-    """The largest of every rank's value (Gloo allreduce max)."""
-    value = torch.tensor([seconds], dtype=torch.float64)
-    dist.all_reduce(value, op=dist.ReduceOp.MAX)
-    return value.item()
-
-
 def run_concord(args, algorithm, overlap, x, y):
     os.environ["CONCORD_ALLREDUCE_ALGORITHM"] = algorithm
     hvd.init()
@@ -116,10 +102,7 @@ def run_ddp(args, x, y):
 
 def main(argv=None):
     args = parse_args(argv)
-    rank, size = launcher_rank_size()
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", str(args.port))
-    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=size)
+    rank, size = init_gloo(args.port)
     modes = [m for m in args.modes.split(",") if m]
     unknown = set(modes) - {"plain", "overlap", "ddp"}
     if unknown:

@@ -14,15 +14,17 @@
 //   time_ms      time of one call on the slowest rank (max over ranks, mean over calls),
 //                barrier before each call
 //   |U|/k        entries of the result per k
+// For Ok-Topk also the mean k-words of its threshold-reuse calls and of its re-evaluation
+// (exact th_g) or repartition calls, which the spec's bound leaves out (use -w and -c in
+// whole tau periods). -J writes every call too (k-words, time, |U|/k, the largest |S_i|/k
+// and T/k before the volume cap, re-evaluation flag) for tools/plot_sparse.py --per-call.
 //   bytes/dense, time/dense   ratios to the dense allreduce of the same n (dense's time
 //                includes writing its U, all n indices and values, as every algorithm's
 //                includes building its U)
 // Checks: every call's U must be bit-identical on all ranks (a hash compared across
 // ranks), and with --check the conservation sum_i eps_i + P U == sum_i acc_i (to 1e-4
 // relative, an allreduce of n doubles per call). The exit status is 1 on any failure.
-// Gradient of rank r at call t: g[j] = s_j (sin(w_j t + phi_j) + 0.3 z), s_j log-normal
-// (a few large coordinates, like real gradients), w_j small (slow drift), z uniform noise
-// per rank and call; the same pattern on every rank up to the phase and the noise.
+// Gradients: sparse/synthetic_stream.h (slowly drifting, heavy-tailed, per-rank noise).
 #include <mpi.h>
 
 #include <algorithm>
@@ -35,7 +37,9 @@
 #include <string>
 #include <vector>
 
+#include "sparse/oktopk.h"
 #include "sparse/sparse_allreduce.h"
+#include "sparse/synthetic_stream.h"
 #include "tools/bench_options.h"
 #include "tools/mpi_tool.h"
 #include "transport/mpi_communicator.h"
@@ -43,31 +47,6 @@
 using namespace concord;
 
 namespace {
-
-// The synthetic gradient stream of one rank (header comment).
-class GradientStream {
- public:
-  GradientStream(int64_t n, int rank, uint64_t seed) : scale_(n), rate_(n), phase_(n), noise_(seed * 7919 + rank) {
-    std::mt19937_64 shared(seed);  // the same pattern on every rank
-    std::lognormal_distribution<float> scale(0.0f, 1.5f);
-    std::uniform_real_distribution<float> rate(0.0f, 0.05f), phase(0.0f, 6.2831853f);
-    for (int64_t j = 0; j < n; ++j) {
-      scale_[j] = scale(shared);
-      rate_[j] = rate(shared);
-      phase_[j] = phase(shared) + 0.3f * static_cast<float>(rank);
-    }
-  }
-  /// acc += g(t).
-  void add_to(float* acc, int t) {
-    std::uniform_real_distribution<float> z(-1.0f, 1.0f);
-    for (size_t j = 0; j < scale_.size(); ++j)
-      acc[j] += scale_[j] * (std::sin(rate_[j] * static_cast<float>(t) + phase_[j]) + 0.3f * z(noise_));
-  }
-
- private:
-  std::vector<float> scale_, rate_, phase_;
-  std::minstd_rand noise_;
-};
 
 // FNV-1a over U's indices and value bits.
 uint64_t hash_result(const sparse::SparseResult& result) {
@@ -96,6 +75,15 @@ double conservation_error(const std::vector<float>& before, const std::vector<fl
   return worst;
 }
 
+// One timed call (--per-call): busiest rank's bytes, slowest rank's time, |U|; for Ok-Topk
+// the largest |S_i| candidates over ranks, T, and whether the call re-evaluated th_g
+// exactly or repartitioned (the calls the spec leaves out of the 6k-word bound).
+struct Call {
+  int call = 0;
+  double bytes = 0, seconds = 0, entries = 0, local_candidates = 0, global_candidates = 0;
+  bool reevaluation = false;
+};
+
 struct Row {
   std::string algorithm;
   double density = 0;
@@ -103,18 +91,28 @@ struct Row {
   double bytes = 0;     // busiest rank, mean over calls
   double seconds = 0;   // slowest rank, mean over calls
   double entries = 0;   // |U|, mean over calls
+  std::vector<Call> calls;
+  /// Mean bytes over the calls with / without a re-evaluation (0 when there are none).
+  double mean_bytes(bool reevaluation) const {
+    double sum = 0;
+    int count = 0;
+    for (const Call& c : calls)
+      if (c.reevaluation == reevaluation) sum += c.bytes, ++count;
+    return count > 0 ? sum / count : 0;
+  }
 };
 
 // Runs one algorithm at one density; counts failed checks in `failures`.
-Row measure(const std::string& name, int64_t n, double density, int calls, int warmup, bool check, uint64_t seed,
-            int& failures) {
+Row measure(const std::string& name, int64_t n, double density, double max_overshoot, int calls, int warmup, bool check,
+            uint64_t seed, int& failures) {
   const int P = [] { int size; MPI_Comm_size(MPI_COMM_WORLD, &size); return size; }();
   const int rank = [] { int r; MPI_Comm_rank(MPI_COMM_WORLD, &r); return r; }();
   MpiCommunicator comm(MPI_COMM_WORLD);
   sparse::SparseOptions options;
   options.density = density;
+  options.max_overshoot = max_overshoot;
   auto algorithm = sparse::make_sparse_allreduce(name, comm, options);
-  GradientStream stream(n, rank, seed);
+  sparse::SyntheticGradientStream stream(n, rank, seed);
   std::vector<float> acc(static_cast<size_t>(n), 0.0f), before;
   sparse::SparseResult result;
   Row row{name, density, sparse::topk_count(n, density)};
@@ -125,8 +123,12 @@ Row measure(const std::string& name, int64_t n, double density, int calls, int w
     comm.reset_counters();
     const double start = MPI_Wtime();
     algorithm->allreduce(acc.data(), n, result);
-    double mine[2] = {MPI_Wtime() - start, static_cast<double>(comm.counters().bytes_sent)}, worst[2];
-    MPI_Allreduce(mine, worst, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    const auto* oktopk = dynamic_cast<const sparse::OkTopk*>(algorithm.get());
+    double mine[4] = {MPI_Wtime() - start, static_cast<double>(comm.counters().bytes_sent),
+                      oktopk ? static_cast<double>(oktopk->trace().local_candidates) : 0,
+                      oktopk ? static_cast<double>(oktopk->trace().global_candidates) : 0},
+           worst[4];
+    MPI_Allreduce(mine, worst, 4, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     const uint64_t h = hash_result(result);
     uint64_t lo = 0, hi = 0;
     MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
@@ -146,6 +148,9 @@ Row measure(const std::string& name, int64_t n, double density, int calls, int w
     row.seconds += worst[0] / calls;
     row.bytes += worst[1] / calls;
     row.entries += static_cast<double>(result.indices.size()) / calls;
+    const bool reevaluation = oktopk && (oktopk->trace().exact_global || oktopk->trace().repartitioned);
+    row.calls.push_back({t, worst[1], worst[0], static_cast<double>(result.indices.size()), worst[2], worst[3],
+                         reevaluation});
   }
   return row;
 }
@@ -168,6 +173,7 @@ int main(int argc, char** argv) {
   std::string elements = "16M", densities = "0.01,0.02", algorithms = "all", json_path;
   int calls = 10, warmup = 3;
   uint64_t seed = 1;
+  double max_overshoot = sparse::SparseOptions{}.max_overshoot;
   bool check = false;
   app.add_option("-n,--elements", elements, "gradient length n in float32 elements (K, M, G = 2^10, 2^20, 2^30)");
   app.add_option("-d,--densities", densities, "comma-separated densities d (k = max(1, floor(n d)))");
@@ -176,6 +182,8 @@ int main(int argc, char** argv) {
   app.add_option("-a,--algorithms", algorithms, "comma-separated sparse allreduces, or all");
   app.add_option("-J,--json", json_path, "write the rows to this JSON file (rank 0)");
   app.add_option("--seed", seed, "seed of the synthetic gradients");
+  app.add_option("--max-overshoot", max_overshoot,
+                 "Ok-Topk's volume cap eps (SparseOptions.max_overshoot; < 0: off, the spec's feedback only)");
   app.add_flag("--check", check, "also check conservation every call (an allreduce of n doubles)");
   if (const auto code = mpi.parse(app, argc, argv)) return *code;
   int failures = 0;
@@ -192,7 +200,7 @@ int main(int argc, char** argv) {
     for (const std::string& d : split_list(densities)) {
       const double density = std::stod(d);
       std::vector<Row> block;
-      for (const std::string& name : names) block.push_back(measure(name, n, density, calls, warmup, check, seed, failures));
+      for (const std::string& name : names) block.push_back(measure(name, n, density, max_overshoot, calls, warmup, check, seed, failures));
       const auto dense = std::find_if(block.begin(), block.end(), [](const Row& r) { return r.algorithm == "dense"; });
       for (const Row& row : block) {
         const double k_words = row.k > 0 ? row.bytes / (4.0 * row.k) : 0;
@@ -202,16 +210,30 @@ int main(int argc, char** argv) {
           std::printf("%-10s %8g %10lld %14.0f %9.2f %10.3f %7.2f %11.4f %10.3f\n", row.algorithm.c_str(), density,
                       static_cast<long long>(row.k), row.bytes, k_words, row.seconds * 1e3,
                       row.k > 0 ? row.entries / row.k : 0, bytes_ratio, time_ratio);
+        if (mpi.rank() == 0 && row.algorithm == "oktopk" && row.k > 0)
+          std::printf("#   oktopk k-words: %.2f on threshold-reuse calls, %.2f on re-evaluation/repartition calls\n",
+                      row.mean_bytes(false) / (4.0 * row.k), row.mean_bytes(true) / (4.0 * row.k));
         rows.push_back(row);
       }
     }
     if (mpi.rank() == 0 && !json_path.empty()) {
       nlohmann::json out = {{"ranks", mpi.size()}, {"n", n}, {"calls", calls}, {"warmup", warmup}};
       out["rows"] = nlohmann::json::array();
-      for (const Row& row : rows)
+      for (const Row& row : rows) {
+        const double word_bytes = 4.0 * std::max<int64_t>(row.k, 1);
+        nlohmann::json calls_json = nlohmann::json::array();
+        for (const Call& c : row.calls)
+          calls_json.push_back({{"call", c.call}, {"k_words", c.bytes / word_bytes}, {"time_s", c.seconds},
+                                {"u_over_k", c.entries / std::max<int64_t>(row.k, 1)},
+                                {"local_candidates_over_k", c.local_candidates / std::max<int64_t>(row.k, 1)},
+                                {"global_candidates_over_k", c.global_candidates / std::max<int64_t>(row.k, 1)},
+                                {"reevaluation", c.reevaluation}});
         out["rows"].push_back({{"algorithm", row.algorithm}, {"density", row.density}, {"k", row.k},
-                               {"bytes_per_rank", row.bytes}, {"k_words", row.k > 0 ? row.bytes / (4.0 * row.k) : 0},
-                               {"time_s", row.seconds}, {"result_entries", row.entries}});
+                               {"bytes_per_rank", row.bytes}, {"k_words", row.bytes / word_bytes},
+                               {"k_words_reuse", row.mean_bytes(false) / word_bytes},
+                               {"k_words_reevaluation", row.mean_bytes(true) / word_bytes},
+                               {"time_s", row.seconds}, {"result_entries", row.entries}, {"calls", calls_json}});
+      }
       std::ofstream(json_path) << out.dump(2) << "\n";
     }
   } catch (const std::exception& error) {

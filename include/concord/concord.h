@@ -49,6 +49,15 @@ int size();
 int local_rank();
 /// Number of processes on this node. Throws StateError before init().
 int local_size();
+/// Position among the ranks that have this rank's local rank (Horovod's cross
+/// communicator; the node index on a homogeneous launch). Throws StateError before init().
+int cross_rank();
+/// Number of ranks that have this rank's local rank (the number of nodes on a homogeneous
+/// launch). Throws StateError before init().
+int cross_size();
+/// True if MPI provides MPI_THREAD_MULTIPLE (so other threads may call MPI beside Concord's
+/// background thread). Throws StateError before init().
+bool mpi_threads_supported();
 
 /// Options of an allreduce. The result is postscale * reduce_op(prescale * input_r over
 /// ranks r); for kAverage the postscale is further divided by size().

@@ -23,10 +23,15 @@ from concord import _core
 from concord._core import (CommError, ConcordError, InternalError, InvalidArgumentError,
                            MismatchError, StateError)
 
+#: Concord's version, "MAJOR.MINOR.PATCH": compiled into ``_core`` from
+#: ``project(Concord VERSION ...)`` in CMakeLists.txt (so it is the version of the C++
+#: runtime actually loaded).
+__version__ = _core.__version__
+
 __all__ = [
-    "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
+    "__version__", "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
     "ConcordError", "MismatchError", "InvalidArgumentError", "StateError", "CommError",
-    "InternalError", "start_timeline", "stop_timeline", "repair_timeline", "coordination_stats",
+    "InternalError", "cross_rank", "cross_size", "mpi_threads_supported", "start_timeline", "stop_timeline", "repair_timeline", "coordination_stats",
 ]
 
 
@@ -81,6 +86,25 @@ def local_rank():
 def local_size():
     """Return the number of processes on this node. Raises StateError before init()."""
     return _core.local_size()
+
+
+def cross_rank():
+    """Return this rank's position among the ranks with the same local rank (Horovod's
+    cross communicator: the node index when every node runs the same number of ranks).
+    Raises StateError before init()."""
+    return _core.cross_rank()
+
+
+def cross_size():
+    """Return the number of ranks with this rank's local rank (the number of nodes when
+    every node runs the same number of ranks). Raises StateError before init()."""
+    return _core.cross_size()
+
+
+def mpi_threads_supported():
+    """Return True if MPI provides MPI_THREAD_MULTIPLE (other threads may call MPI, e.g.
+    mpi4py, beside Concord's background thread). Raises StateError before init()."""
+    return _core.mpi_threads_supported()
 
 
 def start_timeline(file_path, mark_cycles=False):

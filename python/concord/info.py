@@ -1,5 +1,6 @@
-"""``python3 -m concord.info``: print every CONCORD_* variable with its default, current
-value, type and meaning (the configuration table of src/common/config.cc)."""
+"""``concord-info`` (the console script pip installs) or ``python3 -m concord.info``: print
+every CONCORD_* variable with its default, current value, type and meaning (the
+configuration table of src/common/config.cc); ``--version`` prints Concord's version."""
 
 import argparse
 
@@ -7,9 +8,11 @@ from concord import _core
 
 
 def main(argv=None):
-    """Print the configuration table as aligned text (default) or JSON (``--json``)."""
-    parser = argparse.ArgumentParser(prog="python3 -m concord.info", description=__doc__)
+    """Print the configuration table as aligned text (default) or JSON (``--json``), or the
+    version (``--version``: "concord-info X.Y.Z", as the C++ tool prints it)."""
+    parser = argparse.ArgumentParser(prog="concord-info", description=__doc__)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--version", action="version", version=f"concord-info {_core.__version__}")
     args = parser.parse_args(argv)
     rows = _core.config_table()
     if args.json:

@@ -9,7 +9,9 @@ namespace concord {
 const std::vector<ConfigVar>& config_table() {
   static const std::vector<ConfigVar> table = {
       {"CONCORD_CYCLE_TIME", "1", "float",
-       "milliseconds between two background cycles (negotiate, fuse, execute)"},
+       "upper bound in milliseconds on how long a rank with tensors in flight takes to join a "
+       "negotiation round another rank starts (the background thread runs rounds back to back "
+       "while they make progress and blocks when idle; an enqueue wakes it at once)"},
       {"CONCORD_FUSION_THRESHOLD", "134217728", "bytes",
        "largest fused allreduce in bytes; ready tensors are packed into the fusion buffer up "
        "to this size (0 disables fusion)"},

@@ -84,7 +84,8 @@ struct Response {
   std::vector<int64_t> rows;
   /// Ranks that had called join() when the response was formed (they contribute nothing).
   std::vector<int32_t> joined;
-  /// Group of the tensors ("" when not grouped): fusion never mixes groups.
+  /// Group of the tensors ("" when not grouped); informational once answered (a group's
+  /// members are answered in one cycle and fused like any other ready response).
   std::string group;
 
   bool operator==(const Response&) const = default;

@@ -15,7 +15,8 @@ constexpr uint64_t kNoShutdown = 1u << 0;
 constexpr uint64_t kNoUncached = 1u << 1;
 constexpr uint64_t kNoInvalid = 1u << 2;
 constexpr uint64_t kNoStallCheck = 1u << 3;
-constexpr uint64_t kAllStatus = kNoShutdown | kNoUncached | kNoInvalid | kNoStallCheck;
+constexpr uint64_t kNoPending = 1u << 4;  // no requests waiting on this rank
+constexpr uint64_t kAllStatus = kNoShutdown | kNoUncached | kNoInvalid | kNoStallCheck | kNoPending;
 
 void set_bit(std::vector<uint64_t>& words, uint32_t bit) { words[1 + bit / 64] |= uint64_t{1} << (bit % 64); }
 
@@ -31,7 +32,7 @@ std::vector<uint32_t> cache_bits(const std::vector<uint64_t>& words) {
 
 Negotiator::Negotiator(Communicator& control, const NegotiatorOptions& options)
     : comm_(control), options_(options), cache_(options.cache_capacity),
-      last_stall_check_(std::chrono::steady_clock::now()) {
+      last_stall_check_(std::chrono::steady_clock::now()), wake_(control) {
   if (comm_.rank() == 0) {
     coordinator_.emplace(comm_.size());
     stall_inspector_.emplace(comm_.size(), options.stall_warning_seconds, options.stall_shutdown_seconds);
@@ -192,6 +193,19 @@ std::optional<std::string> Negotiator::stall_check() {
   return std::string(verdict.begin(), verdict.end());
 }
 
+double Negotiator::stall_period_seconds() const {
+  const double limit = options_.stall_shutdown_seconds > 0
+                           ? std::min(options_.stall_warning_seconds, options_.stall_shutdown_seconds)
+                           : options_.stall_warning_seconds;
+  return std::max(0.01, limit / 4);
+}
+
+bool Negotiator::stall_check_due() const {
+  if (comm_.rank() != 0 || !anyone_pending_) return false;
+  const auto elapsed = std::chrono::steady_clock::now() - last_stall_check_;
+  return std::chrono::duration<double>(elapsed).count() >= stall_period_seconds();
+}
+
 ResponseList Negotiator::negotiate(std::vector<Request> new_requests, bool shutdown) {
   ++stats_.cycles;
   for (auto& request : new_requests) {
@@ -206,16 +220,15 @@ ResponseList Negotiator::negotiate(std::vector<Request> new_requests, bool shutd
   if (shutdown) bits[0] &= ~kNoShutdown;
   if (!mine.uncached.empty()) bits[0] &= ~kNoUncached;
   if (mine.any_invalid) bits[0] &= ~kNoInvalid;
+  if (!mine.hits.empty() || !mine.uncached.empty() || !sent_.empty()) bits[0] &= ~kNoPending;
   const auto now = std::chrono::steady_clock::now();
-  const double stall_period = std::max(0.01, std::min(options_.stall_warning_seconds,
-                                                      options_.stall_shutdown_seconds > 0
-                                                          ? options_.stall_shutdown_seconds
-                                                          : options_.stall_warning_seconds) / 4);
-  if (comm_.rank() == 0 && std::chrono::duration<double>(now - last_stall_check_).count() >= stall_period) {
+  if (comm_.rank() == 0 && std::chrono::duration<double>(now - last_stall_check_).count() >= stall_period_seconds()) {
     bits[0] &= ~kNoStallCheck;
     last_stall_check_ = now;
   }
   comm_.allreduce_bits(bits, /*bitwise_and=*/true);
+  ++rounds_;
+  anyone_pending_ = !(bits[0] & kNoPending);
 
   if (!(bits[0] & kNoInvalid)) {
     comm_.allreduce_bits(mine.invalid_bits, /*bitwise_and=*/false);
@@ -239,6 +252,10 @@ ResponseList Negotiator::negotiate(std::vector<Request> new_requests, bool shutd
       answer.shutdown_message = *message;
     }
   }
+  // Every input of this decision is global (the AND result, the broadcast responses), so
+  // every rank takes the same one.
+  idle_ = answer.responses.empty() && (bits[0] & kNoInvalid) && (bits[0] & kNoUncached) &&
+          (bits[0] & kNoStallCheck) && !answer.shutdown;
   return answer;
 }
 

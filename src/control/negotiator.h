@@ -22,6 +22,14 @@
 //      submitted and others have not, and may order a shutdown (broadcast).
 // Cost per cycle on the fast path: one allreduce of (1 + capacity/64) words (constant in P,
 // log P latency); the coordinator's traffic grows with P only on the slow path.
+//
+// Idle ranks (issue 13): after a round that made progress (responses, invalidations,
+// uncached requests, a stall check) every rank runs the next round at once; after one that
+// made none, every rank agrees (from the same global result) that the job is idle(), and
+// the next round starts only when some rank has a reason (new requests, shutdown, rank 0's
+// due stall check): it announce()s the round through the WakeChannel and the others, which
+// block in the runtime polling woken(), join it. A status bit tells rank 0 whether any rank
+// has requests pending, so an idle job runs no stall checks either.
 #pragma once
 
 #include <chrono>
@@ -37,6 +45,7 @@
 #include "control/response_cache.h"
 #include "common/timeline.h"
 #include "control/stall_inspector.h"
+#include "control/wake_channel.h"
 #include "transport/communicator.h"
 
 namespace concord {
@@ -65,6 +74,21 @@ class Negotiator {
   void set_timeline(Timeline* timeline) { timeline_ = comm_.rank() == 0 ? timeline : nullptr; }
 
   const CoordinationStats& stats() const { return stats_; }
+
+  /// True when the last round made no progress on any rank (the same on every rank; true
+  /// before the first round): the next round then needs an announce() by some rank.
+  bool idle() const { return idle_; }
+  /// Tells every other rank that the next round starts (call before negotiate() when
+  /// idle() and this rank has a reason to run it). Never blocks.
+  void announce() { wake_.announce(rounds_); }
+  /// True when another rank has announced the next round. Never blocks.
+  bool woken() { return wake_.poll(rounds_); }
+  /// True on rank 0 when a stall check is due and some rank had requests pending at the
+  /// last round (an idle job runs no stall checks).
+  bool stall_check_due() const;
+  /// Collective, after the round that returned shutdown: settles the wake messages so the
+  /// control communicator has nothing pending. Call once, after the last negotiate().
+  void finish() { wake_.drain(); }
   const ResponseCache& cache() const { return cache_; }
 
  private:
@@ -81,6 +105,7 @@ class Negotiator {
   std::vector<Response> take_common_hits(const std::vector<uint64_t>& common, std::vector<Request>& hits);
   std::vector<Response> coordinate(const std::vector<Request>& uncached);
   std::optional<std::string> stall_check();
+  double stall_period_seconds() const;
   void cache_new(const std::vector<Response>& responses);
   void timeline_seen(const Request& request);
   void timeline_answered(const std::vector<Response>& responses);
@@ -98,6 +123,10 @@ class Negotiator {
   Timeline* timeline_ = nullptr;
   std::unordered_map<std::string, bool> negotiating_;  // names with an open NEGOTIATE span
   CoordinationStats stats_;
+  WakeChannel wake_;
+  uint64_t rounds_ = 0;         // rounds completed (the same on every rank)
+  bool idle_ = true;            // the last round made no progress anywhere
+  bool anyone_pending_ = false;  // some rank had requests pending at the last round
 };
 
 }  // namespace concord

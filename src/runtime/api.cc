@@ -111,6 +111,9 @@ int rank() { return running()->rank(); }
 int size() { return running()->size(); }
 int local_rank() { return running()->local_rank(); }
 int local_size() { return running()->local_size(); }
+int cross_rank() { return running()->cross_rank(); }
+int cross_size() { return running()->cross_size(); }
+bool mpi_threads_supported() { return running()->mpi_threads_supported(); }
 
 
 Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,

@@ -15,8 +15,10 @@ namespace concord {
 
 /// Returns the responses to execute, in order. Each allreduce, allgather or reduce-scatter
 /// joins the most recent fused response of the same collective with the same (dtype, op,
-/// prescale, postscale, group, joined) if the total stays <=
+/// prescale, postscale, joined) if the total stays <=
 /// `threshold_bytes`; otherwise it starts a new one. Other responses pass through unchanged.
+/// The members of a group (answered in one cycle) are fused with each other and with every
+/// other response ready in that cycle, as in Romero et al. (NSDI 2022) section 3.2.
 /// threshold_bytes == 0 disables fusion.
 std::vector<Response> plan_fusion(const std::vector<Response>& responses, int64_t threshold_bytes);
 

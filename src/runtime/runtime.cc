@@ -7,9 +7,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/backoff.h"
 #include "common/enforce.h"
 #include "common/logging.h"
 #include "algorithms/registry.h"
+#include "patterns/cross.h"
 #include "runtime/fusion.h"
 #include "runtime/validate.h"
 
@@ -74,6 +76,9 @@ Runtime::Runtime(const InitOptions& options) : config_(Config::from_env()) {
   if (options.cycle_time_ms >= 0) config_.cycle_time_ms = options.cycle_time_ms;
   if (options.fusion_threshold_bytes >= 0) config_.fusion_threshold_bytes = options.fusion_threshold_bytes;
   ensure_mpi_initialized();
+  int thread_level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&thread_level);
+  mpi_threads_supported_ = thread_level >= MPI_THREAD_MULTIPLE;
   control_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
   data_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
   MPI_Comm local = MPI_COMM_NULL;
@@ -83,6 +88,9 @@ Runtime::Runtime(const InitOptions& options) : config_(Config::from_env()) {
   MPI_Comm_size(local, &local_size_);
   std::vector<int> node_of_rank = node_of_every_rank(control_->comm(), local);
   MPI_Comm_free(&local);
+  const patterns::CrossPosition cross = patterns::cross_position(node_of_rank, control_->rank());
+  cross_rank_ = cross.rank;
+  cross_size_ = cross.size;
   configure_logging(control_->rank(), config_.log_level);
   CostParams cost = CostParams::from_env();
   adopt_rank0_settings(*control_, config_, cost);
@@ -100,6 +108,7 @@ Runtime::~Runtime() { shutdown(); }
 
 void Runtime::shutdown() {
   shutdown_requested_ = true;
+  queue_.interrupt();  // an idle background thread wakes at once
   if (thread_.joinable()) thread_.join();
   timeline_.stop();
 }
@@ -156,12 +165,55 @@ CoordinationStats Runtime::coordination_stats() const {
   return stats_;
 }
 
+namespace {
+
+// The nap between two checks of a waiting background thread: 32 yields, then a tenth of
+// the time waited so far (so joining late costs at most ~10% on top of the wait), capped
+// at `cap_us`. The queue's condition variable ends a nap at once on a push. 0 = yield.
+class IdleNaps {
+ public:
+  std::chrono::microseconds next(int64_t cap_us) {
+    if (++polls_ <= 32) return std::chrono::microseconds(0);
+    const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start_);
+    return std::chrono::microseconds(std::clamp<int64_t>(waited.count() / 10, 1, cap_us));
+  }
+
+ private:
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  int polls_ = 0;
+};
+
+// Largest nap of a rank with nothing in flight: it only delays rounds that cannot complete
+// without this rank's own submission (which wakes it at once), stall checks and shutdown.
+constexpr int64_t kIdleNapCapUs = 20000;
+
+}  // namespace
+
+void Runtime::await_round() {
+  if (!negotiator_->idle()) return;  // the last round made progress: go on at once
+  Backoff timer_slack;  // sets this thread's timer slack to 1 us, so short naps stay short
+  (void)timer_slack;
+  IdleNaps naps;
+  const auto in_flight_cap_us = static_cast<int64_t>(std::max(50.0, config_.cycle_time_ms * 1000.0));
+  while (true) {
+    if (queue_.has_new() || shutdown_requested_.load() || negotiator_->stall_check_due()) {
+      negotiator_->announce();
+      return;
+    }
+    if (negotiator_->woken()) return;
+    // A rank with tensors in flight waits for the others' submissions: it joins their round
+    // within CONCORD_CYCLE_TIME at most (the bound on how long a ready tensor waits).
+    const auto nap = naps.next(queue_.in_flight() > 0 ? in_flight_cap_us : kIdleNapCapUs);
+    if (nap.count() == 0) std::this_thread::yield();
+    else queue_.wait_for_push(nap);
+  }
+}
+
 void Runtime::background_loop() {
-  const auto cycle = std::chrono::duration<double, std::milli>(config_.cycle_time_ms);
   std::string stop_reason = "Concord was shut down (shutdown() was called on some rank)";
   try {
     while (true) {
-      const auto cycle_start = std::chrono::steady_clock::now();
+      await_round();
       const ResponseList answer = negotiator_->negotiate(queue_.pop_requests(), shutdown_requested_.load());
       {  // before executing, so a completed handle sees the counters of its negotiation
         std::lock_guard<std::mutex> lock(stats_mutex_);
@@ -178,10 +230,9 @@ void Runtime::background_loop() {
           stop_reason = answer.shutdown_message;
           CONCORD_LOG_ERROR("{}", stop_reason);
         }
+        negotiator_->finish();
         break;
       }
-      std::this_thread::sleep_until(cycle_start +
-                                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(cycle));
     }
   } catch (const std::exception& error) {
     stop_reason = std::string("Concord's background thread stopped: ") + error.what();

@@ -1,7 +1,9 @@
 // The runtime of one process: MPI communicators, the tensor queue, and the background
-// thread that runs the cycle (negotiate -> plan fusion -> execute -> complete handles)
-// every CONCORD_CYCLE_TIME milliseconds. Created by concord::init(), destroyed by
-// concord::shutdown().
+// thread that runs the cycle (negotiate -> plan fusion -> execute -> complete handles).
+// There is no cycle floor: rounds follow each other at once while they make progress; when
+// one makes none the thread blocks until an enqueue, a shutdown, a due stall check or
+// another rank's wake message (control/wake_channel.h) starts the next. Created by
+// concord::init(), destroyed by concord::shutdown().
 #pragma once
 
 #include <atomic>
@@ -38,6 +40,9 @@ class Runtime {
   int size() const { return control_->size(); }
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
+  int cross_rank() const { return cross_rank_; }
+  int cross_size() const { return cross_size_; }
+  bool mpi_threads_supported() const { return mpi_threads_supported_; }
   const Config& config() const { return config_; }
 
   /// Validates `request` against the buffers and queues it; see concord.h for the rules
@@ -62,12 +67,18 @@ class Runtime {
   // Fills the request's rank, dtype, shape (and an alltoall's equal splits) and validates it.
   void prepare(Request& request, const TensorView& input, const TensorView& output) const;
   void background_loop();
+  // Returns when the next negotiation round must start (see the file comment); announces
+  // it to the other ranks when this rank is the one with a reason.
+  void await_round();
 
   Config config_;
   std::unique_ptr<MpiCommunicator> control_;
   std::unique_ptr<MpiCommunicator> data_;
   int local_rank_ = 0;
   int local_size_ = 1;
+  int cross_rank_ = 0;  // among the ranks with this local rank (patterns/cross.h)
+  int cross_size_ = 1;
+  bool mpi_threads_supported_ = false;  // MPI provides MPI_THREAD_MULTIPLE
   TensorQueue queue_;
   Timeline timeline_;  // declared before its users (negotiator, executor)
   std::unique_ptr<Negotiator> negotiator_;

@@ -15,6 +15,7 @@ void TensorQueue::push(TensorEntry entry) {
                   ": wait for its handle before submitting the same name again");
   new_requests_.push_back(entry.request);
   table_.emplace(name, std::move(entry));
+  pushed_.notify_one();
 }
 
 void TensorQueue::push_all(std::vector<TensorEntry> entries) {
@@ -31,6 +32,7 @@ void TensorQueue::push_all(std::vector<TensorEntry> entries) {
     new_requests_.push_back(entry.request);
     table_.emplace(entry.request.name, std::move(entry));
   }
+  pushed_.notify_one();
 }
 
 std::vector<Request> TensorQueue::pop_requests() {
@@ -64,6 +66,25 @@ void TensorQueue::close(const std::string& message) {
   for (auto& [name, entry] : pending)
     entry.handle->fail(std::make_exception_ptr(
         StateError(detail::concat(message, " (tensor '", name, "' was pending)"))));
+}
+
+bool TensorQueue::has_new() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !new_requests_.empty();
+}
+
+bool TensorQueue::wait_for_push(std::chrono::microseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (timeout.count() > 0)
+    pushed_.wait_for(lock, timeout, [this] { return !new_requests_.empty() || interrupted_; });
+  interrupted_ = false;
+  return !new_requests_.empty();
+}
+
+void TensorQueue::interrupt() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  interrupted_ = true;
+  pushed_.notify_all();
 }
 
 size_t TensorQueue::in_flight() const {

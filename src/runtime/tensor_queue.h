@@ -1,8 +1,11 @@
 // This rank's tensor queue and in-flight table: framework threads push entries, the
 // background thread pops the new requests each cycle and takes entries back by name when
-// a response for them is executed. A name may be in flight only once per rank.
+// a response for them is executed. A name may be in flight only once per rank. An idle
+// background thread blocks in wait_for_push() and a push wakes it at once.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -44,9 +47,19 @@ class TensorQueue {
   void close(const std::string& message);
   /// Number of entries in flight.
   size_t in_flight() const;
+  /// True when requests were pushed since the last pop_requests().
+  bool has_new() const;
+  /// Blocks for at most `timeout` (0: returns at once), returning early when requests are
+  /// pushed or interrupt() is called. Returns has_new(). One interrupt() ends one wait
+  /// (the next one if nobody is waiting).
+  bool wait_for_push(std::chrono::microseconds timeout);
+  /// Ends the current (or next) wait_for_push() early, e.g. for a shutdown request.
+  void interrupt();
 
  private:
   mutable std::mutex mutex_;
+  std::condition_variable pushed_;
+  bool interrupted_ = false;
   std::unordered_map<std::string, TensorEntry> table_;
   std::vector<Request> new_requests_;
   std::string closed_message_;  // empty while open

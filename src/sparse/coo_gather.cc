@@ -1,6 +1,7 @@
 #include "sparse/coo_gather.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "algorithms/allgather_recursive_doubling.h"
 #include "algorithms/allgather_ring.h"
@@ -100,7 +101,12 @@ void CooGather::balance(const CooBlock& mine, size_t index_bytes) {
 }
 
 void CooGather::gather(const CooBlock& mine, size_t index_bytes, double balance_factor, CooBlock& out) {
-  trace_.counts = allgather_counts(mine.size());
+  gather_counted(mine, allgather_counts(mine.size()), index_bytes, balance_factor, out);
+}
+
+void CooGather::gather_counted(const CooBlock& mine, std::vector<int64_t> counts, size_t index_bytes,
+                               double balance_factor, CooBlock& out) {
+  trace_.counts = std::move(counts);
   trace_.balanced = comm_.size() > 1 && should_balance(trace_.counts, balance_factor);
   if (!trace_.balanced) {
     trace_.balanced_block = mine;

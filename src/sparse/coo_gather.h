@@ -64,6 +64,11 @@ class CooGather {
   /// (balance_factor <= 0: never).
   void gather(const CooBlock& mine, size_t index_bytes, double balance_factor, CooBlock& out);
 
+  /// Steps 2-3 of gather() with step 1's counts already known (`counts[q]` = rank q's
+  /// block size, the same on every rank, e.g. from allgather_counts()).
+  void gather_counted(const CooBlock& mine, std::vector<int64_t> counts, size_t index_bytes, double balance_factor,
+                      CooBlock& out);
+
   /// Details of the last gather().
   const GatherTrace& trace() const { return trace_; }
 

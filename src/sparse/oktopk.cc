@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <utility>
 
 #include "sparse/options.h"
 #include "sparse/topk.h"
@@ -22,7 +24,20 @@ void OkTopk::select_local(const float* acc, int64_t n, int64_t k) {
     trace_.local_threshold = local_threshold_;
     // A zero threshold would select zeros, which change neither U nor the residual.
     select_above(acc, n, local_threshold_, options_.strict || local_threshold_ <= 0, indices_);
-    local_threshold_ = options_.local_feedback.adjust(local_threshold_, static_cast<int64_t>(indices_.size()), k);
+    trace_.local_candidates = static_cast<int64_t>(indices_.size());
+    trace_.local_trimmed = trace_.local_candidates > overshoot_cap(k);
+    if (trace_.local_trimmed) {
+      // Every entry above the exact k-th largest |acc| is a candidate: the exact top-k of
+      // the candidates is the exact top-k of acc, and its k-th magnitude the exact threshold.
+      candidates_.resize(indices_.size());
+      for (size_t e = 0; e < indices_.size(); ++e) candidates_[e] = acc[indices_[e]];
+      local_threshold_ = kth_largest_magnitude(candidates_.data(), trace_.local_candidates, k);
+      topk_exact(candidates_.data(), trace_.local_candidates, k, positions_);
+      for (size_t e = 0; e < positions_.size(); ++e) indices_[e] = indices_[positions_[e]];
+      indices_.resize(positions_.size());
+    } else {
+      local_threshold_ = options_.local_feedback.adjust(local_threshold_, trace_.local_candidates, k);
+    }
   }
   CooBlock& selected = trace_.selected;
   selected.clear();
@@ -56,8 +71,59 @@ void OkTopk::select_global(int64_t k, size_t index_bytes, CooBlock& global) {
     if (strict ? magnitude > global_threshold_ : magnitude >= global_threshold_)
       kept_.push_back(reduced.indices[e], reduced.values[e]);
   }
-  gather_.gather(kept_, index_bytes, options_.balance_factor, global);
-  global_threshold_ = options_.global_feedback.adjust(global_threshold_, global.size(), k);
+  std::vector<int64_t> counts = gather_.allgather_counts(kept_.size());
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  trace_.global_candidates = total;
+  trace_.global_trimmed = total > overshoot_cap(k);
+  if (trace_.global_trimmed) {
+    // Every owner keeps its exact top-(its share of k): no data moves before the trim.
+    counts = proportional_quotas(counts, k);
+    topk_exact(kept_.values.data(), kept_.size(), counts[comm_.rank()], positions_);
+    for (size_t e = 0; e < positions_.size(); ++e) {
+      kept_.indices[e] = kept_.indices[positions_[e]];
+      kept_.values[e] = kept_.values[positions_[e]];
+    }
+    kept_.indices.resize(positions_.size());
+    kept_.values.resize(positions_.size());
+  }
+  gather_.gather_counted(kept_, std::move(counts), index_bytes, options_.balance_factor, global);
+  if (trace_.global_trimmed) {
+    // The smallest kept magnitude (G is identical on every rank, so is the threshold).
+    float smallest = std::numeric_limits<float>::infinity();
+    for (float v : global.values) smallest = std::min(smallest, std::fabs(v));
+    if (global.size() > 0) global_threshold_ = smallest;
+  } else {
+    global_threshold_ = options_.global_feedback.adjust(global_threshold_, global.size(), k);
+  }
+}
+
+int64_t OkTopk::overshoot_cap(int64_t k) const {
+  if (options_.max_overshoot < 0) return std::numeric_limits<int64_t>::max();
+  const double cap = std::floor((1.0 + options_.max_overshoot) * static_cast<double>(k));
+  return cap >= 9.0e18 ? std::numeric_limits<int64_t>::max() : std::max(k, static_cast<int64_t>(cap));
+}
+
+std::vector<int64_t> proportional_quotas(const std::vector<int64_t>& counts, int64_t k) {
+  int64_t total = 0;
+  for (int64_t c : counts) total += c;
+  if (total <= k) return counts;
+  const size_t P = counts.size();
+  std::vector<int64_t> quotas(P);
+  std::vector<std::pair<int64_t, size_t>> remainders(P);  // (c_q k mod T, q)
+  int64_t given = 0;
+  for (size_t q = 0; q < P; ++q) {
+    const auto share = static_cast<__int128>(counts[q]) * k;
+    quotas[q] = static_cast<int64_t>(share / total);
+    remainders[q] = {static_cast<int64_t>(share % total), q};
+    given += quotas[q];
+  }
+  // Largest remainders first, lower rank on ties; each such rank has c_q k / T < c_q
+  // with a fractional part, so quota + 1 <= c_q.
+  std::sort(remainders.begin(), remainders.end(),
+            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  for (size_t i = 0; given < k && i < P; ++i, ++given) ++quotas[remainders[i].second];
+  return quotas;
 }
 
 void OkTopk::allreduce(float* acc, int64_t n, SparseResult& result) {

@@ -31,6 +31,8 @@ void validate_options(const SparseOptions& options) {
   validate_period(options.bucket_steps, "bucket_steps");
   CONCORD_ENFORCE(!std::isnan(options.balance_factor), InvalidArgument,
                   "SparseOptions.balance_factor must not be NaN");
+  CONCORD_ENFORCE(!std::isnan(options.max_overshoot), InvalidArgument,
+                  "SparseOptions.max_overshoot must not be NaN");
   validate_feedback(options.local_feedback, "local_feedback");
   validate_feedback(options.global_feedback, "global_feedback");
   CONCORD_ENFORCE(options.gaussian_corrections >= 0, InvalidArgument,

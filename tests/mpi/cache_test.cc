@@ -6,7 +6,7 @@
 //    (concord::coordination_stats()); with a capacity below the tensor count (the
 //    mpi.cache_small run) entries are evicted and results stay exact;
 //  - grouped_allreduce_async: exact results, and (rank 0's timeline) each group fused into
-//    one allreduce, never with other tensors;
+//    one allreduce (possibly with other ready tensors: Romero et al. section 3.2);
 //  - a tensor whose shape changes between iterations: exact results, one invalidation per
 //    change;
 //  - a cached tensor submitted with another shape on one rank: MismatchError on every rank,
@@ -43,21 +43,10 @@ std::string describe_stats(const CoordinationStats& s) {
   return out.str();
 }
 
-// coordination_stats() once two more cycles have run: the counters are published at the end
-// of a cycle, after its responses were executed, so right after a wait() they may lag by
-// that cycle.
-CoordinationStats settled_stats() {
-  const uint64_t start = coordination_stats().cycles;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (coordination_stats().cycles < start + 2) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      ADD_FAILURE() << "[rank " << concord::rank() << "] the background cycle stopped running";
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  return coordination_stats();
-}
+// coordination_stats() after this rank's waits: the counters are published right after each
+// negotiation round, before its responses are executed, so a completed handle's round is
+// counted. (No waiting for further rounds: an idle runtime runs none.)
+CoordinationStats settled_stats() { return coordination_stats(); }
 
 // A barrier made of one allreduce under a name that stays cached (after its first use a
 // cache hit: no coordinator round), so that every rank is past the same point.
@@ -297,15 +286,10 @@ TEST(Cache, GroupedAllreduceIsExactAndFusedPerGroup) {
     stop_timeline();
     if (rank != 0) continue;
     // Fusion, from rank 0's timeline: every member of a group went through the fusion
-    // buffer, and the members' ALLREDUCE_RING spans all begin before any ends (one ring);
-    // no other tensor's ring overlaps a group's.
+    // buffer, and the members' ALLREDUCE_RING spans all begin before any ends (one ring).
     const auto events = read_timeline(timeline_path);
     EXPECT_FALSE(events.empty()) << "[rank 0] " << test << ": no events in the timeline " << timeline_path;
-    std::vector<Span> unit_span(units.size());
     for (size_t u = 0; u < units.size(); ++u) {
-      Span& whole = unit_span[u];
-      whole.begin = -1;
-      whole.end = -1;
       int last_begin = -1, first_end = -1;
       for (const auto& live : units[u]) {
         const Span ring = span_of(events, live.name, "ALLREDUCE_RING");
@@ -319,21 +303,12 @@ TEST(Cache, GroupedAllreduceIsExactAndFusedPerGroup) {
         }
         last_begin = std::max(last_begin, ring.begin);
         first_end = first_end < 0 ? ring.end : std::min(first_end, ring.end);
-        whole.begin = whole.begin < 0 ? ring.begin : std::min(whole.begin, ring.begin);
-        whole.end = std::max(whole.end, ring.end);
       }
       if (u < kGroups && last_begin >= 0) {
         EXPECT_LT(last_begin, first_end) << "[rank 0] " << test << ": the members of group " << u
                                          << " ran in more than one allreduce (a ring ended before another began)";
       }
     }
-    for (size_t a = 0; a < units.size(); ++a)
-      for (size_t b = a + 1; b < units.size(); ++b) {
-        if (a >= kGroups || unit_span[a].begin < 0 || unit_span[b].begin < 0) continue;  // singles may fuse
-        const bool disjoint = unit_span[a].end < unit_span[b].begin || unit_span[b].end < unit_span[a].begin;
-        EXPECT_TRUE(disjoint) << "[rank 0] " << test << ": '" << units[a][0].name << "' and '" << units[b][0].name
-                              << "' were fused together; groups must be fused only with their own members";
-      }
     std::filesystem::remove(timeline_path);
   }
   const CoordinationStats end = synced_stats();

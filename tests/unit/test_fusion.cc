@@ -81,6 +81,17 @@ TEST(Fusion, JoinsOnlyTheMostRecentCompatibleResponse) {
             (Groups{{"a", "c"}, {"d"}}));
 }
 
+// Romero et al. (NSDI 2022) section 3.2: a group's members are fused with each other and
+// with the other responses ready in the same cycle.
+TEST(Fusion, GroupsFuseWithEachOtherAndWithOtherReadyResponses) {
+  Response g1 = allreduce("g.0", 10), g2 = allreduce("g.1", 20), h1 = allreduce("h.0", 5);
+  g1.group = g2.group = "g.0";
+  h1.group = "h.0";
+  const auto plan = plan_fusion({allreduce("a", 1), g1, g2, h1, allreduce("b", 2)}, 1 << 20);
+  EXPECT_EQ(groups(plan), (Groups{{"a", "g.0", "g.1", "h.0", "b"}}));
+  EXPECT_EQ(plan.at(0).sizes, (std::vector<int64_t>{1, 10, 20, 5, 2}));
+}
+
 TEST(Fusion, ThresholdZeroDisablesFusion) {
   const std::vector<Response> input = {allreduce("a", 1), allreduce("b", 1), other(ResponseType::kBroadcast, "x"),
                                        allreduce("c", 0)};

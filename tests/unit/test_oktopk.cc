@@ -233,7 +233,10 @@ TEST_P(OkTopkRanks, ThresholdModeProperties) {
 }
 
 // Property 4: bucket size, balancing and the partition change nothing (integer data: sums
-// are exact whatever the order), in exact and in threshold mode.
+// are exact whatever the order), in exact and in threshold mode. In threshold mode the
+// volume cap's global trim keeps each owner's share of k (proportional_quotas), which
+// depends on the regions, so the threshold-mode runs here are without the cap
+// (max_overshoot = -1); test_oktopk_bound.cc covers the cap.
 TEST_P(OkTopkRanks, IndependentOfBucketsBalancingPartition) {
   const int P = GetParam();
   const int64_t n = 600;
@@ -243,6 +246,7 @@ TEST_P(OkTopkRanks, IndependentOfBucketsBalancingPartition) {
     base.density = 0.04;
     base.tau_local = 2;
     base.tau_global = 2;
+    base.max_overshoot = -1;
     const GradientFn gradient = integer_gradient(99u);
     const Records reference = run_oktopk(P, n, 5, base, gradient);
     std::vector<std::pair<std::string, SparseOptions>> variants;
@@ -326,8 +330,7 @@ GradientFn drifting_gradient(int64_t n) {
 
 // Threshold reuse alone: every call passes acc = g_t (no residual), so the reused
 // thresholds go stale only through the drift and the feedback must track it. (With
-// residuals accumulating from zero, |acc| grows for ~150 calls before the thresholds reach
-// their steady state, and |G|/k averages about 2.6 over the first 320 calls on this data.)
+// residuals carried, the volume cap keeps |G| <= 1.25k: test_oktopk_bound.cc.)
 TEST(OkTopkStatistics, ThresholdReuseKeepsSizeAndRecall) {
   const int P = 8, calls = 320;
   const int64_t n = 4096;

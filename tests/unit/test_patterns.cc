@@ -10,6 +10,7 @@
 
 #include "dtype_util.h"
 #include "patterns/binomial_tree.h"
+#include "patterns/cross.h"
 #include "patterns/ring.h"
 
 namespace concord::patterns {
@@ -205,6 +206,29 @@ TEST(BinomialTreeShape, EightRanksRootZero) {
 
 INSTANTIATE_TEST_SUITE_P(Sizes1To16, BinomialTreePattern, ::testing::Range(1, 17),
                          [](const auto& info) { return testing_util::cat("P", info.param); });
+
+// Cross communicator (ranks with the same local rank): 2 nodes of 3 ranks, interleaved
+// placement, and an uneven 3 + 1 placement.
+TEST(CrossPattern, PositionsFollowLocalRanks) {
+  const std::vector<int> blocked{0, 0, 0, 1, 1, 1};
+  for (int r = 0; r < 6; ++r) {
+    CrossPosition p = cross_position(blocked, r);
+    EXPECT_EQ(p.rank, r / 3) << "rank " << r;
+    EXPECT_EQ(p.size, 2) << "rank " << r;
+  }
+  const std::vector<int> interleaved{5, 9, 5, 9};
+  for (int r = 0; r < 4; ++r) {
+    CrossPosition p = cross_position(interleaved, r);
+    EXPECT_EQ(p.rank, r % 2) << "rank " << r;
+    EXPECT_EQ(p.size, 2) << "rank " << r;
+  }
+  const std::vector<int> uneven{0, 0, 0, 1};
+  EXPECT_EQ(cross_position(uneven, 3).rank, 1);
+  EXPECT_EQ(cross_position(uneven, 3).size, 2);
+  EXPECT_EQ(cross_position(uneven, 2).rank, 0);
+  EXPECT_EQ(cross_position(uneven, 2).size, 1);
+  EXPECT_EQ(cross_position({0}, 0).size, 1);
+}
 
 }  // namespace
 }  // namespace concord::patterns

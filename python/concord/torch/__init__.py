@@ -11,21 +11,27 @@ bfloat16, int32, int64, int16, int8 or uint8 (bool for broadcast, allgather and 
 """
 
 from concord import (CommError, ConcordError, InternalError, InvalidArgumentError, MismatchError,
-                     StateError, coordination_stats, init, is_initialized, local_rank, local_size,
-                     rank, shutdown, size, start_timeline, stop_timeline)
+                     StateError, coordination_stats, cross_rank, cross_size, init, is_initialized,
+                     local_rank, local_size, mpi_threads_supported, rank, shutdown, size,
+                     start_timeline, stop_timeline)
+from concord.capabilities import (ccl_built, cuda_built, ddl_built, gloo_built, gloo_enabled,
+                                  mpi_built, mpi_enabled, nccl_built, rocm_built)
 from concord.torch.collectives import (alltoall, alltoall_async, barrier, grouped_allgather,
                                        grouped_allgather_async, grouped_reducescatter,
                                        grouped_reducescatter_async, join, reducescatter,
                                        reducescatter_async)
 from concord.torch.compression import Compression
-from concord.torch.functions import (broadcast_object, broadcast_optimizer_state,
-                                     broadcast_parameters)
-from concord.torch.mpi_ops import (Average, Max, Min, Product, Sum, allgather, allgather_async,
-                                   allreduce, allreduce_, allreduce_async, allreduce_async_,
-                                   broadcast, broadcast_, broadcast_async, broadcast_async_,
+from concord.torch.functions import broadcast_optimizer_state, broadcast_parameters
+from concord.torch.objects import allgather_object, broadcast_object
+from concord.torch.mpi_ops import (Average, Max, Min, Product, Sum, allgather_async,
+                                   allreduce_, allreduce_async, allreduce_async_,
+                                   broadcast_, broadcast_async, broadcast_async_,
                                    grouped_allreduce, grouped_allreduce_, grouped_allreduce_async,
                                    grouped_allreduce_async_, poll, synchronize)
+from concord.torch.autograd import allgather, allreduce, broadcast  # differentiable forms
 from concord.torch.optimizer import DistributedOptimizer
+from concord.torch.sparse_grad import sparse_allreduce, sparse_allreduce_async
+from concord.torch.sync_batch_norm import SyncBatchNorm
 from concord.torch.sparse import SparseDistributedOptimizer, sparse_allreduce_names
 
 # Horovod's name for the error a failed collective raises: every error synchronize() can
@@ -45,4 +51,7 @@ __all__ = [
     "alltoall", "alltoall_async", "reducescatter", "reducescatter_async", "grouped_allgather",
     "grouped_allgather_async", "grouped_reducescatter", "grouped_reducescatter_async", "barrier",
     "join", "HorovodInternalError",
+    "cross_rank", "cross_size", "mpi_threads_supported", "mpi_built", "mpi_enabled", "gloo_built",
+    "gloo_enabled", "nccl_built", "ddl_built", "ccl_built", "cuda_built", "rocm_built",
+    "allgather_object", "SyncBatchNorm", "sparse_allreduce", "sparse_allreduce_async",
 ]

@@ -1,11 +1,10 @@
 """Broadcast helpers for model and optimizer state (``horovod.torch.functions``)."""
 
-import io
-
 import torch
 
 from concord import rank
-from concord.torch.mpi_ops import broadcast_, broadcast_async_, synchronize
+from concord.torch.mpi_ops import broadcast_async_, synchronize
+from concord.torch.objects import broadcast_object
 
 
 def broadcast_parameters(params, root_rank):
@@ -42,41 +41,27 @@ def broadcast_parameters(params, root_rank):
         synchronize(handle)
 
 
-def broadcast_object(obj, root_rank=0, name=None):
-    """Return root_rank's ``obj`` on every rank (serialised with ``torch.save``, so it may
-    contain tensors). Two broadcasts: the byte length (int64), then the bytes (uint8).
-
-    Args:
-        obj: any object ``torch.save`` can serialise (only root_rank's is used).
-        root_rank (int): rank whose object is returned.
-        name (str, optional): prefix of the two broadcasts' tensor names.
-    """
-    name = name or "broadcast_object"
-    if rank() == root_rank:
-        buffer = io.BytesIO()
-        torch.save(obj, buffer)
-        payload = torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8)
-        length = torch.tensor([payload.numel()], dtype=torch.int64)
-    else:
-        length = torch.zeros(1, dtype=torch.int64)
-    broadcast_(length, root_rank, name=f"{name}.length")
-    if rank() != root_rank:
-        payload = torch.empty(int(length.item()), dtype=torch.uint8)
-    broadcast_(payload, root_rank, name=f"{name}.data")
-    if rank() == root_rank:
-        return obj
-    return torch.load(io.BytesIO(payload.numpy().tobytes()))
-
-
-def broadcast_optimizer_state(optimizer, root_rank):
+def broadcast_optimizer_state(optimizer, root_rank, process_set=None):
     """Make every rank's optimizer state (``state_dict``: per-parameter buffers such as
     momentum, and the param-group hyperparameters such as ``lr``) equal to root_rank's.
+
+    Root_rank's whole ``state_dict`` travels as one object (:func:`broadcast_object`), so
+    an optimizer whose state is not initialised yet (no step taken: an empty state, which
+    every rank then adopts and initialises identically on its first step) and parameters
+    without gradients (no state entry) need no special case; unlike Horovod, no dummy step
+    is taken and no parameter changes.
 
     Args:
         optimizer (torch.optim.Optimizer): the same kind of optimizer over the same
             parameters on every rank (a DistributedOptimizer is fine).
         root_rank (int): rank whose state is kept.
+        process_set (ProcessSet, optional): the ranks taking part (default: all).
+
+    Raises:
+        ValueError (from ``load_state_dict``): the optimizers' param groups differ in size.
     """
-    state = broadcast_object(optimizer.state_dict(), root_rank, name="broadcast_optimizer_state")
-    if rank() != root_rank:
+    kwargs = {} if process_set is None else {"process_set": process_set}
+    state = broadcast_object(optimizer.state_dict(), root_rank, name="broadcast_optimizer_state", **kwargs)
+    my_rank = rank() if process_set is None else process_set.rank()
+    if my_rank != root_rank:
         optimizer.load_state_dict(state)

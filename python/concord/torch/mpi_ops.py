@@ -169,7 +169,8 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
                             postscale_factor=1.0):
     """Start an allreduce of a list of tensors as one group (Horovod's grouped allreduce):
     no member is negotiated as ready until every member has been submitted on every rank;
-    the members are fused together (never with other tensors) and reduced in one cycle.
+    the members are reduced in one cycle, fused with each other and with the other tensors
+    ready in that cycle (Romero et al., NSDI 2022, section 3.2).
 
     Args:
         tensors (list of torch.Tensor): the members (CPU; each any shape and supported

@@ -17,6 +17,7 @@ import torch
 from concord.torch.compression import Compression
 from concord.torch.mpi_ops import (Average, Sum, _grouped_allreduce_into, _resolve_op, allreduce_async_,
                                    synchronize)
+from concord.torch.sparse_grad import sparse_allreduce_async
 
 
 def _split_groups(params, groups, num_groups):
@@ -54,8 +55,9 @@ def _split_groups(params, groups, num_groups):
 
 class _DistributedOptimizer(torch.optim.Optimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, num_groups, groups):
+                 gradient_predivide_factor, num_groups, groups, sparse_as_dense=False):
         super(self.__class__, self).__init__(params)
+        self.sparse_as_dense = sparse_as_dense
         self._compression = compression
         self.backward_passes_per_step = backward_passes_per_step
         self.op = op
@@ -122,6 +124,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _allreduce_grad_async(self, p):
         if p.grad is None:
             p.grad = torch.zeros_like(p)
+        if p.grad.is_sparse:
+            if not self.sparse_as_dense:  # allgather of indices and values (sparse_grad.py)
+                return sparse_allreduce_async(p.grad, name=self._parameter_names[p], op=self.op), None
+            p.grad = p.grad.to_dense()
         compressed, ctx = self._compression.compress(p.grad)
         prescale, postscale = self._scale_factors()
         handle = allreduce_async_(compressed, name=self._parameter_names[p], op=self.op,
@@ -133,6 +139,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         for p in self._groups[group]:
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
+            if p.grad.is_sparse:
+                if not self.sparse_as_dense:
+                    raise ValueError(f"DistributedOptimizer: the gradient of '{self._parameter_names[p]}' is sparse "
+                                     "and sparse gradients cannot be grouped; pass sparse_as_dense=True or leave "
+                                     "the parameter out of the groups")
+                p.grad = p.grad.to_dense()
             compressed, ctx = self._compression.compress(p.grad)
             members.append((p, compressed, ctx))
         prescale, postscale = self._scale_factors()
@@ -156,9 +168,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         """Wait for every gradient's allreduce (starting those that backward did not reach,
         e.g. unused parameters, with a zero gradient) and write the averaged gradients."""
         self._start_missing_allreduces()
-        for p, (handle, (compressed, ctx)) in self._handles.items():
-            synchronize(handle)
-            self._write_gradient(p, compressed, ctx)
+        for p, (handle, compressed_ctx) in self._handles.items():
+            result = synchronize(handle)
+            if compressed_ctx is None:  # a sparse gradient: the result replaces it
+                self._allreduce_delay[p] = self.backward_passes_per_step
+                p.grad = result
+                continue
+            self._write_gradient(p, *compressed_ctx)
         for handle, members in self._group_handles.values():
             synchronize(handle)
             for p, compressed, ctx in members:
@@ -204,7 +220,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
-                         num_groups=0, groups=None, overlap_forward=False, model=None):
+                         num_groups=0, groups=None, overlap_forward=False, model=None, sparse_as_dense=False):
     """Wrap ``optimizer`` so that ``step()`` applies gradients averaged over all ranks.
 
     Args:
@@ -231,6 +247,11 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
             forward pass or saving. Needs ``model``.
         model (torch.nn.Module): with overlap_forward, the model whose modules get the
             forward pre-hooks.
+        sparse_as_dense (bool): densify ``torch.sparse`` gradients (e.g. of
+            ``nn.Embedding(sparse=True)``) and allreduce them like the others; False
+            (default): allgather their indices and values (:func:`sparse_allreduce_async`,
+            as Horovod) and set ``.grad`` to the resulting sparse tensor. Sparse gradients
+            in ``groups`` need True.
 
     Returns:
         An optimizer of a subclass of ``type(optimizer)``.
@@ -256,7 +277,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         namespace.update(overlap_namespace())
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), namespace)
     result = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, num_groups, groups)
+                 gradient_predivide_factor, num_groups, groups, sparse_as_dense)
     if overlap_forward:
         result._init_overlap(model)
     return result

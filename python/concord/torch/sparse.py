@@ -171,7 +171,7 @@ def SparseDistributedOptimizer(optimizer, density=0.01, algorithm="oktopk", warm
             ``w -= U`` directly (the paper's form) instead of calling the wrapped optimizer.
         named_parameters: ``model.named_parameters()``, used in error messages.
         **options: sparse allreduce options (``tau``, ``tau_local``, ``tau_global``,
-            ``bucket_steps``, ``balance_factor``, ``strict``, ``exact``, ``local_feedback``,
+            ``bucket_steps``, ``balance_factor``, ``max_overshoot``, ``strict``, ``exact``, ``local_feedback``,
             ``global_feedback`` as (lo, hi, factor), ``gaussian_corrections``); see
             ../shared/specs/oktopk.md. ``exact=True`` selects exactly as the spec's exact
             mode (tau_local = tau_global = 1).

@@ -1,0 +1,167 @@
+"""``concord-run``: Horovod's ``horovodrun`` for Concord, a thin wrapper that builds and
+runs the ``mpirun`` command of a data-parallel job.
+
+    concord-run -np 4 python train.py
+    concord-run -np 8 -H host1:4,host2:4 --fusion-threshold-mb 32 --verbose python train.py
+
+The Horovod flags that apply are accepted (``-np``, ``-H``/``--hosts``, ``--hostfile``,
+``--timeline-filename``, ``--cycle-time-ms``, ``--fusion-threshold-mb``,
+``--cache-capacity``, ``--verbose``); the tuning flags become ``CONCORD_*`` environment
+variables (docs/configuration.md) exported to every rank, together with ``PATH``,
+``PYTHONPATH``, ``LD_LIBRARY_PATH`` and any ``CONCORD_*`` already set. Without ``-H`` or
+``--hostfile`` the job runs on ``localhost:<np>`` (as horovodrun; no oversubscription
+error when np exceeds the cores). Open MPI and MPICH (Hydra) command lines are produced;
+``--mpi-args`` passes anything else to mpirun.
+"""
+
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+_FORWARDED = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH")
+
+
+def parse_hosts(text):
+    """Parse ``host1:n1,host2:n2`` (a host without ``:n`` has 1 slot) into a list of
+    ``(host, slots)``.
+
+    Raises:
+        ValueError: an empty entry or a slot count that is not a positive integer.
+    """
+    hosts = []
+    for entry in text.split(","):
+        entry = entry.strip()
+        host, sep, slots = entry.rpartition(":")
+        if not sep:
+            host, slots = entry, "1"
+        if not host or not slots.isdigit() or int(slots) < 1:
+            raise ValueError(f"concord-run: bad host entry '{entry}' in -H '{text}'; expected host:slots "
+                             "with slots a positive integer")
+        hosts.append((host, int(slots)))
+    return hosts
+
+
+def make_parser():
+    """The argparse parser of concord-run."""
+    parser = argparse.ArgumentParser(
+        prog="concord-run", description="Run a Concord (Horovod-compatible) training script on N ranks "
+        "through mpirun.")
+    parser.add_argument("-np", "--num-proc", dest="np", type=int, required=True, help="number of ranks")
+    hosts = parser.add_mutually_exclusive_group()
+    hosts.add_argument("-H", "--hosts", help="hosts and slots, e.g. host1:4,host2:4 (default localhost:NP)")
+    hosts.add_argument("--hostfile", help="an MPI hostfile ('host slots=N' per line)")
+    parser.add_argument("--timeline-filename", help="write a Chrome-trace timeline (CONCORD_TIMELINE)")
+    parser.add_argument("--cycle-time-ms", type=float, help="background cycle time, ms (CONCORD_CYCLE_TIME)")
+    parser.add_argument("--fusion-threshold-mb", type=float,
+                        help="fusion buffer size, MiB (CONCORD_FUSION_THRESHOLD); 0 disables fusion")
+    parser.add_argument("--cache-capacity", type=int, help="response cache entries (CONCORD_CACHE_CAPACITY)")
+    parser.add_argument("--mpi-args", default="", help="extra arguments for mpirun, one string")
+    parser.add_argument("--verbose", action="store_true", help="print the mpirun command before running it")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="the program and its arguments")
+    return parser
+
+
+def settings_env(args):
+    """The CONCORD_* variables set by the flags, as a dict of strings.
+
+    Raises:
+        ValueError: a negative or non-finite value.
+    """
+    env = {}
+    if args.timeline_filename:
+        env["CONCORD_TIMELINE"] = os.path.abspath(args.timeline_filename)
+    if args.cycle_time_ms is not None:
+        if not args.cycle_time_ms >= 0 or args.cycle_time_ms == float("inf"):
+            raise ValueError(f"concord-run: --cycle-time-ms must be >= 0, got {args.cycle_time_ms}")
+        env["CONCORD_CYCLE_TIME"] = repr(args.cycle_time_ms)
+    if args.fusion_threshold_mb is not None:
+        if not args.fusion_threshold_mb >= 0 or args.fusion_threshold_mb == float("inf"):
+            raise ValueError(f"concord-run: --fusion-threshold-mb must be >= 0, got {args.fusion_threshold_mb}")
+        env["CONCORD_FUSION_THRESHOLD"] = str(int(args.fusion_threshold_mb * 1024 * 1024))
+    if args.cache_capacity is not None:
+        if args.cache_capacity < 0:
+            raise ValueError(f"concord-run: --cache-capacity must be >= 0, got {args.cache_capacity}")
+        env["CONCORD_CACHE_CAPACITY"] = str(args.cache_capacity)
+    return env
+
+
+def mpi_flavour(mpirun="mpirun"):
+    """'openmpi' or 'mpich' from ``mpirun --version`` (Open MPI when it cannot tell)."""
+    try:
+        text = subprocess.run([mpirun, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "openmpi"
+    return "mpich" if ("HYDRA" in text or "MPICH" in text) and "Open MPI" not in text else "openmpi"
+
+
+def build_command(args, flavour="openmpi", environ=None, is_root=False):
+    """The mpirun command (a list of strings) for parsed ``args``.
+
+    Args:
+        args: the namespace of :func:`make_parser`.
+        flavour (str): 'openmpi' or 'mpich'.
+        environ (dict): the environment whose PATH/PYTHONPATH/LD_LIBRARY_PATH/CONCORD_*
+            are forwarded (default ``os.environ``); the flags' settings override it.
+        is_root (bool): add Open MPI's ``--allow-run-as-root``.
+
+    Raises:
+        ValueError: np < 1, no command, a bad -H entry, fewer slots than ranks, a bad
+        setting.
+    """
+    environ = os.environ if environ is None else environ
+    if args.np < 1:
+        raise ValueError(f"concord-run: -np must be >= 1, got {args.np}")
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise ValueError("concord-run: no program given (e.g. concord-run -np 2 python train.py)")
+    hosts = parse_hosts(args.hosts) if args.hosts else None
+    if hosts is not None and sum(slots for _, slots in hosts) < args.np:
+        raise ValueError(f"concord-run: -np {args.np} but -H '{args.hosts}' has only "
+                         f"{sum(slots for _, slots in hosts)} slots")
+    if args.hostfile and not os.path.isfile(args.hostfile):
+        raise ValueError(f"concord-run: hostfile '{args.hostfile}' does not exist")
+    if hosts is None and not args.hostfile:
+        hosts = [("localhost", args.np)]
+    env = {k: v for k, v in environ.items() if k in _FORWARDED or k.startswith("CONCORD_")}
+    env.update(settings_env(args))
+    host_list = ",".join(f"{host}:{slots}" for host, slots in hosts) if hosts else None
+
+    cmd = ["mpirun", "-np", str(args.np)]
+    if flavour == "mpich":
+        cmd += ["-hostfile", args.hostfile] if args.hostfile else ["-hosts", host_list]
+        for key in sorted(env):
+            cmd += ["-genv", key, env[key]]
+    else:
+        if is_root:
+            cmd.append("--allow-run-as-root")
+        cmd += ["--hostfile", args.hostfile] if args.hostfile else ["-H", host_list]
+        cmd += ["--bind-to", "none", "--map-by", "slot"]
+        for key in sorted(env):
+            cmd += ["-x", f"{key}={env[key]}"]
+    cmd += shlex.split(args.mpi_args)
+    return cmd + command
+
+
+def main(argv=None):
+    """Entry point of ``concord-run``: parse, build, optionally print, then run mpirun and
+    return its exit status (2 for a usage error, with the reason on stderr)."""
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    if shutil.which("mpirun") is None:
+        parser.error("mpirun was not found on PATH (install Open MPI: apt-get install openmpi-bin)")
+    try:
+        cmd = build_command(args, mpi_flavour(), is_root=hasattr(os, "geteuid") and os.geteuid() == 0)
+    except ValueError as error:
+        parser.error(str(error))
+    if args.verbose:
+        print(" ".join(shlex.quote(part) for part in cmd), flush=True)
+    return subprocess.call(cmd)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

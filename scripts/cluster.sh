@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# Runs an MPI command on H emulated hosts on this one machine, with each host's network
+# egress rate-limited, so that the network (not the shared memory bus) is the bottleneck of
+# inter-host communication: the testbed of docs/performance.md ("The papers' results
+# reproduced").
+#
+# Usage: scripts/cluster.sh -H HOSTS [-r RANKS_PER_HOST] [options] -- COMMAND [ARGS...]
+#   -H, --hosts N          emulated hosts, 2..8
+#   -r, --ranks-per-host N ranks on each host, 1..2 (default 1): mpirun -np H*N
+#   --rate R               egress rate of every host (tc units: 1gbit, 100mbit, ...;
+#                          default 1gbit; "none" leaves the links unshaped)
+#   --burst B              tbf bucket size (default 256kb; >= R/HZ, see tc-tbf(8))
+#   --latency L            tbf queueing limit in time (default 50ms)
+#   --check                only check that namespaces and a bridge can be made (exit 0 or 77)
+#   -h, --help             this text
+# Every CONCORD_* variable in the environment is forwarded to all ranks (mpirun -x).
+# Extra mpirun flags can be given in CONCORD_CLUSTER_MPIRUN_FLAGS (word-split).
+#
+# What it builds (needs root, iproute2 and util-linux; see scripts/setup.sh). Nothing is
+# created in the root network namespace and only addresses of 10.231.98.0/24 inside the
+# namespaces below are used:
+#   - a "switch" namespace concord-csw holding a bridge br0 (an emulated top-of-rack switch);
+#   - host namespaces concord-c0 .. concord-c{H-1}; host i has a veth pair whose one end,
+#     eth0 with 10.231.98.(i+1)/24, is in the host and whose other end is a bridge port in
+#     the switch; loopback up everywhere;
+#   - egress shaping: tbf (token bucket filter) with RATE/BURST/LATENCY as the root qdisc
+#     of every host's eth0, so each host sends at most RATE into the switch (a full-duplex
+#     NIC of that rate; what a host receives is bounded by its peers' egress). tc netem is
+#     NOT available in this kernel (no sch_netem module: "Specified qdisc kind is
+#     unknown"), so no delay or loss is emulated; the latency is that of the veth/bridge
+#     path (tens of microseconds), below a real switch's;
+#   - /etc/netns/concord-cI/hosts (mounted over /etc/hosts by `ip netns exec`) naming the
+#     hosts node0 .. node{H-1};
+#   - a hostfile and an rsh agent for Open MPI (plm_rsh_agent): mpirun runs in concord-c0
+#     with hostname node0; to start its daemon on nodeI it runs the daemon's command line
+#     in concord-cI under its own UTS namespace with hostname nodeI, as ssh would. Open MPI
+#     sees H nodes, MPI_COMM_TYPE_SHARED (concord::local_size()) spans one host;
+#   - transports: --mca btl tcp,self,vader (shared memory within a host, TCP over eth0
+#     between hosts), --bind-to none (every emulated host sees the same cores).
+# All ranks still share this machine's CPUs: with more ranks than cores the CPU, not the
+# link, can become the bottleneck (say so next to any number measured here).
+# Setup first removes anything a killed earlier run left behind; teardown (on any exit,
+# Ctrl-C or SIGTERM, via trap) kills the processes left in the namespaces, deletes the
+# namespaces (their veth ends and the bridge go with them) and the files (a SIGKILLed
+# run's are removed by the next run). Concurrent runs
+# are serialised with flock on /run/lock/concord-cluster.lock.
+#
+# Exit status: that of mpirun; 77 if this machine cannot create network namespaces, veth
+# pairs or a bridge (a container without CAP_SYS_ADMIN/CAP_NET_ADMIN), with the reason on
+# stderr (ctest reports 77 as SKIPPED); 2 for a usage error.
+set -euo pipefail
+
+readonly SKIP_STATUS=77
+readonly SWITCH_NS=concord-csw
+readonly HOST_NS_PREFIX=concord-c
+readonly SUBNET=10.231.98.0/24
+readonly LOCK=/run/lock/concord-cluster.lock
+readonly MAX_HOSTS=8
+
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
+fail() { echo "cluster: $*" >&2; exit 2; }
+skip() { echo "cluster: SKIP: $*" >&2; exit "$SKIP_STATUS"; }
+
+hosts=""
+ranks_per_host=1
+rate=1gbit
+burst=256kb
+latency=50ms
+check_only=0
+while (($#)); do
+  case "$1" in
+    -H | --hosts) (($# >= 2)) || fail "$1 needs a number"; hosts="$2"; shift 2 ;;
+    -r | --ranks-per-host) (($# >= 2)) || fail "$1 needs a number"; ranks_per_host="$2"; shift 2 ;;
+    --rate) (($# >= 2)) || fail "--rate needs a tc rate, e.g. 1gbit"; rate="$2"; shift 2 ;;
+    --burst) (($# >= 2)) || fail "--burst needs a tc size, e.g. 256kb"; burst="$2"; shift 2 ;;
+    --latency) (($# >= 2)) || fail "--latency needs a tc time, e.g. 50ms"; latency="$2"; shift 2 ;;
+    --check) check_only=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    --) shift; break ;;
+    -*) fail "unknown option $1 (see --help)" ;;
+    *) break ;;
+  esac
+done
+if ((check_only)) && [ -z "$hosts" ]; then hosts=2; fi
+[[ "$hosts" =~ ^[0-9]+$ ]] && ((hosts >= 2 && hosts <= MAX_HOSTS)) ||
+  fail "-H must be a number of hosts in 2..$MAX_HOSTS, got '${hosts}'"
+[[ "$ranks_per_host" =~ ^[1-9][0-9]*$ ]] ||
+  fail "-r must be a positive number of ranks per host, got '$ranks_per_host'"
+((ranks_per_host <= 2)) ||
+  echo "cluster: warning: $ranks_per_host ranks per host x $hosts hosts on $(nproc) cores: CPU-bound" >&2
+((check_only || $#)) || fail "no command given (see --help)"
+
+# --- can this machine do it at all? -------------------------------------------------------
+[ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces (run as root or via sudo)"
+for tool in ip unshare flock; do
+  command -v "$tool" >/dev/null || skip "'$tool' is not installed (scripts/setup.sh installs iproute2 and util-linux)"
+done
+unshare --net --uts true 2>/dev/null ||
+  skip "cannot create network/UTS namespaces here (unshare -n -u failed: no CAP_SYS_ADMIN, or a restricted container)"
+
+mkdir -p "$(dirname "$LOCK")"
+exec 9>"$LOCK"
+flock -w 900 9 || fail "another cluster.sh run held $LOCK for 15 minutes"
+
+all_namespaces() {
+  local i
+  echo "$SWITCH_NS"
+  for ((i = 0; i < MAX_HOSTS; i++)); do echo "$HOST_NS_PREFIX$i"; done
+}
+teardown() {
+  local ns
+  [ -z "${mpirun_pid:-}" ] || kill -TERM "$mpirun_pid" 2>/dev/null || true
+  for ns in $(all_namespaces); do
+    # Processes still in a namespace (daemons or ranks of a run killed with SIGKILL) were
+    # started by this script; end them before the namespace goes.
+    ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+    ip netns del "$ns" 2>/dev/null || true  # its veth ends and the bridge go with it
+    rm -rf "/etc/netns/$ns"
+  done
+  rmdir /etc/netns 2>/dev/null || true  # only if empty: other namespaces may use it
+  [ -z "${workdir:-}" ] || rm -rf "$workdir"
+}
+workdir=""
+mpirun_pid=""
+trap teardown EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+teardown
+# Work directories of earlier runs killed with SIGKILL (runs are serialised by the lock).
+rm -rf /tmp/concord-cluster.*
+
+probe_error=""
+if ! probe_error=$(ip netns add "$SWITCH_NS" 2>&1 && ip -n "$SWITCH_NS" link add br0 type bridge 2>&1 &&
+  ip netns add "${HOST_NS_PREFIX}0" 2>&1 &&
+  ip -n "$SWITCH_NS" link add p0 type veth peer name eth0 netns "${HOST_NS_PREFIX}0" 2>&1); then
+  skip "cannot create network namespaces, a bridge or a veth pair here: ${probe_error:-ip failed}"
+fi
+((check_only)) && { echo "cluster: network namespaces, bridges and veth pairs work"; exit 0; }
+
+# --- the switch and the hosts -------------------------------------------------------------
+hosts_file=$(printf '127.0.0.1 localhost\n::1 localhost\n'
+  for ((i = 0; i < hosts; i++)); do printf '10.231.98.%d node%d\n' $((i + 1)) "$i"; done)
+ip -n "$SWITCH_NS" link set lo up
+ip -n "$SWITCH_NS" link set br0 up
+for ((i = 0; i < hosts; i++)); do
+  ns="$HOST_NS_PREFIX$i"
+  if ((i > 0)); then
+    ip netns add "$ns"
+    ip -n "$SWITCH_NS" link add "p$i" type veth peer name eth0 netns "$ns"
+  fi
+  ip -n "$SWITCH_NS" link set "p$i" master br0
+  ip -n "$SWITCH_NS" link set "p$i" up
+  ip -n "$ns" addr add "10.231.98.$((i + 1))/24" dev eth0
+  ip -n "$ns" link set eth0 up
+  ip -n "$ns" link set lo up
+  mkdir -p "/etc/netns/$ns"
+  echo "$hosts_file" >"/etc/netns/$ns/hosts"
+done
+
+if [ "$rate" != none ]; then
+  command -v tc >/dev/null || skip "'tc' is not installed (iproute2): cannot shape the links"
+  for ((i = 0; i < hosts; i++)); do
+    ip netns exec "$HOST_NS_PREFIX$i" tc qdisc add dev eth0 root tbf rate "$rate" burst "$burst" latency "$latency" ||
+      fail "tc tbf rate $rate burst $burst latency $latency failed on host $i (bad value, or no sch_tbf)"
+  done
+  echo "cluster: $hosts hosts x $ranks_per_host ranks, egress of every host shaped with tbf rate $rate burst $burst" \
+    "latency $latency (netem is not in this kernel: no delay/loss emulated)" >&2
+else
+  echo "cluster: $hosts hosts x $ranks_per_host ranks, links not shaped" >&2
+fi
+
+# --- Open MPI: hostfile, rsh agent, mpirun -----------------------------------------------
+workdir=$(mktemp -d /tmp/concord-cluster.XXXXXX)
+for ((i = 0; i < hosts; i++)); do printf 'node%d slots=%s\n' "$i" "$ranks_per_host"; done >"$workdir/hostfile"
+# Called by mpirun as "agent HOST WORD..."; like ssh it runs the words as one shell command
+# line, here inside HOST's namespace with HOST as hostname.
+cat >"$workdir/agent" <<EOF
+#!/usr/bin/env bash
+host="\$1"; shift
+case "\$host" in
+  node[0-7]) i="\${host#node}" ;;
+  10.231.98.*) i=\$(( \${host##*.} - 1 )) ;;
+  *) echo "cluster agent: unknown host '\$host'" >&2; exit 255 ;;
+esac
+exec ip netns exec "$HOST_NS_PREFIX\$i" unshare --uts sh -c 'hostname "\$1"; shift; exec sh -c "\$*"' agent "node\$i" "\$@"
+EOF
+chmod +x "$workdir/agent"
+
+# shellcheck disable=SC2054  # the commas in "tcp,self,vader" belong to the value
+mpirun_flags=(
+  --allow-run-as-root --bind-to none
+  -np $((hosts * ranks_per_host)) --hostfile "$workdir/hostfile"
+  --mca plm_rsh_agent "$workdir/agent"
+  --mca btl tcp,self,vader --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET"
+)
+while IFS='=' read -r name _; do
+  mpirun_flags+=(-x "$name")
+done < <(env | grep -E "^CONCORD_[A-Za-z0-9_]*=" | grep -v "^CONCORD_CLUSTER_" || true)
+# shellcheck disable=SC2206  # word splitting of the extra flags is intended
+[ -z "${CONCORD_CLUSTER_MPIRUN_FLAGS:-}" ] || mpirun_flags+=($CONCORD_CLUSTER_MPIRUN_FLAGS)
+
+# mpirun runs in the background and is waited for, so that a SIGTERM to this script runs
+# the teardown at once instead of after mpirun exits.
+status=0
+# shellcheck disable=SC2016  # $1 and $@ are expanded by the inner sh
+ip netns exec "${HOST_NS_PREFIX}0" unshare --uts sh -c 'hostname "$1"; shift; exec "$@"' cluster node0 \
+  mpirun "${mpirun_flags[@]}" "$@" 9>&- &
+mpirun_pid=$!
+wait "$mpirun_pid" || status=$?
+mpirun_pid=""
+exit "$status"

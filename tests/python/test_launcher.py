@@ -1,0 +1,65 @@
+"""concord-run (concord/run.py): the mpirun command built from Horovod's horovodrun flags,
+for Open MPI and MPICH, and every usage error. Pure command construction: no process is
+started here (the end-to-end run is the python.concord_run test)."""
+
+import pytest
+
+from concord import run
+
+
+def build(argv, flavour="openmpi", environ=None, is_root=False):
+    return run.build_command(run.make_parser().parse_args(argv), flavour, environ or {}, is_root)
+
+
+def test_default_is_localhost_with_np_slots():
+    cmd = build(["-np", "3", "python", "train.py", "--epochs", "2"])
+    assert cmd == ["mpirun", "-np", "3", "-H", "localhost:3", "--bind-to", "none", "--map-by", "slot",
+                   "python", "train.py", "--epochs", "2"]
+
+
+def test_hosts_settings_and_forwarded_environment():
+    cmd = build(["-np", "4", "-H", "a:2,b:2", "--timeline-filename", "/tmp/t.json", "--cycle-time-ms", "2.5",
+                 "--fusion-threshold-mb", "32", "--cache-capacity", "0", "--mpi-args=--tag-output",
+                 "python", "x.py"],
+                environ={"PYTHONPATH": "/p", "HOME": "/h", "CONCORD_LOG_LEVEL": "debug"}, is_root=True)
+    assert cmd[:6] == ["mpirun", "-np", "4", "--allow-run-as-root", "-H", "a:2,b:2"]
+    exported = [cmd[i + 1] for i, part in enumerate(cmd) if part == "-x"]
+    assert exported == ["CONCORD_CACHE_CAPACITY=0", "CONCORD_CYCLE_TIME=2.5",
+                        f"CONCORD_FUSION_THRESHOLD={32 * 1024 * 1024}", "CONCORD_LOG_LEVEL=debug",
+                        "CONCORD_TIMELINE=/tmp/t.json", "PYTHONPATH=/p"]
+    assert cmd[-3:] == ["--tag-output", "python", "x.py"]
+
+
+def test_mpich_command_line(tmp_path):
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("a slots=2\n")
+    cmd = build(["-np", "2", "--hostfile", str(hostfile), "--cache-capacity", "7", "prog"], flavour="mpich")
+    assert cmd == ["mpirun", "-np", "2", "-hostfile", str(hostfile), "-genv", "CONCORD_CACHE_CAPACITY", "7", "prog"]
+    assert build(["-np", "2", "-H", "a,b", "prog"], flavour="mpich")[3:5] == ["-hosts", "a:1,b:1"]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["-np", "0", "p"], "-np must be >= 1"),
+    (["-np", "2"], "no program given"),
+    (["-np", "5", "-H", "a:2,b:2", "p"], "has only 4 slots"),
+    (["-np", "1", "-H", "a:x", "p"], "bad host entry 'a:x'"),
+    (["-np", "1", "-H", "a:0", "p"], "bad host entry"),
+    (["-np", "1", "-H", "a,,b", "p"], "bad host entry ''"),
+    (["-np", "1", "--hostfile", "/nonexistent/hosts", "p"], "does not exist"),
+    (["-np", "1", "--cycle-time-ms", "-1", "p"], "--cycle-time-ms must be >= 0"),
+    (["-np", "1", "--fusion-threshold-mb", "nan", "p"], "--fusion-threshold-mb must be >= 0"),
+    (["-np", "1", "--cache-capacity", "-3", "p"], "--cache-capacity must be >= 0"),
+])
+def test_usage_errors(argv, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        build(argv)
+
+
+def test_parser_errors_exit_with_usage(capsys):
+    with pytest.raises(SystemExit):
+        run.make_parser().parse_args(["-np", "2", "-H", "a:1", "--hostfile", "f", "p"])  # mutually exclusive
+    with pytest.raises(SystemExit):
+        run.make_parser().parse_args(["python", "x.py"])  # -np is required
+    with pytest.raises(SystemExit) as exit_info:
+        run.main(["-np", "0", "p"])
+    assert exit_info.value.code == 2 and "-np must be >= 1" in capsys.readouterr().err

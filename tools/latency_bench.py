@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Per-call cost of the runtime, in one run (a benchmark, not a test): concord.torch against
+torch.distributed on Gloo and mpi4py (MPI_Allreduce), all three in the same processes.
+
+Sections (``--sections``, comma-separated, default all):
+  latency    median time of one synchronous allreduce of float32, 4 B .. ``--max-bytes``
+             (x4 steps): ``hvd.allreduce_`` (in place), ``hvd.allreduce`` (out of place),
+             ``dist.all_reduce`` (Gloo), ``comm.Allreduce`` (mpi4py, in place).
+  iteration  one "backward pass" of ``--tensors`` allreduces of ``--elements`` float32:
+             Concord submits them in a different random order on every rank (the response
+             cache and negotiation sort it out), then waits for all; Gloo and mpi4py cannot
+             reorder, so they issue the same order on every rank (async ops, then wait).
+             Concord's row also gives the breakdown: submit (Python wrapper + binding +
+             enqueue, per tensor), wait, and negotiation rounds per iteration.
+  idle       CPU time of this process (utime + stime from /proc/self/stat) while
+             ``concord.torch`` is initialised and nothing is submitted for ``--idle-seconds``,
+             as a percentage of one core (the background thread must block when idle).
+
+Every time is the slowest rank's median over ``--iters`` repetitions after ``--warmup``.
+
+Run (the launcher's rank variables give torch.distributed its rank and world size):
+    scripts/mpirun.sh -np 2 /usr/bin/python3 tools/latency_bench.py
+    scripts/mpirun.sh -np 4 /usr/bin/python3 tools/latency_bench.py --sections iteration
+"""
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import concord  # noqa: E402  (after the path of the source tree's package)
+import concord.torch as hvd  # noqa: E402
+from torch_launch import init_gloo, slowest  # noqa: E402
+
+try:
+    from mpi4py import MPI
+except ImportError:  # python3-mpi4py missing: its column says so
+    MPI = None
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sections", default="latency,iteration,idle")
+    parser.add_argument("--max-bytes", type=int, default=1 << 20, help="largest latency size (default 1 MiB)")
+    parser.add_argument("--iters", type=int, default=200, help="timed repetitions per size (default 200)")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed repetitions first (default 20)")
+    parser.add_argument("--tensors", type=int, default=150, help="tensors per iteration (default 150)")
+    parser.add_argument("--elements", type=int, default=1024, help="float32 per tensor (default 1024)")
+    parser.add_argument("--iteration-iters", type=int, default=50, help="timed iterations (default 50)")
+    parser.add_argument("--idle-seconds", type=float, default=10.0, help="idle measurement (default 10 s)")
+    parser.add_argument("--port", type=int, default=29533, help="MASTER_PORT of the Gloo rendezvous")
+    return parser.parse_args(argv)
+
+
+def median_seconds(args, call):
+    """Median seconds of `call()` over args.iters after args.warmup, slowest rank."""
+    for _ in range(args.warmup):
+        call()
+    dist.barrier()
+    times = []
+    for _ in range(args.iters):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return slowest(statistics.median(times))
+
+
+def latency_rows(args):
+    """One row per size: (bytes, in-place, out-of-place, gloo, mpi4py) medians in seconds."""
+    rows = []
+    nbytes = 4
+    while nbytes <= args.max_bytes:
+        n = nbytes // 4
+        tensor = torch.ones(n)
+        array = np.ones(n, dtype=np.float32)
+        name = f"lat.{nbytes}"
+        in_place = median_seconds(args, lambda: hvd.allreduce_(tensor, name=name, op=hvd.Sum))
+        out_of_place = median_seconds(args, lambda: hvd.allreduce(tensor, name=name + ".oop", op=hvd.Sum))
+        gloo = median_seconds(args, lambda: dist.all_reduce(tensor))
+        mpi = (median_seconds(args, lambda: MPI.COMM_WORLD.Allreduce(MPI.IN_PLACE, array, op=MPI.SUM))
+               if MPI else float("nan"))
+        rows.append((nbytes, in_place, out_of_place, gloo, mpi))
+        nbytes *= 4
+    return rows
+
+
+def iteration_rows(args, rank):
+    """Median ms per iteration of args.tensors allreduces, plus Concord's breakdown."""
+    tensors = [torch.ones(args.elements) for _ in range(args.tensors)]
+    arrays = [np.ones(args.elements, dtype=np.float32) for _ in range(args.tensors)]
+    names = [f"iter.{i}" for i in range(args.tensors)]
+    shuffler = random.Random(rank + 7)
+    submit_times, wait_times, rounds = [], [], []
+
+    def concord_iteration():
+        order = list(range(args.tensors))
+        shuffler.shuffle(order)
+        before = concord.coordination_stats()["cycles"]
+        start = time.perf_counter()
+        handles = [hvd.allreduce_async_(tensors[i], name=names[i], op=hvd.Sum) for i in order]
+        submitted = time.perf_counter()
+        for handle in handles:
+            hvd.synchronize(handle)
+        end = time.perf_counter()
+        submit_times.append(submitted - start)
+        wait_times.append(end - submitted)
+        rounds.append(concord.coordination_stats()["cycles"] - before)
+
+    def gloo_iteration():
+        works = [dist.all_reduce(t, async_op=True) for t in tensors]
+        for work in works:
+            work.wait()
+
+    def mpi_iteration():
+        requests = [MPI.COMM_WORLD.Iallreduce(MPI.IN_PLACE, a, op=MPI.SUM) for a in arrays]
+        MPI.Request.Waitall(requests)
+
+    timing = argparse.Namespace(iters=args.iteration_iters, warmup=max(3, args.warmup // 4))
+    result = {"concord": median_seconds(timing, concord_iteration)}
+    measured = slice(timing.warmup, None)
+    result["submit_us_per_tensor"] = slowest(statistics.median(submit_times[measured])) / args.tensors * 1e6
+    result["wait_ms"] = slowest(statistics.median(wait_times[measured])) * 1e3
+    result["rounds"] = statistics.median(rounds[measured])
+    result["gloo"] = median_seconds(timing, gloo_iteration)
+    result["mpi"] = median_seconds(timing, mpi_iteration) if MPI else float("nan")
+    return result
+
+
+def idle_cpu_percent(seconds):
+    """Percent of one core this process used while idle for `seconds` (utime + stime)."""
+    def cpu_seconds():
+        with open("/proc/self/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    start_cpu, start = cpu_seconds(), time.perf_counter()
+    time.sleep(seconds)
+    return 100.0 * (cpu_seconds() - start_cpu) / (time.perf_counter() - start)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    rank, size = init_gloo(args.port)
+    hvd.init()
+    sections = [s for s in args.sections.split(",") if s]
+    unknown = set(sections) - {"latency", "iteration", "idle"}
+    if unknown:
+        raise SystemExit(f"latency_bench: unknown sections {sorted(unknown)}")
+    say = print if rank == 0 else (lambda *a, **k: None)
+    say(f"# latency_bench: {size} ranks, load {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}")
+    if "latency" in sections:
+        rows = latency_rows(args)
+        say(f"# sync allreduce latency, float32, median of {args.iters}, slowest rank (us)")
+        say(f"{'bytes':>9} {'concord_':>10} {'concord':>10} {'gloo':>10} {'mpi4py':>10} {'oop/inpl':>9} "
+            f"{'inpl/mpi':>9}")
+        for nbytes, in_place, out_of_place, gloo, mpi in rows:
+            say(f"{nbytes:>9} {in_place * 1e6:10.1f} {out_of_place * 1e6:10.1f} {gloo * 1e6:10.1f} "
+                f"{mpi * 1e6:10.1f} {out_of_place / in_place:9.2f} {in_place / mpi:9.2f}")
+    if "iteration" in sections:
+        r = iteration_rows(args, rank)
+        say(f"# iteration: {args.tensors} allreduces of {args.elements} float32, median of "
+            f"{args.iteration_iters}, slowest rank (ms); concord in random per-rank order")
+        say(f"{'concord':>10} {'gloo':>10} {'mpi4py':>10} | submit us/tensor  wait ms  rounds/iter")
+        say(f"{r['concord'] * 1e3:10.2f} {r['gloo'] * 1e3:10.2f} {r['mpi'] * 1e3:10.2f} | "
+            f"{r['submit_us_per_tensor']:16.1f} {r['wait_ms']:8.2f} {r['rounds']:12.0f}")
+    if "idle" in sections:
+        dist.barrier()
+        percent = slowest(idle_cpu_percent(args.idle_seconds))
+        say(f"# idle: {args.idle_seconds:.0f} s initialised, nothing submitted: {percent:.2f}% of a core "
+            f"(busiest rank)")
+    hvd.shutdown()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
