@@ -42,10 +42,11 @@ PYBIND11_MODULE(_core, m) {
 
   m.def(
       "init",
-      [](double cycle_time_ms, int64_t fusion_threshold_bytes) {
-        init(InitOptions{cycle_time_ms, fusion_threshold_bytes});
+      [](double cycle_time_ms, int64_t fusion_threshold_bytes, const std::vector<std::vector<int>>& process_sets) {
+        init(InitOptions{cycle_time_ms, fusion_threshold_bytes, process_sets});
       },
       py::arg("cycle_time_ms") = -1.0, py::arg("fusion_threshold_bytes") = -1,
+      py::arg("process_sets") = std::vector<std::vector<int>>{},
       py::call_guard<py::gil_scoped_release>());
   m.def("shutdown", &shutdown, py::call_guard<py::gil_scoped_release>());
   m.def("is_initialized", &is_initialized);
@@ -74,35 +75,39 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "allreduce_async",
       [](const std::string& name, uintptr_t input, uintptr_t output, const std::string& dtype,
-         const std::vector<int64_t>& shape, int op, double prescale, double postscale) {
+         const std::vector<int64_t>& shape, int op, double prescale, double postscale, int process_set) {
         if (op < 0 || op > static_cast<int>(ReduceOp::kProduct))
           throw InvalidArgument("allreduce of tensor '" + name + "': unknown reduce op " + std::to_string(op));
         return allreduce_async(name, view(input, dtype, shape), view(output, dtype, shape),
-                               AllreduceOptions{static_cast<ReduceOp>(op), prescale, postscale});
+                               AllreduceOptions{static_cast<ReduceOp>(op), prescale, postscale, process_set});
       },
       py::arg("name"), py::arg("input"), py::arg("output"), py::arg("dtype"), py::arg("shape"),
-      py::arg("op"), py::arg("prescale_factor"), py::arg("postscale_factor"),
+      py::arg("op"), py::arg("prescale_factor"), py::arg("postscale_factor"), py::arg("process_set") = 0,
       py::call_guard<py::gil_scoped_release>());
   m.def(
       "allgather_async",
       [](const std::string& name, uintptr_t input, const std::string& dtype,
-         const std::vector<int64_t>& shape) { return allgather_async(name, view(input, dtype, shape)); },
-      py::arg("name"), py::arg("input"), py::arg("dtype"), py::arg("shape"),
+         const std::vector<int64_t>& shape, int process_set) {
+        return allgather_async(name, view(input, dtype, shape), AllgatherOptions{process_set});
+      },
+      py::arg("name"), py::arg("input"), py::arg("dtype"), py::arg("shape"), py::arg("process_set") = 0,
       py::call_guard<py::gil_scoped_release>());
   m.def(
       "broadcast_async",
       [](const std::string& name, uintptr_t tensor, const std::string& dtype,
-         const std::vector<int64_t>& shape, int root) {
-        return broadcast_async(name, view(tensor, dtype, shape), BroadcastOptions{root});
+         const std::vector<int64_t>& shape, int root, int process_set) {
+        return broadcast_async(name, view(tensor, dtype, shape), BroadcastOptions{root, process_set});
       },
       py::arg("name"), py::arg("tensor"), py::arg("dtype"), py::arg("shape"), py::arg("root"),
+      py::arg("process_set") = 0,
       py::call_guard<py::gil_scoped_release>());
 
   m.def(
       "grouped_allreduce_async",
       [](const std::vector<std::string>& names, const std::vector<uintptr_t>& inputs,
          const std::vector<uintptr_t>& outputs, const std::vector<std::string>& dtypes,
-         const std::vector<std::vector<int64_t>>& shapes, int op, double prescale, double postscale) {
+         const std::vector<std::vector<int64_t>>& shapes, int op, double prescale, double postscale,
+         int process_set) {
         if (op < 0 || op > static_cast<int>(ReduceOp::kProduct))
           throw InvalidArgument("grouped_allreduce: unknown reduce op " + std::to_string(op));
         if (inputs.size() != names.size() || outputs.size() != names.size() || dtypes.size() != names.size() ||
@@ -114,10 +119,10 @@ PYBIND11_MODULE(_core, m) {
           out.push_back(view(outputs[i], dtypes[i], shapes[i]));
         }
         return grouped_allreduce_async(names, in, out,
-                                       AllreduceOptions{static_cast<ReduceOp>(op), prescale, postscale});
+                                       AllreduceOptions{static_cast<ReduceOp>(op), prescale, postscale, process_set});
       },
       py::arg("names"), py::arg("inputs"), py::arg("outputs"), py::arg("dtypes"), py::arg("shapes"),
-      py::arg("op"), py::arg("prescale_factor"), py::arg("postscale_factor"),
+      py::arg("op"), py::arg("prescale_factor"), py::arg("postscale_factor"), py::arg("process_set") = 0,
       py::call_guard<py::gil_scoped_release>());
   m.def("start_timeline", &start_timeline, py::arg("path"), py::call_guard<py::gil_scoped_release>());
   m.def("stop_timeline", &stop_timeline, py::call_guard<py::gil_scoped_release>());

@@ -50,6 +50,9 @@ const std::vector<ConfigVar>& config_table() {
        "path of a Chrome-trace/Perfetto JSON timeline written by rank 0 (empty = none)"},
       {"CONCORD_LOG_LEVEL", "warning", "string",
        "trace, debug, info, warning, error or off; messages are prefixed with the rank"},
+      {"CONCORD_DYNAMIC_PROCESS_SETS", "0", "int",
+       "1 allows add_process_set()/remove_process_set() after init (Horovod's "
+       "HOROVOD_DYNAMIC_PROCESS_SETS); 0 = only the sets given to init()"},
   };
   return table;
 }
@@ -106,6 +109,7 @@ Config Config::from_env() {
   config.stall_shutdown_seconds = parse_double("CONCORD_STALL_SHUTDOWN_TIME", 0.0);
   config.timeline_path = config_value("CONCORD_TIMELINE");
   config.log_level = config_value("CONCORD_LOG_LEVEL");
+  config.dynamic_process_sets = parse_int("CONCORD_DYNAMIC_PROCESS_SETS", 0) != 0;
   return config;
 }
 

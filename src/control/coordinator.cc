@@ -85,7 +85,7 @@ Response build_response(const std::vector<Request>& requests, int size, const st
     error = find_mismatch(requests, "root rank", [](const Request& r) { return std::to_string(r.root); });
   if (error.empty() && first.type == CollectiveType::kProcessSet)
     error = find_mismatch(requests, "process set ranks", [](const Request& r) {
-      return (r.op == ReduceOp::kSum ? "add " : "remove ") + shape_string(r.splits);
+      return r.splits.empty() ? "remove " + std::to_string(r.root) : "add " + shape_string(r.splits);
     });
   if (error.empty())
     error = find_mismatch(requests, "group", [](const Request& r) {

@@ -118,14 +118,11 @@ bool mpi_threads_supported() { return running()->mpi_threads_supported(); }
 
 Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
                        const AllreduceOptions& options) {
-  return running()->enqueue(allreduce_request(name, options), input, output);
+  return running()->enqueue(allreduce_request(name, options), input, output, options.process_set);
 }
 
-Handle allgather_async(const std::string& name, const TensorView& input) {
-  Request request;
-  request.name = name;
-  request.type = CollectiveType::kAllgather;
-  return running()->enqueue(std::move(request), input, input);
+Handle allgather_async(const std::string& name, const TensorView& input, const AllgatherOptions& options) {
+  return running()->enqueue(simple_request(name, CollectiveType::kAllgather), input, input, options.process_set);
 }
 
 Handle broadcast_async(const std::string& name, const TensorView& tensor, const BroadcastOptions& options) {
@@ -133,7 +130,7 @@ Handle broadcast_async(const std::string& name, const TensorView& tensor, const 
   request.name = name;
   request.type = CollectiveType::kBroadcast;
   request.root = options.root;
-  return running()->enqueue(std::move(request), tensor, tensor);
+  return running()->enqueue(std::move(request), tensor, tensor, options.process_set);
 }
 
 std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& names,
@@ -143,7 +140,7 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
   check_group("grouped_allreduce", names, inputs, outputs);
   std::vector<Request> requests;
   for (const auto& name : names) requests.push_back(allreduce_request(name, options));
-  return running()->enqueue_group(grouped(std::move(requests)), inputs, outputs);
+  return running()->enqueue_group(grouped(std::move(requests)), inputs, outputs, options.process_set);
 }
 
 int64_t reducescatter_rows(int64_t rows, int ranks, int rank) {
@@ -154,7 +151,7 @@ int64_t reducescatter_rows(int64_t rows, int ranks, int rank) {
 
 Handle reducescatter_async(const std::string& name, const TensorView& input, const TensorView& output,
                            const ReducescatterOptions& options) {
-  return running()->enqueue(reducescatter_request(name, options), input, output);
+  return running()->enqueue(reducescatter_request(name, options), input, output, options.process_set);
 }
 
 std::vector<Handle> grouped_reducescatter_async(const std::vector<std::string>& names,
@@ -164,26 +161,48 @@ std::vector<Handle> grouped_reducescatter_async(const std::vector<std::string>& 
   check_group("grouped_reducescatter", names, inputs, outputs);
   std::vector<Request> requests;
   for (const auto& name : names) requests.push_back(reducescatter_request(name, options));
-  return running()->enqueue_group(grouped(std::move(requests)), inputs, outputs);
+  return running()->enqueue_group(grouped(std::move(requests)), inputs, outputs, options.process_set);
 }
 
 std::vector<Handle> grouped_allgather_async(const std::vector<std::string>& names,
-                                            const std::vector<TensorView>& inputs) {
+                                            const std::vector<TensorView>& inputs, const AllgatherOptions& options) {
   check_group("grouped_allgather", names, inputs, inputs);
   std::vector<Request> requests;
   for (const auto& name : names) requests.push_back(simple_request(name, CollectiveType::kAllgather));
-  return running()->enqueue_group(grouped(std::move(requests)), inputs, inputs);
+  return running()->enqueue_group(grouped(std::move(requests)), inputs, inputs, options.process_set);
 }
 
 Handle alltoall_async(const std::string& name, const TensorView& input, const AlltoallOptions& options) {
   Request request = simple_request(name, CollectiveType::kAlltoall);
   request.splits = options.splits;
-  return running()->enqueue(std::move(request), input, input);
+  return running()->enqueue(std::move(request), input, input, options.process_set);
 }
 
-Handle barrier_async() { return running()->enqueue_barrier(); }
+Handle barrier_async(int process_set) { return running()->enqueue_barrier(process_set); }
 
-void barrier() { barrier_async().wait(); }
+void barrier(int process_set) { barrier_async(process_set).wait(); }
+
+int add_process_set(const std::vector<int>& ranks) {
+  CONCORD_ENFORCE(!ranks.empty(), InvalidArgument, "add_process_set: a process set needs at least one rank");
+  const Handle handle = running()->enqueue_process_set(ranks, 0);
+  handle.wait();
+  return static_cast<int>(handle.received_splits().at(0));
+}
+
+void remove_process_set(int id) { running()->enqueue_process_set({}, id).wait(); }
+
+std::vector<int> process_set_ids() {
+  std::vector<int> ids;
+  for (const auto& set : running()->process_sets().all()) ids.push_back(set->id);
+  return ids;
+}
+
+std::vector<int> process_set_ranks(int id) { return running()->process_sets().get(id)->ranks; }
+
+int process_set_rank(int id) {
+  auto runtime = running();
+  return runtime->process_sets().get(id)->rank_in_set(runtime->rank());
+}
 
 Handle join_async() {
   const TensorView none;

@@ -16,6 +16,8 @@ from concord import (CommError, ConcordError, InternalError, InvalidArgumentErro
                      start_timeline, stop_timeline)
 from concord.capabilities import (ccl_built, cuda_built, ddl_built, gloo_built, gloo_enabled,
                                   mpi_built, mpi_enabled, nccl_built, rocm_built)
+from concord.process_sets import (ProcessSet, add_process_set, global_process_set,
+                                  remove_process_set)
 from concord.torch.collectives import (alltoall, alltoall_async, barrier, grouped_allgather,
                                        grouped_allgather_async, grouped_reducescatter,
                                        grouped_reducescatter_async, join, reducescatter,
@@ -50,7 +52,8 @@ __all__ = [
     "coordination_stats", "SparseDistributedOptimizer", "sparse_allreduce_names",
     "alltoall", "alltoall_async", "reducescatter", "reducescatter_async", "grouped_allgather",
     "grouped_allgather_async", "grouped_reducescatter", "grouped_reducescatter_async", "barrier",
-    "join", "HorovodInternalError",
+    "join", "HorovodInternalError", "ProcessSet", "global_process_set", "add_process_set",
+    "remove_process_set",
     "cross_rank", "cross_size", "mpi_threads_supported", "mpi_built", "mpi_enabled", "gloo_built",
     "gloo_enabled", "nccl_built", "ddl_built", "ccl_built", "cuda_built", "rocm_built",
     "allgather_object", "SyncBatchNorm", "sparse_allreduce", "sparse_allreduce_async",

@@ -11,6 +11,7 @@ import torch
 
 from concord import _core
 from concord._core import InvalidArgumentError
+from concord.process_sets import set_id as _set_id
 from concord.torch.mpi_ops import (Average, Sum, _DTYPE_NAMES, _check, _name, _register,
                                    synchronize)
 
@@ -40,7 +41,7 @@ def _splits_list(splits, tensor, name):
     return list(splits)
 
 
-def alltoall_async(tensor, splits=None, name=None):
+def alltoall_async(tensor, splits=None, name=None, process_set=None):
     """Start an alltoall: rows ``[sum(splits[:j]), sum(splits[:j+1]))`` of ``tensor`` go to
     rank j; the result concatenates, in rank order, the rows every rank sent here.
 
@@ -51,6 +52,8 @@ def alltoall_async(tensor, splits=None, name=None):
             non-negative entry per rank, summing to dim 0). Default: dim 0 split equally
             (it must be divisible by the number of ranks).
         name (str, optional): the tensor's name, identical on every rank.
+        process_set (ProcessSet, optional): the ranks taking part (default: all); splits
+            then have one entry per member, in the set's rank order.
 
     Returns:
         int: a handle; :func:`synchronize` returns ``(output, received_splits)`` with
@@ -66,7 +69,8 @@ def alltoall_async(tensor, splits=None, name=None):
     _check(tensor, name, "alltoall")
     split_list = [] if splits is None else _splits_list(splits, tensor, name)
     source = tensor.contiguous()
-    core = _core.alltoall_async(name, source.data_ptr(), _DTYPE_NAMES[tensor.dtype], list(tensor.shape), split_list)
+    core = _core.alltoall_async(name, source.data_ptr(), _DTYPE_NAMES[tensor.dtype], list(tensor.shape), split_list,
+                                _set_id(process_set, "alltoall"))
 
     def finish():
         output = torch.empty(core.output_shape(), dtype=tensor.dtype)
@@ -76,19 +80,24 @@ def alltoall_async(tensor, splits=None, name=None):
     return _register(core, finish, (source,))
 
 
-def alltoall(tensor, splits=None, name=None):
+def alltoall(tensor, splits=None, name=None, process_set=None):
     """Blocking alltoall (see :func:`alltoall_async`). Returns the received tensor, or
     ``(tensor, received_splits)`` when ``splits`` is given (as Horovod)."""
-    output, received_splits = synchronize(alltoall_async(tensor, splits, name))
+    output, received_splits = synchronize(alltoall_async(tensor, splits, name, process_set))
     return output if splits is None else (output, received_splits)
 
 
-def _scatter_output(tensor):
-    rows = _core.reducescatter_rows(tensor.shape[0], _core.size(), _core.rank()) if tensor.dim() > 0 else 0
+def _scatter_output(tensor, process_set):
+    identifier = _set_id(process_set, "reducescatter")
+    ranks = _core.process_set_ranks(identifier) if identifier else None
+    size = len(ranks) if ranks else _core.size()
+    rank = _core.process_set_rank(identifier) if identifier else _core.rank()
+    rows = _core.reducescatter_rows(tensor.shape[0], size, max(rank, 0)) if tensor.dim() > 0 else 0
     return torch.empty([rows, *tensor.shape[1:]], dtype=tensor.dtype)
 
 
-def reducescatter_async(tensor, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0):
+def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescale_factor=1.0,
+                        postscale_factor=1.0):
     """Start a reduce-scatter: ``tensor`` (same shape and dtype on every rank) is reduced
     over the ranks and split along dim 0; rank r receives ``dim0 // size`` rows, plus one
     if ``r < dim0 % size`` (earlier ranks get the extra rows, as Horovod).
@@ -97,6 +106,8 @@ def reducescatter_async(tensor, name=None, op=Average, prescale_factor=1.0, post
         tensor (torch.Tensor): CPU tensor with at least one dimension, not bool.
         name (str, optional): the tensor's name, identical on every rank.
         op: ``Average`` (default; divides by the ranks that contributed) or ``Sum``.
+        process_set (ProcessSet, optional): the ranks taking part (default: all); rows are
+            split over the set's members.
         prescale_factor, postscale_factor (float): multiply the input before, the result
             after the reduction.
 
@@ -114,20 +125,21 @@ def reducescatter_async(tensor, name=None, op=Average, prescale_factor=1.0, post
         raise InvalidArgumentError(
             f"reducescatter of tensor '{name}': a scalar has no dim 0 to scatter; reshape it to [1]")
     source = tensor.contiguous()
-    output = _scatter_output(tensor)
+    output = _scatter_output(tensor, process_set)
     core = _core.reducescatter_async(name, source.data_ptr(), output.data_ptr(), _DTYPE_NAMES[tensor.dtype],
                                      list(tensor.shape), list(output.shape), op, float(prescale_factor),
-                                     float(postscale_factor))
+                                     float(postscale_factor), _set_id(process_set, "reducescatter"))
     return _register(core, lambda: output, (source, output))
 
 
-def reducescatter(tensor, name=None, compression=None, op=Average, prescale_factor=1.0, postscale_factor=1.0):
+def reducescatter(tensor, name=None, compression=None, op=Average, process_set=None, prescale_factor=1.0,
+                  postscale_factor=1.0):
     """Blocking reduce-scatter; returns this rank's rows. ``compression`` is
     ``Compression.none`` (default) or ``Compression.fp16``. See :func:`reducescatter_async`."""
     from concord.torch.compression import Compression
     compression = compression or Compression.none
     compressed, ctx = compression.compress(tensor)
-    result = synchronize(reducescatter_async(compressed, name, op, prescale_factor, postscale_factor))
+    result = synchronize(reducescatter_async(compressed, name, op, process_set, prescale_factor, postscale_factor))
     return compression.decompress(result, ctx)
 
 
@@ -156,7 +168,8 @@ def _members(tensors, name, collective):
     return tensors, names
 
 
-def grouped_reducescatter_async(tensors, name=None, op=Average, prescale_factor=1.0, postscale_factor=1.0):
+def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=None, prescale_factor=1.0,
+                                postscale_factor=1.0):
     """Start a reduce-scatter of a list of tensors as one group (member i is named
     ``<name>.<i>``; negotiated together and fused). :func:`synchronize` returns the list of
     this rank's rows of each member. Errors as :func:`reducescatter_async`, plus
@@ -168,34 +181,36 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, prescale_factor=
             raise InvalidArgumentError(
                 f"reducescatter of tensor '{member_name}': a scalar has no dim 0 to scatter; reshape it to [1]")
     sources = [t.contiguous() for t in tensors]
-    outputs = [_scatter_output(t) for t in tensors]
+    outputs = [_scatter_output(t, process_set) for t in tensors]
     cores = _core.grouped_reducescatter_async(
         names, [t.data_ptr() for t in sources], [o.data_ptr() for o in outputs],
         [_DTYPE_NAMES[t.dtype] for t in tensors], [list(t.shape) for t in tensors],
-        [list(o.shape) for o in outputs], op, float(prescale_factor), float(postscale_factor))
+        [list(o.shape) for o in outputs], op, float(prescale_factor), float(postscale_factor),
+        _set_id(process_set, "grouped_reducescatter"))
     return _register(_Group(cores), lambda: list(outputs), (sources, outputs))
 
 
-def grouped_reducescatter(tensors, name=None, compression=None, op=Average, prescale_factor=1.0,
-                          postscale_factor=1.0):
+def grouped_reducescatter(tensors, name=None, compression=None, op=Average, process_set=None,
+                          prescale_factor=1.0, postscale_factor=1.0):
     """Blocking grouped reduce-scatter; returns a list of tensors. See
     :func:`grouped_reducescatter_async`."""
     from concord.torch.compression import Compression
     compression = compression or Compression.none
     pairs = [compression.compress(t) for t in tensors]
-    results = synchronize(grouped_reducescatter_async([p[0] for p in pairs], name, op, prescale_factor,
-                                                      postscale_factor))
+    results = synchronize(grouped_reducescatter_async([p[0] for p in pairs], name, op, process_set,
+                                                      prescale_factor, postscale_factor))
     return [compression.decompress(r, p[1]) for r, p in zip(results, pairs)]
 
 
-def grouped_allgather_async(tensors, name=None):
+def grouped_allgather_async(tensors, name=None, process_set=None):
     """Start an allgather of a list of tensors as one group (member i is named
     ``<name>.<i>``; fused into one allgatherv). :func:`synchronize` returns the list of
     gathered tensors. Errors as ``allgather_async``, plus ValueError for an empty group."""
     tensors, names = _members(tensors, name, "grouped_allgather")
     sources = [t.contiguous() for t in tensors]
     cores = _core.grouped_allgather_async(names, [t.data_ptr() for t in sources],
-                                          [_DTYPE_NAMES[t.dtype] for t in tensors], [list(t.shape) for t in tensors])
+                                          [_DTYPE_NAMES[t.dtype] for t in tensors], [list(t.shape) for t in tensors],
+                                          _set_id(process_set, "grouped_allgather"))
 
     def finish():
         outputs = []
@@ -208,15 +223,15 @@ def grouped_allgather_async(tensors, name=None):
     return _register(_Group(cores), finish, (sources,))
 
 
-def grouped_allgather(tensors, name=None):
+def grouped_allgather(tensors, name=None, process_set=None):
     """Blocking grouped allgather; returns a list of tensors."""
-    return synchronize(grouped_allgather_async(tensors, name))
+    return synchronize(grouped_allgather_async(tensors, name, process_set))
 
 
-def barrier():
-    """Block until every rank has called barrier() (the n-th call of each rank meets the
-    n-th of the others)."""
-    _core.barrier()
+def barrier(process_set=None):
+    """Block until every rank (of ``process_set``) has called barrier() (the n-th call of
+    each rank meets the n-th of the others)."""
+    _core.barrier(_set_id(process_set, "barrier"))
 
 
 def join(device=-1):
