@@ -48,6 +48,7 @@ except ImportError:  # python3-mpi4py missing: its column says so
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sections", default="latency,iteration,idle")
+    parser.add_argument("--min-bytes", type=int, default=4, help="smallest latency size (default 4 B)")
     parser.add_argument("--max-bytes", type=int, default=1 << 20, help="largest latency size (default 1 MiB)")
     parser.add_argument("--iters", type=int, default=200, help="timed repetitions per size (default 200)")
     parser.add_argument("--warmup", type=int, default=20, help="untimed repetitions first (default 20)")
@@ -75,7 +76,7 @@ def median_seconds(args, call):
 def latency_rows(args):
     """One row per size: (bytes, in-place, out-of-place, gloo, mpi4py) medians in seconds."""
     rows = []
-    nbytes = 4
+    nbytes = max(4, args.min_bytes // 4 * 4)
     while nbytes <= args.max_bytes:
         n = nbytes // 4
         tensor = torch.ones(n)

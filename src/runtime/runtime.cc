@@ -275,6 +275,7 @@ void Runtime::await_round() {
     for (const auto& set : sets_->all())
       if (set->id != 0 && set->member()) new_in_sets |= set->queue.has_new();
     if (world_queue().has_new() || new_in_sets || shutdown_requested_.load() || world_negotiator().stall_check_due()) {
+      linger_while_submitting();
       world_negotiator().announce();
       return;
     }
@@ -284,6 +285,21 @@ void Runtime::await_round() {
     const auto nap = naps.next(world_queue().in_flight() > 0 ? in_flight_cap_us : kIdleNapCapUs);
     if (nap.count() == 0) std::this_thread::yield();
     else world_queue().wait_for_push(nap);
+  }
+}
+
+void Runtime::linger_while_submitting() {
+  // One yield per check: a lone synchronous call costs one yield; a burst (a backward pass)
+  // gets the CPU for its framework thread, so the round takes the whole burst instead of
+  // making the other ranks wait in a round for this rank's first tensor.
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
+  for (size_t seen = world_queue().new_count(); std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::yield();
+    const size_t now_queued = world_queue().new_count();
+    if (now_queued == seen) return;
+    seen = now_queued;
   }
 }
 

@@ -81,6 +81,9 @@ class Runtime {
   // Returns when the next negotiation round must start (see the file comment); announces
   // it to the other ranks when this rank is the one with a reason.
   void await_round();
+  // Before this rank starts a round: waits (yielding) while its framework threads keep
+  // submitting, for at most CONCORD_CYCLE_TIME, so a burst goes into one round.
+  void linger_while_submitting();
 
   Config config_;
   std::unique_ptr<MpiCommunicator> control_;

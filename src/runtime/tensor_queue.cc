@@ -68,9 +68,9 @@ void TensorQueue::close(const std::string& message) {
         StateError(detail::concat(message, " (tensor '", name, "' was pending)"))));
 }
 
-bool TensorQueue::has_new() const {
+size_t TensorQueue::new_count() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return !new_requests_.empty();
+  return new_requests_.size();
 }
 
 bool TensorQueue::wait_for_push(std::chrono::microseconds timeout) {

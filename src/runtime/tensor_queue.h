@@ -48,7 +48,9 @@ class TensorQueue {
   /// Number of entries in flight.
   size_t in_flight() const;
   /// True when requests were pushed since the last pop_requests().
-  bool has_new() const;
+  bool has_new() const { return new_count() > 0; }
+  /// Number of requests pushed since the last pop_requests().
+  size_t new_count() const;
   /// Blocks for at most `timeout` (0: returns at once), returning early when requests are
   /// pushed or interrupt() is called. Returns has_new(). One interrupt() ends one wait
   /// (the next one if nobody is waiting).
