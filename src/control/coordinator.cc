@@ -225,9 +225,12 @@ std::vector<Response> Coordinator::take_ready() {
       continue;
     }
     std::vector<Request> requests;
-    for (auto& request : entry.by_rank)
-      if (request) requests.push_back(std::move(*request));
-    responses.push_back(build_response(requests, size_, joined()));
+    std::vector<int32_t> absent;  // joined ranks that did not submit this tensor contribute nothing
+    for (int r = 0; r < size_; ++r) {
+      if (entry.by_rank[r]) requests.push_back(std::move(*entry.by_rank[r]));
+      else if (joined_[r]) absent.push_back(r);
+    }
+    responses.push_back(build_response(requests, size_, absent));
   }
   ready_.clear();
   if (join_complete_) {  // every rank has joined: release them all

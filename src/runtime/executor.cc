@@ -76,10 +76,12 @@ TensorEntry Executor::placeholder(const Response& response, size_t index) {
       break;
   }
   const size_t element = dtype_size(response.dtype);
-  auto& in = placeholders_.emplace_back(static_cast<size_t>(in_elements) * element, 0);
-  auto& out = placeholders_.emplace_back(static_cast<size_t>(out_elements) * element, 0);
-  entry.input = TensorView{in.data(), response.dtype, {in_elements / std::max<int64_t>(row, 1), row}};
-  entry.output = TensorView{out.data(), response.dtype, {out_elements / std::max<int64_t>(row, 1), row}};
+  // Each buffer's data pointer is taken at once: a later emplace_back may move the vectors
+  // (their heap buffers stay put).
+  void* in = placeholders_.emplace_back(static_cast<size_t>(in_elements) * element, 0).data();
+  void* out = placeholders_.emplace_back(static_cast<size_t>(out_elements) * element, 0).data();
+  entry.input = TensorView{in, response.dtype, {in_elements / std::max<int64_t>(row, 1), row}};
+  entry.output = TensorView{out, response.dtype, {out_elements / std::max<int64_t>(row, 1), row}};
   if (response.type == ResponseType::kAllreduce || response.type == ResponseType::kBroadcast) {
     entry.input.shape = {in_elements};
     entry.output.shape = {out_elements};

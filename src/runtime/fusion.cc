@@ -23,7 +23,7 @@ int64_t bytes_of(const Response& response) {
   if (response.type == ResponseType::kAllgather) {
     const size_t ranks = response.sizes.size() / std::max<size_t>(response.row_elements.size(), 1);
     for (size_t i = 0; i < response.sizes.size(); ++i)
-      elements += response.sizes[i] * response.row_elements.at(i / ranks);
+      elements += response.sizes[i] * (i / ranks < response.row_elements.size() ? response.row_elements[i / ranks] : 1);
   } else {
     elements = std::accumulate(response.sizes.begin(), response.sizes.end(), int64_t{0});
   }

@@ -68,8 +68,8 @@ def _batches(rank, count):
 
 def test_training_with_join_and_uneven_batches():
     """Rank r trains on r + 2 batches, then joins; at step s the gradient is the average
-    over the ranks that still have a batch. Every rank replays all ranks' batches locally
-    and must end with the same parameters."""
+    over the ranks that still have a batch. After join() every rank takes the last rank's
+    parameters; every rank replays all ranks' batches locally and must end with them."""
     P, me = hvd.size(), hvd.rank()
     torch.manual_seed(7)
     model = torch.nn.Linear(5, 1)
@@ -81,7 +81,9 @@ def test_training_with_join_and_uneven_batches():
         optimizer.zero_grad()
         torch.nn.functional.mse_loss(model(x), y).backward()
         optimizer.step()
-    hvd.join()
+    last = hvd.join()
+    # a rank that joined early stopped updating: take the last rank's parameters (Horovod's idiom)
+    hvd.broadcast_parameters(model.state_dict(), root_rank=last)
 
     sgd = torch.optim.SGD(replay.parameters(), lr=0.1)
     data = [_batches(q, q + 2) for q in range(P)]
