@@ -47,6 +47,11 @@ def parse_args():
     parser.add_argument("--sparse-algorithm", default="oktopk",
                         help="sparse allreduce (concord.torch.sparse_allreduce_names())")
     parser.add_argument("--warmup-steps", type=int, default=0, help="dense steps before going sparse")
+    parser.add_argument("--sparse-log", default="",
+                        help="write one JSON line per sparse step to this file (rank 0): step, |U|/k and "
+                             "words (4 bytes) sent by rank 0 in units of k")
+    parser.add_argument("--max-overshoot", type=float, default=None,
+                        help="Ok-Topk's volume cap (SparseOptions.max_overshoot; < 0: off)")
     parser.add_argument("--compare", action="store_true",
                         help="train dense, then sparse (--sparse-density), and compare their accuracy")
     parser.add_argument("--max-gap", type=float, default=2.0,
@@ -98,9 +103,10 @@ def make_optimizer(model, args, size, sparse_density):
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(optimizer, root_rank=0)
     if sparse_density > 0:
+        extra = {} if args.max_overshoot is None else {"max_overshoot": args.max_overshoot}
         return hvd.SparseDistributedOptimizer(optimizer, density=sparse_density, algorithm=args.sparse_algorithm,
                                               warmup_steps=args.warmup_steps,
-                                              named_parameters=model.named_parameters())
+                                              named_parameters=model.named_parameters(), **extra)
     return hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters(),
                                     num_groups=args.num_groups)
 
@@ -124,6 +130,8 @@ def train(args, data, sparse_density):
                 if sparse_density > 0 else "dense")
         print(f"{mode} training on {size} rank(s): {len(x_train)} train / {len(x_test)} test samples, "
               f"{steps} steps of {args.batch_size} samples per rank per epoch")
+    log = open(args.sparse_log, "w") if sparse_density > 0 and args.sparse_log and rank == 0 else None
+    k = max(1, int(sum(p.numel() for p in model.parameters()) * sparse_density))
     for epoch in range(args.epochs):
         generator = torch.Generator().manual_seed(args.seed * 1000 + epoch * size + rank)
         order = torch.randperm(len(x_shard), generator=generator)
@@ -134,7 +142,12 @@ def train(args, data, sparse_density):
             optimizer.zero_grad()
             loss = loss_fn(model(x_shard[index]), y_shard[index])
             loss.backward()
+            sent_before = optimizer.allreducer.bytes_sent() if log else 0
             optimizer.step()
+            if log:
+                words = (optimizer.allreducer.bytes_sent() - sent_before) / 4
+                log.write(f'{{"step": {optimizer.steps}, "u_over_k": {len(optimizer.last_update[0]) / k:.4f}, '
+                          f'"k_words": {words / k:.4f}}}\n')
             total_loss += loss.item() * len(index)
             samples += len(index)
         elapsed = time.perf_counter() - start
@@ -146,6 +159,8 @@ def train(args, data, sparse_density):
             print(f"epoch {epoch + 1:3d}  loss {stats[0].item() / stats[1].item():.4f}  "
                   f"test accuracy {test_accuracy:.4f}  {stats[1].item() / elapsed:8.0f} samples/s",
                   flush=True)
+    if log:
+        log.close()
     if sparse_density > 0 and rank == 0:
         print(f"sparse allreduce: {optimizer.allreducer.bytes_sent()} bytes sent by rank 0")
     return accuracy(model, x_test, y_test), parameters_match_root(model)

@@ -76,7 +76,7 @@ PYBIND11_MODULE(_core, m) {
       "allreduce_async",
       [](const std::string& name, uintptr_t input, uintptr_t output, const std::string& dtype,
          const std::vector<int64_t>& shape, int op, double prescale, double postscale, int process_set) {
-        if (op < 0 || op > static_cast<int>(ReduceOp::kProduct))
+        if (op < 0 || op > static_cast<int>(ReduceOp::kAdasum))
           throw InvalidArgument("allreduce of tensor '" + name + "': unknown reduce op " + std::to_string(op));
         return allreduce_async(name, view(input, dtype, shape), view(output, dtype, shape),
                                AllreduceOptions{static_cast<ReduceOp>(op), prescale, postscale, process_set});
@@ -108,7 +108,7 @@ PYBIND11_MODULE(_core, m) {
          const std::vector<uintptr_t>& outputs, const std::vector<std::string>& dtypes,
          const std::vector<std::vector<int64_t>>& shapes, int op, double prescale, double postscale,
          int process_set) {
-        if (op < 0 || op > static_cast<int>(ReduceOp::kProduct))
+        if (op < 0 || op > static_cast<int>(ReduceOp::kAdasum))
           throw InvalidArgument("grouped_allreduce: unknown reduce op " + std::to_string(op));
         if (inputs.size() != names.size() || outputs.size() != names.size() || dtypes.size() != names.size() ||
             shapes.size() != names.size())
@@ -147,6 +147,7 @@ PYBIND11_MODULE(_core, m) {
   m.attr("MIN") = static_cast<int>(ReduceOp::kMin);
   m.attr("MAX") = static_cast<int>(ReduceOp::kMax);
   m.attr("PRODUCT") = static_cast<int>(ReduceOp::kProduct);
+  m.attr("ADASUM") = static_cast<int>(ReduceOp::kAdasum);
 
   bind_topk(m);
   bind_sparse(m);

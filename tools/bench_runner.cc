@@ -80,6 +80,7 @@ bool mpi_reduction_types(DataType dtype, ReduceOp op, MPI_Datatype& mpi_dtype, M
     case ReduceOp::kMin: mpi_op = MPI_MIN; break;
     case ReduceOp::kMax: mpi_op = MPI_MAX; break;
     case ReduceOp::kProduct: mpi_op = MPI_PROD; break;
+    case ReduceOp::kAdasum: return false;  // not element-wise
   }
   return true;
 }

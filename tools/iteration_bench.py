@@ -26,8 +26,11 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-import concord.torch as hvd  # noqa: E402  (after the path of the source tree's package)
+try:  # the installed package (PYTHONPATH=<build>/prefix/...), else the source tree's
+    import concord.torch as hvd
+except ImportError:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import concord.torch as hvd
 from torch_launch import init_gloo, slowest  # noqa: E402
 
 

@@ -34,9 +34,12 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-import concord  # noqa: E402  (after the path of the source tree's package)
-import concord.torch as hvd  # noqa: E402
+try:  # the installed package (PYTHONPATH=<build>/prefix/...), else the source tree's
+    import concord.torch as hvd
+except ImportError:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    import concord.torch as hvd
+import concord  # noqa: E402
 from torch_launch import init_gloo, slowest  # noqa: E402
 
 try:

@@ -26,7 +26,9 @@ enum class DataType : uint8_t {
 
 /// Reduction applied element-wise by allreduce. kAverage is kSum followed by a
 /// multiplication by 1/size (for integer types the product is truncated toward zero).
-enum class ReduceOp : uint8_t { kSum = 0, kAverage = 1, kMin = 2, kMax = 3, kProduct = 4 };
+/// kAdasum is not element-wise: the adaptive summation of Maleki et al. (MLSys 2021) over
+/// whole tensors (algorithms/allreduce_adasum.h; float32/float64, power-of-two ranks).
+enum class ReduceOp : uint8_t { kSum = 0, kAverage = 1, kMin = 2, kMax = 3, kProduct = 4, kAdasum = 5 };
 
 /// The collective an operation performs. kJoin is join() (this rank has no more data),
 /// kBarrier a barrier(), kProcessSet the collective registration or removal of a process set.

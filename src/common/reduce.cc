@@ -90,8 +90,9 @@ void with_combine(ReduceOp op, Loop&& loop) {
     case ReduceOp::kProduct: return loop(Product<T>{});
     case ReduceOp::kMin: return loop(Min<T>{});
     case ReduceOp::kMax: return loop(Max<T>{});
+    case ReduceOp::kAdasum: break;  // not element-wise: AllreduceAdasum
   }
-  CONCORD_THROW(InvalidArgument, "unknown reduce op code ", static_cast<int>(op));
+  CONCORD_THROW(InvalidArgument, "reduce op code ", static_cast<int>(op), " has no element-wise kernel");
 }
 
 template <typename T>
@@ -163,6 +164,7 @@ bool reduce_float16_f16c(void* dst, const void* src, size_t n, ReduceOp op) {
     case ReduceOp::kProduct: combine_float16_f16c(d, s, n, ProductF16c{}); return true;
     case ReduceOp::kMin: combine_float16_f16c(d, s, n, MinF16c{}); return true;
     case ReduceOp::kMax: combine_float16_f16c(d, s, n, MaxF16c{}); return true;
+    case ReduceOp::kAdasum: break;
   }
   return false;  // unknown op: the portable kernel reports it
 }

@@ -48,6 +48,7 @@ const char* reduce_op_name(ReduceOp op) {
     case ReduceOp::kMin: return "min";
     case ReduceOp::kMax: return "max";
     case ReduceOp::kProduct: return "product";
+    case ReduceOp::kAdasum: return "adasum";
   }
   CONCORD_THROW(InvalidArgument, "unknown reduce op code ", static_cast<int>(op));
 }

@@ -102,7 +102,7 @@ Request get_request(Reader& in) {
   r.name = in.get_string();
   r.type = get_enum<CollectiveType>(in, static_cast<uint8_t>(CollectiveType::kProcessSet));
   r.dtype = get_enum<DataType>(in, static_cast<uint8_t>(DataType::kBool));
-  r.op = get_enum<ReduceOp>(in, 4);
+  r.op = get_enum<ReduceOp>(in, static_cast<uint8_t>(ReduceOp::kAdasum));
   r.root = in.get<int32_t>();
   r.prescale_factor = in.get<double>();
   r.postscale_factor = in.get<double>();
@@ -136,7 +136,7 @@ Response get_response(Reader& in) {
   r.names = in.get_vector<std::string>([&] { return in.get_string(); });
   r.error = in.get_string();
   r.dtype = get_enum<DataType>(in, static_cast<uint8_t>(DataType::kBool));
-  r.op = get_enum<ReduceOp>(in, 4);
+  r.op = get_enum<ReduceOp>(in, static_cast<uint8_t>(ReduceOp::kAdasum));
   r.root = in.get<int32_t>();
   r.prescale_factor = in.get<double>();
   r.postscale_factor = in.get<double>();

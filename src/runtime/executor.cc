@@ -175,6 +175,8 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
     unmark(response);
   }
 
+  if (op == ReduceOp::kAdasum) return adasum(response, entries, buffer, postscale);
+
   std::string activity = "allreduce";
   const ProblemForEntry tree_chunks = [this](const std::string& name, const Problem& p) {
     return tree_chunked_problem(name, p, config_.tree_chunks, context_.cost_params);
@@ -236,6 +238,32 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
   }
   CONCORD_ENFORCE(std::all_of(completed.begin(), completed.end(), [](bool done) { return done; }), InternalError,
                   "allreduce ended with a fused tensor not reported final");
+}
+
+void Executor::adasum(const Response& response, std::vector<TensorEntry>& entries, uint8_t* buffer,
+                      double postscale) {
+  const size_t element = dtype_size(response.dtype);
+  if (!adasum_) adasum_ = std::make_unique<AllreduceAdasum>(comm_);
+  mark(response, "ALLREDUCE_ADASUM");
+  size_t offset = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const size_t n = static_cast<size_t>(response.sizes[i]);
+    adasum_->start(buffer + offset, n, response.dtype, ReduceOp::kAdasum);
+    run_to_completion(*adasum_);
+    offset += n * element;
+  }
+  unmark(response);
+  offset = 0;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const size_t n = static_cast<size_t>(response.sizes[i]);
+    void* output = entries[i].output.data;
+    if (postscale != 1.0) {
+      scale_buffer(output, buffer + offset, n, response.dtype, postscale);
+    } else if (output != buffer + offset && n > 0) {
+      std::memcpy(output, buffer + offset, n * element);
+    }
+    offset += n * element;
+  }
 }
 
 void Executor::allgather(const Response& response, std::vector<TensorEntry>& entries) {

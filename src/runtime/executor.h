@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/allreduce_adasum.h"
 #include "algorithms/registry.h"
 #include "common/config.h"
 #include "common/timeline.h"
@@ -48,6 +49,9 @@ class Executor {
   // Completes (and sets completed[i] for) every fused tensor as soon as its bytes are
   // final (per-range completion); a single tensor is left to execute() to complete.
   void allreduce(const Response& response, std::vector<TensorEntry>& entries, std::vector<bool>& completed);
+  /// op kAdasum: AllreduceAdasum on each tensor of `buffer` (packed as by allreduce())
+  /// separately, since its dot products are per tensor; then postscale and copy out.
+  void adasum(const Response& response, std::vector<TensorEntry>& entries, uint8_t* buffer, double postscale);
   void allgather(const Response& response, std::vector<TensorEntry>& entries);
   void broadcast(const Response& response, TensorEntry& entry);
   // executor_reducescatter.cc
@@ -78,6 +82,7 @@ class Executor {
   Timeline& timeline_;
   const Config& config_;
   ScratchBuffer fusion_buffer_;
+  std::unique_ptr<AllreduceAdasum> adasum_;  // created at the first Adasum allreduce
   ScratchBuffer scratch_;
   ScratchBuffer receive_buffer_;  // alltoall
   std::vector<std::vector<uint8_t>> placeholders_;  // joined ranks' buffers, per response

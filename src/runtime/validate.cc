@@ -72,6 +72,14 @@ void validate(const Request& request, const TensorView& input, const TensorView&
       check_reduction(request, input, output);
       CONCORD_ENFORCE(output.shape == input.shape, InvalidArgument, "allreduce of tensor '", name, "': output is ",
                       shape_string(output.shape), " but input is ", shape_string(input.shape));
+      if (request.op == ReduceOp::kAdasum) {
+        CONCORD_ENFORCE((size & (size - 1)) == 0, InvalidArgument, "allreduce of tensor '", name,
+                        "' with op Adasum needs a power-of-two number of ranks (its vector-halving "
+                        "distance-doubling schedule); this job has ", size, " ranks");
+        CONCORD_ENFORCE(input.dtype == DataType::kFloat32 || input.dtype == DataType::kFloat64, InvalidArgument,
+                        "allreduce of tensor '", name, "' with op Adasum: dtype ", dtype_name(input.dtype),
+                        " is not supported (float32 or float64)");
+      }
       break;
     case CollectiveType::kReducescatter:
       check_reduction(request, input, output);

@@ -25,6 +25,13 @@ void OkTopk::select_local(const float* acc, int64_t n, int64_t k) {
     // A zero threshold would select zeros, which change neither U nor the residual.
     select_above(acc, n, local_threshold_, options_.strict || local_threshold_ <= 0, indices_);
     trace_.local_candidates = static_cast<int64_t>(indices_.size());
+    if (options_.max_overshoot >= 0 && k > 0 &&
+        static_cast<double>(trace_.local_candidates) < options_.local_feedback.lo * static_cast<double>(k)) {
+      // Too few: re-evaluate the threshold exactly now (O(n), no communication).
+      local_threshold_ = kth_largest_magnitude(acc, n, k);
+      select_above(acc, n, local_threshold_, options_.strict || local_threshold_ <= 0, indices_);
+      trace_.local_candidates = static_cast<int64_t>(indices_.size());
+    }
     trace_.local_trimmed = trace_.local_candidates > overshoot_cap(k);
     if (trace_.local_trimmed) {
       // Every entry above the exact k-th largest |acc| is a candidate: the exact top-k of
@@ -71,14 +78,35 @@ void OkTopk::select_global(int64_t k, size_t index_bytes, CooBlock& global) {
     if (strict ? magnitude > global_threshold_ : magnitude >= global_threshold_)
       kept_.push_back(reduced.indices[e], reduced.values[e]);
   }
-  std::vector<int64_t> counts = gather_.allgather_counts(kept_.size());
-  int64_t total = 0;
-  for (int64_t c : counts) total += c;
+  const bool capped = options_.max_overshoot >= 0;
+  // With the cap, every owner's count of reduced nonzeros travels with its kept count.
+  const std::vector<int64_t> words =
+      gather_.allgather_words(capped ? std::vector<int64_t>{kept_.size(), reduced.size()}
+                                     : std::vector<int64_t>{kept_.size()});
+  const size_t stride = capped ? 2 : 1;
+  std::vector<int64_t> counts(comm_.size()), nonzeros(comm_.size());
+  int64_t total = 0, total_nonzeros = 0;
+  for (int q = 0; q < comm_.size(); ++q) {
+    counts[q] = words[q * stride];
+    nonzeros[q] = capped ? words[q * stride + 1] : 0;
+    total += counts[q];
+    total_nonzeros += nonzeros[q];
+  }
   trace_.global_candidates = total;
   trace_.global_trimmed = total > overshoot_cap(k);
-  if (trace_.global_trimmed) {
-    // Every owner keeps its exact top-(its share of k): no data moves before the trim.
+  // Too few entries pass th_g (gradients shrank since it was set): every owner takes its
+  // share of k, in proportion to its reduced nonzeros, from its reduced region instead.
+  const bool refill = capped && !trace_.global_trimmed &&
+                      static_cast<double>(total) < options_.global_feedback.lo * static_cast<double>(k) &&
+                      total_nonzeros > total;
+  if (refill) {
+    kept_ = reduced;
+    counts = proportional_quotas(nonzeros, k);
+  } else if (trace_.global_trimmed) {
     counts = proportional_quotas(counts, k);
+  }
+  if (refill || trace_.global_trimmed) {
+    // Every owner keeps its exact top-(its share of k): no data moves before the trim.
     topk_exact(kept_.values.data(), kept_.size(), counts[comm_.rank()], positions_);
     for (size_t e = 0; e < positions_.size(); ++e) {
       kept_.indices[e] = kept_.indices[positions_[e]];
@@ -88,7 +116,7 @@ void OkTopk::select_global(int64_t k, size_t index_bytes, CooBlock& global) {
     kept_.values.resize(positions_.size());
   }
   gather_.gather_counted(kept_, std::move(counts), index_bytes, options_.balance_factor, global);
-  if (trace_.global_trimmed) {
+  if (refill || trace_.global_trimmed) {
     // The smallest kept magnitude (G is identical on every rank, so is the threshold).
     float smallest = std::numeric_limits<float>::infinity();
     for (float v : global.values) smallest = std::min(smallest, std::fabs(v));

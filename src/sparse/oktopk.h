@@ -8,7 +8,8 @@
 //   (they change neither U nor the residual). No communication. Volume cap (our addition,
 //   options.max_overshoot = eps): when the reused th selects more than (1 + eps) k
 //   entries, S_i = the exact top-k among them, and th = their k-th magnitude (the exact
-//   threshold of this call) instead of the x/÷ f step. Without the cap the residual of the
+//   threshold of this call) instead of the x/÷ f step; when it selects fewer than lo k,
+//   th is re-evaluated exactly at once (O(n), no communication). Without the cap the residual of the
 //   unselected entries grows every call and the reused threshold selects 2-3x k for the
 //   next ~100-200 calls (docs/performance.md, "Ok-Topk's bound").
 // Phase 1 space repartition every tau calls (sparse/partition.h): allreduce of P int64.
@@ -23,7 +24,9 @@
 //   gathers the kept entries and th_g follows the lo/hi/f feedback on T = |G|. Volume cap:
 //   Phase 4's count allgather runs first; when T > (1 + eps) k every owner keeps its exact
 //   top-(proportional_quotas share of k) before any entry moves (|G| = k), and th_g = the
-//   smallest |value| of G (identical on every rank).
+//   smallest |value| of G (identical on every rank). When T < lo k instead (gradients
+//   shrank), every owner takes its exact top-(share of k, proportional to its reduced
+//   nonzeros, which travel with the counts: 2 words per rank) from its reduced region.
 // Phase 4 balance (when max c_q > balance_factor * T/P) + allgatherv (sparse/coo_gather.h).
 // Result U = reduced / P on G, bit-identical on every rank (each entry is reduced by its
 //   owner alone, then copied). Residual: acc_i with S_i ∩ G zeroed.

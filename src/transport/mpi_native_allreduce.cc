@@ -37,6 +37,7 @@ MPI_User_function* user_function(ReduceOp op) {
     case ReduceOp::kMin: return &concord_user_op<kDtype, ReduceOp::kMin>;
     case ReduceOp::kMax: return &concord_user_op<kDtype, ReduceOp::kMax>;
     case ReduceOp::kProduct: return &concord_user_op<kDtype, ReduceOp::kProduct>;
+    case ReduceOp::kAdasum: break;  // not element-wise: never native (known_op)
   }
   return nullptr;
 }
@@ -81,6 +82,7 @@ MPI_Op builtin_op(ReduceOp op) {
     case ReduceOp::kMin: return MPI_MIN;
     case ReduceOp::kMax: return MPI_MAX;
     case ReduceOp::kProduct: return MPI_PROD;
+    case ReduceOp::kAdasum: break;
   }
   CONCORD_THROW(InvalidArgument, "unknown reduce op code ", static_cast<int>(op));
 }

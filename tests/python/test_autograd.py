@@ -152,3 +152,22 @@ def test_broadcast_gradient(root, rank, size, tname):
 def test_allgather_scalar_with_grad_raises(rank, tname):
     with pytest.raises(hvd.InvalidArgumentError):
         hvd.allgather(torch.tensor(1.0, requires_grad=True), name=tname)
+
+
+@pytest.mark.parametrize("op_name", ["Sum", "Average"])
+def test_grouped_allreduce_gradient(op_name, rank, size, tname):
+    """Members of different shapes, one not requiring a gradient, one output unused."""
+    shapes, seed = [(3,), (2, 2), (4,)], 8
+    op = getattr(hvd, op_name)
+    xs = [x_of(rank, s, seed + i).requires_grad_(i != 2) for i, s in enumerate(shapes)]
+    ys = hvd.grouped_allreduce(xs, name=tname, op=op, postscale_factor=3.0)
+    (w_of(rank, shapes[0], seed) * ys[0]).sum().backward()  # ys[1] unused: zero gradient
+    divisor = size if op_name == "Average" else 1
+
+    def forward(inputs):
+        return [3.0 * sum(inputs) / divisor] * size
+
+    expected = reference_grads(forward, [x_of(q, shapes[0], seed) for q in range(size)], [shapes[0]] * size, seed)
+    check_grad(xs[0].grad, expected[rank], f"grouped_allreduce {op_name} member 0")
+    check_grad(xs[1].grad, torch.zeros(shapes[1], dtype=torch.float64), f"grouped_allreduce {op_name} member 1")
+    assert xs[2].grad is None, f"rank {rank}: a member without requires_grad got a gradient"

@@ -292,7 +292,7 @@ TEST(MessageDecode, OutOfRangeEnumsThrowInternalError) {
   const auto good = encode(list);
   ASSERT_EQ(good[type_offset], static_cast<uint8_t>(CollectiveType::kAllgather));
   const std::pair<size_t, uint8_t> corruptions[] = {
-      {type_offset, 3}, {type_offset + 1, 8}, {type_offset + 2, 5}, {type_offset + 2, 255}};
+      {type_offset, 3}, {type_offset + 1, 8}, {type_offset + 2, 6}, {type_offset + 2, 255}};
   for (auto [offset, value] : corruptions) {
     auto bad = good;
     bad[offset] = value;

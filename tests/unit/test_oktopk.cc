@@ -236,7 +236,7 @@ TEST_P(OkTopkRanks, ThresholdModeProperties) {
 // are exact whatever the order), in exact and in threshold mode. In threshold mode the
 // volume cap's global trim keeps each owner's share of k (proportional_quotas), which
 // depends on the regions, so the threshold-mode runs here are without the cap
-// (max_overshoot = -1); test_oktopk_bound.cc covers the cap.
+// (max_overshoot = -1, also the default); test_oktopk_bound.cc covers the cap.
 TEST_P(OkTopkRanks, IndependentOfBucketsBalancingPartition) {
   const int P = GetParam();
   const int64_t n = 600;

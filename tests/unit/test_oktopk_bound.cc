@@ -60,6 +60,7 @@ TEST_P(OkTopkBound, SixKWordsFromCall32WithResidualsCarried) {
   const int P = GetParam();
   SparseOptions options;
   options.density = kDensity;
+  options.max_overshoot = 0.25;
   const int64_t k = topk_count(kN, kDensity);
   const auto bound = static_cast<uint64_t>(6 * k * 4);
   const auto records = run(P, kN, kCalls, options);

@@ -92,6 +92,7 @@ void check_reduce(DataType dtype, ReduceOp op, size_t count) {
         case ReduceOp::kProduct: expected = sa * sb; break;
         case ReduceOp::kMin: expected = da <= db ? a : b; break;
         case ReduceOp::kMax: expected = da >= db ? a : b; break;
+        case ReduceOp::kAdasum: break;  // not element-wise: never in the op lists
       }
       const uint64_t got = load_bits(dst.data(), i, dtype);
       EXPECT_EQ(got, expected & bits_mask(dtype)) << "a=" << da << " b=" << db;
@@ -105,6 +106,7 @@ void check_reduce(DataType dtype, ReduceOp op, size_t count) {
         case ReduceOp::kProduct: exact = a * b; break;
         case ReduceOp::kMin: exact = std::min(a, b); break;
         case ReduceOp::kMax: exact = std::max(a, b); break;
+        case ReduceOp::kAdasum: break;  // not element-wise: never in the op lists
       }
       // float64 sums are rounded once by the hardware, as the reference; the 16-bit types
       // are computed in float32 and rounded again, which is still correctly rounded.

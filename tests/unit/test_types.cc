@@ -40,7 +40,7 @@ TEST(DataTypes, UnknownNameOrCodeIsInvalidArgumentNamingIt) {
   }
   EXPECT_THROW(dtype_size(static_cast<DataType>(8)), InvalidArgument);
   EXPECT_THROW(dtype_name(static_cast<DataType>(200)), InvalidArgument);
-  EXPECT_THROW(reduce_op_name(static_cast<ReduceOp>(5)), InvalidArgument);
+  EXPECT_THROW(reduce_op_name(static_cast<ReduceOp>(6)), InvalidArgument);
   EXPECT_THROW(collective_name(static_cast<CollectiveType>(3)), InvalidArgument);
 }
 

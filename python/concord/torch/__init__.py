@@ -25,12 +25,13 @@ from concord.torch.collectives import (alltoall, alltoall_async, barrier, groupe
 from concord.torch.compression import Compression
 from concord.torch.functions import broadcast_optimizer_state, broadcast_parameters
 from concord.torch.objects import allgather_object, broadcast_object
-from concord.torch.mpi_ops import (Average, Max, Min, Product, Sum, allgather_async,
+from concord.torch.mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather_async,
                                    allreduce_, allreduce_async, allreduce_async_,
                                    broadcast_, broadcast_async, broadcast_async_,
-                                   grouped_allreduce, grouped_allreduce_, grouped_allreduce_async,
+                                   grouped_allreduce_, grouped_allreduce_async,
                                    grouped_allreduce_async_, poll, synchronize)
-from concord.torch.autograd import allgather, allreduce, broadcast  # differentiable forms
+from concord.torch.autograd import (allgather, allreduce, broadcast,  # differentiable forms
+                                    grouped_allreduce)
 from concord.torch.optimizer import DistributedOptimizer
 from concord.torch.sparse_grad import sparse_allreduce, sparse_allreduce_async
 from concord.torch.sync_batch_norm import SyncBatchNorm
@@ -56,5 +57,5 @@ __all__ = [
     "remove_process_set",
     "cross_rank", "cross_size", "mpi_threads_supported", "mpi_built", "mpi_enabled", "gloo_built",
     "gloo_enabled", "nccl_built", "ddl_built", "ccl_built", "cuda_built", "rocm_built",
-    "allgather_object", "SyncBatchNorm", "sparse_allreduce", "sparse_allreduce_async",
+    "allgather_object", "SyncBatchNorm", "Adasum", "sparse_allreduce", "sparse_allreduce_async",
 ]

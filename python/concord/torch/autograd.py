@@ -1,5 +1,5 @@
-"""Differentiable collectives: ``hvd.allreduce``, ``hvd.allgather`` and ``hvd.broadcast``
-(and, where the runtime has them, ``alltoall``, ``reducescatter`` and the grouped forms)
+"""Differentiable collectives: ``hvd.allreduce``, ``hvd.grouped_allreduce``,
+``hvd.allgather`` and ``hvd.broadcast``
 as ``torch.autograd.Function`` objects whose backward is the adjoint collective, as
 Horovod's ``HorovodAllreduce`` / ``HorovodAllgather`` / ``HorovodBroadcast``.
 
@@ -67,6 +67,40 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     compressed, context = compression.compress(tensor)
     result = _Allreduce.apply(compressed, name, op, prescale_factor, postscale_factor, kwargs)
     return compression.decompress(result, context)
+
+
+class _GroupedAllreduce(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, name, op, prescale_factor, postscale_factor, kwargs, *tensors):
+        ctx.args = (name, op, prescale_factor, postscale_factor, kwargs)
+        return tuple(mpi_ops.grouped_allreduce(list(tensors), name=name, op=op, prescale_factor=prescale_factor,
+                                               postscale_factor=postscale_factor, **kwargs))
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        name, op, prescale_factor, postscale_factor, kwargs = ctx.args
+        if op not in (mpi_ops.Sum, mpi_ops.Average):
+            raise RuntimeError(f"grouped_allreduce '{name}': the gradient of op {op} is not defined; "
+                               "only Sum and Average allreduces are differentiable")
+        grads = mpi_ops.grouped_allreduce([g.contiguous() for g in grad_outputs], name=_grad_name(name), op=op,
+                                          prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+                                          **kwargs)
+        return (None, None, None, None, None) + tuple(grads)
+
+
+def grouped_allreduce(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+                      **kwargs):
+    """Blocking grouped allreduce (a list of new tensors), differentiable for Sum and
+    Average when some member requires a gradient: backward is the grouped allreduce of the
+    members' gradients. Arguments and errors as
+    :func:`concord.torch.mpi_ops.grouped_allreduce_async`."""
+    tensors = list(tensors)
+    if not any(_needs_grad(t) for t in tensors):
+        return mpi_ops.grouped_allreduce(tensors, average, name, op, prescale_factor, postscale_factor, **kwargs)
+    if not tensors:
+        raise ValueError("grouped_allreduce: the group is empty")
+    return list(_GroupedAllreduce.apply(name, mpi_ops._resolve_op(average, op), prescale_factor, postscale_factor,
+                                        kwargs, *tensors))
 
 
 def _rank_and_size(kwargs):

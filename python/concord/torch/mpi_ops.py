@@ -21,6 +21,7 @@ Average = _core.AVERAGE
 Min = _core.MIN
 Max = _core.MAX
 Product = _core.PRODUCT
+Adasum = _core.ADASUM  # Maleki et al. 2021; float32/float64, power-of-two ranks (allreduce_adasum.h)
 
 _DTYPE_NAMES = {
     torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
@@ -62,8 +63,8 @@ def _resolve_op(average, op):
         raise ValueError("allreduce: pass either 'average' (deprecated) or 'op', not both")
     if op is None:
         return Average if average is None or average else Sum
-    if op not in (Sum, Average, Min, Max, Product):
-        raise ValueError(f"allreduce: unknown op {op!r}; use Sum, Average, Min, Max or Product")
+    if op not in (Sum, Average, Min, Max, Product, Adasum):
+        raise ValueError(f"allreduce: unknown op {op!r}; use Sum, Average, Min, Max, Product or Adasum")
     return op
 
 
@@ -92,8 +93,10 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
             dtype and op on every rank.
         average (bool, optional): deprecated; ``True`` means ``op=Average``.
         name (str, optional): the tensor's name, identical on every rank.
-        op: ``Average`` (default), ``Sum``, ``Min``, ``Max`` or ``Product``. Average of
-            integer tensors truncates toward zero.
+        op: ``Average`` (default), ``Sum``, ``Min``, ``Max``, ``Product`` or ``Adasum``
+            (adaptive summation, Maleki et al. 2021: float32/float64 tensors on a
+            power-of-two number of ranks, else InvalidArgumentError). Average of integer
+            tensors truncates toward zero.
         prescale_factor (float): multiplies the input before the reduction.
         postscale_factor (float): multiplies the result after the reduction.
         process_set (ProcessSet, optional): the ranks taking part (default: all;

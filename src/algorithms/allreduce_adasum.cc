@@ -1,0 +1,158 @@
+#include "algorithms/allreduce_adasum.h"
+
+#include <cstring>
+#include <string>
+
+#include "common/enforce.h"
+#include "patterns/vector_halving.h"
+
+namespace concord {
+namespace {
+constexpr int kDataTag = 60;
+constexpr int kDotTag = 61;
+constexpr double kZeroNorm = 1e-30;
+
+bool is_power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
+}  // namespace
+
+std::pair<double, double> AllreduceAdasum::coefficients(double ab, double aa, double bb) {
+  return {aa < kZeroNorm ? 1.0 : 1.0 - ab / (2.0 * aa), bb < kZeroNorm ? 1.0 : 1.0 - ab / (2.0 * bb)};
+}
+
+void AllreduceAdasum::combine(double* a_out, const double* b, size_t n, double ab, double aa, double bb) {
+  const auto [ca, cb] = coefficients(ab, aa, bb);
+  for (size_t i = 0; i < n; ++i) a_out[i] = ca * a_out[i] + cb * b[i];
+}
+
+void AllreduceAdasum::start(void* data, size_t count, DataType dtype, ReduceOp op) {
+  CONCORD_ENFORCE(op == ReduceOp::kAdasum, InvalidArgument, "AllreduceAdasum: op must be adasum, got ",
+                  reduce_op_name(op));
+  CONCORD_ENFORCE(is_power_of_two(comm_.size()), InvalidArgument,
+                  "Adasum needs a power-of-two number of ranks (Maleki et al.'s vector-halving distance-doubling "
+                  "schedule); this job has ", comm_.size(), " ranks");
+  CONCORD_ENFORCE(dtype == DataType::kFloat32 || dtype == DataType::kFloat64, InvalidArgument,
+                  "Adasum supports float32 and float64 tensors; got ", dtype_name(dtype));
+  data_ = static_cast<uint8_t*>(data);
+  count_ = count;
+  dtype_ = dtype;
+  next_ = 0;
+  posted_ = false;
+  build_steps();
+}
+
+void AllreduceAdasum::build_steps() {
+  steps_.clear();
+  const int P = comm_.size();
+  if (P == 1 || count_ == 0) return;
+  const size_t element = dtype_size(dtype_);
+  const patterns::VectorHalving pattern{comm_.rank(), P};
+  const int levels = pattern.levels();
+  received_.resize((count_ / 2 + 1) * element);
+  for (int k = 0; k < levels; ++k) {
+    const patterns::Segment held = pattern.held(count_, k);
+    const patterns::Segment kept = patterns::VectorHalving::half(held, pattern.keeps_lower(k));
+    const patterns::Segment sent = patterns::VectorHalving::half(held, !pattern.keeps_lower(k));
+    Step exchange;
+    exchange.send = data_ + sent.offset * element;
+    exchange.send_bytes = sent.count * element;
+    exchange.recv = received_.data();
+    exchange.recv_bytes = kept.count * element;
+    exchange.peer = pattern.partner(k);
+    exchange.tag = kDataTag;
+    exchange.level = k;
+    steps_.push_back(exchange);
+    for (int j = 0; j <= k; ++j) {  // sum the dot products over the group of 2^(k+1) ranks
+      Step dot;
+      dot.send = dots_;
+      dot.send_bytes = sizeof(dots_);
+      dot.recv = peer_dots_;
+      dot.recv_bytes = sizeof(peer_dots_);
+      dot.peer = comm_.rank() ^ (1 << j);
+      dot.tag = kDotTag;
+      dot.level = k;
+      dot.dot_round = j;
+      dot.last_dot_round = j == k;
+      steps_.push_back(dot);
+    }
+  }
+  for (int k = levels - 1; k >= 0; --k) {  // allgather: swap held segments, back up the levels
+    const patterns::Segment mine = pattern.held(count_, k + 1);
+    const patterns::Segment theirs =
+        patterns::VectorHalving::half(pattern.held(count_, k), !pattern.keeps_lower(k));
+    Step gather;
+    gather.send = data_ + mine.offset * element;
+    gather.send_bytes = mine.count * element;
+    gather.recv = data_ + theirs.offset * element;
+    gather.recv_bytes = theirs.count * element;
+    gather.peer = pattern.partner(k);
+    gather.tag = kDataTag;
+    steps_.push_back(gather);
+  }
+}
+
+template <typename T>
+void AllreduceAdasum::dots_of_level(int level) {
+  const patterns::VectorHalving pattern{comm_.rank(), comm_.size()};
+  const patterns::Segment kept = pattern.held(count_, level + 1);
+  const T* mine = reinterpret_cast<const T*>(data_) + kept.offset;
+  const T* other = reinterpret_cast<const T*>(received_.data());
+  const bool mine_is_a = pattern.keeps_lower(level);
+  const T* a = mine_is_a ? mine : other;
+  const T* b = mine_is_a ? other : mine;
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < kept.count; ++i) {
+    const double x = a[i], y = b[i];
+    ab += x * y;
+    aa += x * x;
+    bb += y * y;
+  }
+  dots_[0] = ab;
+  dots_[1] = aa;
+  dots_[2] = bb;
+}
+
+template <typename T>
+void AllreduceAdasum::combine_level(int level) {
+  const patterns::VectorHalving pattern{comm_.rank(), comm_.size()};
+  const patterns::Segment kept = pattern.held(count_, level + 1);
+  T* mine = reinterpret_cast<T*>(data_) + kept.offset;
+  const T* other = reinterpret_cast<const T*>(received_.data());
+  const auto [ca, cb] = coefficients(dots_[0], dots_[1], dots_[2]);
+  const bool mine_is_a = pattern.keeps_lower(level);
+  const double c_mine = mine_is_a ? ca : cb;
+  const double c_other = mine_is_a ? cb : ca;
+  for (size_t i = 0; i < kept.count; ++i)
+    mine[i] = static_cast<T>(c_mine * static_cast<double>(mine[i]) + c_other * static_cast<double>(other[i]));
+}
+
+void AllreduceAdasum::after(const Step& step) {
+  const bool f32 = dtype_ == DataType::kFloat32;
+  if (step.dot_round < 0) {
+    if (step.level >= 0) f32 ? dots_of_level<float>(step.level) : dots_of_level<double>(step.level);
+    return;
+  }
+  // Canonical order: the lower rank's partial sums first, so both partners hold the same bits.
+  const bool lower = (comm_.rank() & (1 << step.dot_round)) == 0;
+  for (int i = 0; i < 3; ++i) dots_[i] = lower ? dots_[i] + peer_dots_[i] : peer_dots_[i] + dots_[i];
+  if (step.last_dot_round) f32 ? combine_level<float>(step.level) : combine_level<double>(step.level);
+}
+
+Progress AllreduceAdasum::progress() {
+  while (next_ < steps_.size()) {
+    const Step& step = steps_[next_];
+    if (!posted_) {
+      recv_ = comm_.irecv(step.recv, step.recv_bytes, step.peer, step.tag);
+      send_ = comm_.isend(step.send, step.send_bytes, step.peer, step.tag);
+      posted_ = true;
+    }
+    if (!recv_->test() || !send_->test()) return Progress::kInProgress;
+    posted_ = false;
+    send_.reset();
+    recv_.reset();
+    after(step);
+    ++next_;
+  }
+  return Progress::kDone;
+}
+
+}  // namespace concord
