@@ -49,6 +49,7 @@ PYBIND11_MODULE(_core, m) {
       py::arg("process_sets") = std::vector<std::vector<int>>{},
       py::call_guard<py::gil_scoped_release>());
   m.def("shutdown", &shutdown, py::call_guard<py::gil_scoped_release>());
+  m.def("shutdown_at_exit", &shutdown_at_exit, py::call_guard<py::gil_scoped_release>());
   m.def("is_initialized", &is_initialized);
   m.def("rank", &rank);
   m.def("size", &size);

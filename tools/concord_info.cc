@@ -1,7 +1,9 @@
 // concord-info: prints every CONCORD_* configuration variable with its current value,
 // default, type and meaning (the table of src/common/config.cc), then every registered
 // algorithm of every collective with its description (src/algorithms/registry.cc) and the
-// cost-model constants in effect (CostParams::from_env). `concord-info --version` prints the
+// cost-model constants in effect (CostParams::from_env), the device-buffer allreduce
+// algorithms and the CUDA status ("CUDA: built, no usable device (<reason>)" where the
+// build has CUDA but the machine has no usable GPU). `concord-info --version` prints the
 // version only.
 #include <CLI/CLI.hpp>
 
@@ -10,6 +12,8 @@
 #include "algorithms/registry.h"
 #include "common/config.h"
 #include "concord/version.h"
+#include "device/cuda_status.h"
+#include "device/device_registry.h"
 
 namespace {
 
@@ -34,8 +38,10 @@ int main(int argc, char** argv) {
   print_algorithms("broadcast", "CONCORD_BROADCAST_ALGORITHM", concord::broadcast_algorithms());
   print_algorithms("reduce-scatter", "", concord::reduce_scatter_algorithms());
   print_algorithms("alltoall", "", concord::alltoall_algorithms());
+  print_algorithms("device-buffer allreduce", "", concord::device_allreduce_algorithms());
   const auto cost = concord::CostParams::from_env();
   std::printf("\ncost model: alpha %.3g s, beta %.3g s/B, gamma %.3g s/B, inter_alpha %.3g s, inter_beta %.3g s/B\n",
               cost.alpha, cost.beta, cost.gamma, cost.inter_alpha, cost.inter_beta);
+  std::printf("\n%s\n", concord::cuda_status().summary().c_str());
   return 0;
 }

@@ -42,6 +42,13 @@ void init(const InitOptions& options = {});
 /// again. No-op when not initialised.
 void shutdown();
 
+/// The exit hooks' shutdown (Concord's C++ atexit hook, concord's Python atexit hook):
+/// shutdown(), then, if Concord failed on this rank since the last init() (stall shutdown,
+/// communication error, a peer's shutdown while collectives were pending here), bounds
+/// the rest of the process's exit: if it is still alive 5 s later (MPI finalisation waiting
+/// for a stuck peer), it ends with status 1, which makes mpirun abort the job. Idempotent.
+void shutdown_at_exit();
+
 /// True between init() and shutdown().
 bool is_initialized();
 

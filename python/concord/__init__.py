@@ -161,5 +161,6 @@ def coordination_stats():
     return _core.coordination_stats()
 
 
-# Stop the background thread before the interpreter frees the tensors it may still use.
-atexit.register(_core.shutdown)
+# Stop the background thread before the interpreter frees the tensors it may still use;
+# after a failure, the process's remaining exit (MPI finalisation) is bounded to 5 s.
+atexit.register(_core.shutdown_at_exit)

@@ -1,5 +1,6 @@
 #include "algorithms/cost_model.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -34,19 +35,31 @@ std::string default_path() {
 }  // namespace
 
 CostParams CostParams::load(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   CONCORD_ENFORCE(in.good(), InvalidArgument, "cannot read cost model file '", path, "'");
+  std::string text(kMaxFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  CONCORD_ENFORCE(!in.bad(), InvalidArgument, "cannot read cost model file '", path, "'");
+  text.resize(static_cast<size_t>(in.gcount()));
+  CONCORD_ENFORCE(text.size() <= kMaxFileBytes, InvalidArgument, "cost model file '", path,
+                  "' is larger than ", kMaxFileBytes, " bytes: not a file concord-calibrate wrote");
+  return parse(text, path);
+}
+
+CostParams CostParams::parse(const std::string& text, const std::string& source) {
   CostParams params;
   try {
-    const auto json = nlohmann::json::parse(in);
+    const auto json = nlohmann::json::parse(text);
+    CONCORD_ENFORCE(json.is_object(), InvalidArgument, "cost model file '", source,
+                    "' is not valid: not a JSON object");
     for (const auto& field : kFields)
       if (json.contains(field.key)) params.*field.member = json.at(field.key).get<double>();
   } catch (const nlohmann::json::exception& e) {
-    CONCORD_THROW(InvalidArgument, "cost model file '", path, "' is not valid: ", e.what());
+    CONCORD_THROW(InvalidArgument, "cost model file '", source, "' is not valid: ", e.what());
   }
   for (const auto& field : kFields)
-    CONCORD_ENFORCE(params.*field.member >= 0, InvalidArgument, "cost model file '", path, "': ",
-                    field.key, " is negative");
+    CONCORD_ENFORCE(params.*field.member >= 0 && std::isfinite(params.*field.member), InvalidArgument,
+                    "cost model file '", source, "': ", field.key, " is negative or not finite");
   return params;
 }
 
@@ -55,7 +68,10 @@ void CostParams::save(const std::string& path) const {
   for (const auto& field : kFields) json[field.key] = this->*field.member;
   const auto parent = std::filesystem::path(path).parent_path();
   std::error_code ignored;
-  if (!parent.empty()) std::filesystem::create_directories(parent, ignored);
+  if (!parent.empty() && !std::filesystem::exists(parent, ignored)) {
+    std::filesystem::create_directories(parent, ignored);
+    std::filesystem::permissions(parent, std::filesystem::perms::owner_all, ignored);  // 0700
+  }
   std::ofstream out(path);
   out << json.dump(2) << "\n";
   CONCORD_ENFORCE(out.good(), InvalidArgument, "cannot write cost model file '", path, "'");

@@ -35,10 +35,18 @@ struct CostParams {
   double mpi_alpha = 1.0e-6;
   double mpi_beta = 5.7e-10;
 
+  /// The largest cost-model file load() reads (bytes); the real one is ~200 bytes.
+  static constexpr size_t kMaxFileBytes = 64 * 1024;
   /// Reads the JSON written by save(); missing keys keep their defaults. Throws
-  /// InvalidArgument naming the file when it cannot be parsed.
+  /// InvalidArgument naming the file when it cannot be read, is larger than kMaxFileBytes
+  /// or cannot be parsed (parse()).
   static CostParams load(const std::string& path);
-  /// Writes {"alpha": ..., "beta": ..., ...} (seconds). Throws InvalidArgument on I/O error.
+  /// Parses the text of a cost-model file (`source` names it in errors): a JSON object whose
+  /// known keys are numbers >= 0 (other keys are ignored). Throws InvalidArgument otherwise.
+  static CostParams parse(const std::string& text, const std::string& source);
+  /// Writes {"alpha": ..., "beta": ..., ...} (seconds). A missing parent folder is created
+  /// readable by the owner only (0700, like ~/.cache/concord). Throws InvalidArgument on
+  /// I/O error.
   void save(const std::string& path) const;
   /// Defaults, then the file named by CONCORD_COST_MODEL (or ~/.cache/concord/cost_model.json
   /// when that variable is empty and the file exists), then CONCORD_COST_ALPHA/BETA/GAMMA/

@@ -43,9 +43,9 @@ const std::vector<ConfigVar>& config_table() {
       {"CONCORD_STALL_WARNING_TIME", "60", "float",
        "seconds after which rank 0 logs tensors submitted by some ranks but not others, naming "
        "the missing ranks"},
-      {"CONCORD_STALL_SHUTDOWN_TIME", "0", "float",
-       "seconds after which a stall shuts Concord down and fails every pending operation with "
-       "an error naming the stalled tensors (0 = never)"},
+      {"CONCORD_STALL_SHUTDOWN_TIME", "600", "float",
+       "seconds after which a stall shuts Concord down, fails every pending operation with an "
+       "error naming the stalled tensors and ranks, and the job ends (0 = never)"},
       {"CONCORD_TIMELINE", "", "string",
        "path of a Chrome-trace/Perfetto JSON timeline written by rank 0 (empty = none)"},
       {"CONCORD_LOG_LEVEL", "warning", "string",

@@ -43,7 +43,7 @@ struct Config {
   std::string broadcast_algorithm = "auto";       ///< CONCORD_BROADCAST_ALGORITHM
   int64_t cache_capacity = 1024;                  ///< CONCORD_CACHE_CAPACITY
   double stall_warning_seconds = 60;              ///< CONCORD_STALL_WARNING_TIME
-  double stall_shutdown_seconds = 0;              ///< CONCORD_STALL_SHUTDOWN_TIME
+  double stall_shutdown_seconds = 600;            ///< CONCORD_STALL_SHUTDOWN_TIME
   std::string timeline_path;                      ///< CONCORD_TIMELINE
   std::string log_level = "warning";               ///< CONCORD_LOG_LEVEL
   bool dynamic_process_sets = false;               ///< CONCORD_DYNAMIC_PROCESS_SETS

@@ -4,6 +4,7 @@
 
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "concord/errors.h"
 
@@ -13,6 +14,15 @@ template <typename... Args>
 std::string concat(const Args&... args) {
   std::ostringstream out;
   (out << ... << args);
+  return out.str();
+}
+
+/// "[1, 3]": the form every error message uses for a list of ranks.
+inline std::string rank_list(const std::vector<int>& ranks) {
+  std::ostringstream out;
+  out << '[';
+  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
+  out << ']';
   return out.str();
 }
 

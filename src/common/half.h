@@ -4,22 +4,42 @@
 // Every conversion is branch-free: each case (normal, subnormal, zero, infinity, NaN) is
 // computed and the right one selected, so loops over arrays of them vectorise (the
 // reduction kernels in reduce.cc rely on it) on any instruction set, without F16C.
+// The same functions are compiled into the CUDA kernels (CONCORD_HD; device/cuda/
+// kernels.cu), so GPU results carry the CPU's rounding and NaN payloads bit for bit.
 #pragma once
 
 #include <bit>
 #include <cstdint>
 
+#if defined(__CUDACC__)
+#define CONCORD_HD __host__ __device__
+#else
+#define CONCORD_HD
+#endif
+
 namespace concord {
 
-inline uint32_t float_bits(float f) { return std::bit_cast<uint32_t>(f); }
+CONCORD_HD inline uint32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  return std::bit_cast<uint32_t>(f);
+#endif
+}
 
-inline float bits_float(uint32_t u) { return std::bit_cast<float>(u); }
+CONCORD_HD inline float bits_float(uint32_t u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  return std::bit_cast<float>(u);
+#endif
+}
 
 /// bfloat16 bits -> float32 (exact).
-inline float bfloat16_to_float(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
+CONCORD_HD inline float bfloat16_to_float(uint16_t h) { return bits_float(static_cast<uint32_t>(h) << 16); }
 
 /// float32 -> bfloat16 bits, round to nearest even; NaN stays NaN.
-inline uint16_t float_to_bfloat16(float f) {
+CONCORD_HD inline uint16_t float_to_bfloat16(float f) {
   const uint32_t u = float_bits(f);
   const uint32_t nan = (u >> 16) | 0x0040u;
   const uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
@@ -27,7 +47,7 @@ inline uint16_t float_to_bfloat16(float f) {
 }
 
 /// float16 bits -> float32 (exact, subnormals included).
-inline float float16_to_float(uint16_t h) {
+CONCORD_HD inline float float16_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t magnitude = static_cast<uint32_t>(h & 0x7fffu) << 13;  // exponent and mantissa in place
   const uint32_t exponent = magnitude & 0x0f800000u;
@@ -40,7 +60,7 @@ inline float float16_to_float(uint16_t h) {
 }
 
 /// float32 -> float16 bits, round to nearest even, overflow to infinity, NaN stays NaN.
-inline uint16_t float_to_float16(float f) {
+CONCORD_HD inline uint16_t float_to_float16(float f) {
   const uint32_t u = float_bits(f);
   const uint32_t sign = (u >> 16) & 0x8000u;
   const uint32_t abs = u & 0x7fffffffu;

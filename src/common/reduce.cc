@@ -5,6 +5,7 @@
 
 #include "common/enforce.h"
 #include "common/half.h"
+#include "common/reduce_ops.h"
 
 // The kernels are compiled for the baseline instruction set and, on x86-64 with GCC or
 // Clang, also for x86-64-v3 (AVX2, FMA, F16C) and x86-64-v4 (AVX-512); the dynamic loader
@@ -25,39 +26,12 @@
 namespace concord {
 namespace {
 
-// The element-wise combination of each op. Signed integer sums and products wrap as
-// unsigned (signed overflow is undefined behaviour in C++). min/max keep dst when the
-// comparison is false (so a NaN in src never replaces dst; a NaN in dst stays).
-template <typename T>
-struct Sum {
-  T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) {
-      using U = std::make_unsigned_t<T>;
-      return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-    } else {
-      return a + b;
-    }
-  }
-};
-template <typename T>
-struct Product {
-  T operator()(T a, T b) const {
-    if constexpr (std::is_integral_v<T>) {
-      using U = std::make_unsigned_t<T>;
-      return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-    } else {
-      return a * b;
-    }
-  }
-};
-template <typename T>
-struct Min {
-  T operator()(T a, T b) const { return b < a ? b : a; }
-};
-template <typename T>
-struct Max {
-  T operator()(T a, T b) const { return b > a ? b : a; }
-};
+using reduce_ops::BFloat16;
+using reduce_ops::Float16;
+using reduce_ops::Max;
+using reduce_ops::Min;
+using reduce_ops::Product;
+using reduce_ops::Sum;
 
 // Plain dtypes: dst[i] = combine(dst[i], src[i]).
 template <typename T, typename Combine>
@@ -67,17 +41,9 @@ void combine_loop(T* __restrict dst, const T* __restrict src, size_t n, Combine 
 
 // 16-bit floats: widen to float32, combine, round back to nearest even, in one pass; the
 // branch-free conversions of half.h let the loop vectorise.
-struct Float16 {
-  static float widen(uint16_t h) { return float16_to_float(h); }
-  static uint16_t narrow(float f) { return float_to_float16(f); }
-};
-struct BFloat16 {
-  static float widen(uint16_t h) { return bfloat16_to_float(h); }
-  static uint16_t narrow(float f) { return float_to_bfloat16(f); }
-};
 template <typename Half, typename Combine>
 void combine_half_loop(uint16_t* __restrict dst, const uint16_t* __restrict src, size_t n, Combine combine) {
-  for (size_t i = 0; i < n; ++i) dst[i] = Half::narrow(combine(Half::widen(dst[i]), Half::widen(src[i])));
+  for (size_t i = 0; i < n; ++i) dst[i] = reduce_ops::combine_half<Half>(dst[i], src[i], combine);
 }
 
 // Calls loop(combine) with the combination of `op` on T. Throws InvalidArgument for an
@@ -174,12 +140,12 @@ bool reduce_float16_f16c(void*, const void*, size_t, ReduceOp) { return false; }
 
 template <typename T, typename Compute>
 void scale_typed(T* dst, const T* src, size_t n, Compute factor) {
-  for (size_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<Compute>(src[i]) * factor);
+  for (size_t i = 0; i < n; ++i) dst[i] = reduce_ops::scale_element<T, Compute>(src[i], factor);
 }
 
 template <typename Half>
 void scale_half(uint16_t* dst, const uint16_t* src, size_t n, float factor) {
-  for (size_t i = 0; i < n; ++i) dst[i] = Half::narrow(Half::widen(src[i]) * factor);
+  for (size_t i = 0; i < n; ++i) dst[i] = reduce_ops::scale_half_element<Half>(src[i], factor);
 }
 
 }  // namespace

@@ -176,7 +176,11 @@ std::string Timeline::repair(const std::string& text) {
     std::string_view line(text.data() + begin,
                           (end == std::string::npos ? text.size() : end) - begin);
     if (!line.empty() && line.front() == ',') line.remove_prefix(1);
-    if (line.empty() || line.front() != '{' || !nlohmann::json::accept(line)) continue;
+    // A line with a NUL is dropped: accept() stops at the NUL (found by
+    // fuzz/fuzz_timeline_repair.cc: "{...}\0junk" was kept, and the output was not JSON).
+    if (line.empty() || line.front() != '{' || line.find('\0') != std::string_view::npos ||
+        !nlohmann::json::accept(line))
+      continue;
     if (any) out += ',';
     out.append(line);
     out += '\n';

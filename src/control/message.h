@@ -101,6 +101,9 @@ struct ResponseList {
   /// Why the runtime stops when it is not a plain shutdown() (e.g. the stall inspector's
   /// verdict); pending operations fail with it. Not part of the wire format.
   std::string shutdown_message;
+  /// The ranks that asked to shut down (ascending; filled by the negotiator when `shutdown`
+  /// is set, so that the error of a peer's pending operation names them). Not on the wire.
+  std::vector<int> shutdown_ranks;
 
   bool operator==(const ResponseList&) const = default;
 };

@@ -246,6 +246,13 @@ ResponseList Negotiator::negotiate(std::vector<Request> new_requests, bool shutd
   }
   timeline_answered(answer.responses);
   answer.shutdown = !(bits[0] & kNoShutdown);
+  if (answer.shutdown) {  // which ranks asked: one OR-allreduce of a rank bitmap, last cycle only
+    std::vector<uint64_t> asked((comm_.size() + 63) / 64, 0);
+    if (shutdown) asked[comm_.rank() / 64] |= uint64_t{1} << (comm_.rank() % 64);
+    comm_.allreduce_bits(asked, /*bitwise_and=*/false);
+    for (int r = 0; r < comm_.size(); ++r)
+      if (asked[r / 64] >> (r % 64) & 1) answer.shutdown_ranks.push_back(r);
+  }
   if (!(bits[0] & kNoStallCheck)) {
     if (auto message = stall_check()) {
       answer.shutdown = true;

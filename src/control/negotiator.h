@@ -20,6 +20,8 @@
 //   6. stall check, every quarter of the stall warning time: gather of each rank's pending
 //      cached requests to rank 0, whose StallInspector logs tensors that some ranks have
 //      submitted and others have not, and may order a shutdown (broadcast).
+//   7. when some rank asked to shut down (status bit): one bitwise-OR allreduce of a
+//      P-bit rank map says which, so a peer's failed operations name them.
 // Cost per cycle on the fast path: one allreduce of (1 + capacity/64) words (constant in P,
 // log P latency); the coordinator's traffic grows with P only on the slow path.
 //
@@ -53,7 +55,7 @@ namespace concord {
 struct NegotiatorOptions {
   uint32_t cache_capacity = 1024;     ///< CONCORD_CACHE_CAPACITY; 0 disables the cache
   double stall_warning_seconds = 60;  ///< CONCORD_STALL_WARNING_TIME
-  double stall_shutdown_seconds = 0;  ///< CONCORD_STALL_SHUTDOWN_TIME; 0 = never
+  double stall_shutdown_seconds = 600;  ///< CONCORD_STALL_SHUTDOWN_TIME; 0 = never
 };
 
 class Negotiator {
@@ -66,7 +68,7 @@ class Negotiator {
   /// over `control`: every rank calls it once per cycle. Returns the responses to execute,
   /// identical on every rank: cached hits in bit order, then the coordinator's new ones.
   /// shutdown is set if any rank asked for it or the stall inspector ordered it (then
-  /// shutdown_message says why). Throws CommError on transport failure.
+  /// shutdown_message says why; shutdown_ranks lists the ranks that asked). Throws CommError on transport failure.
   ResponseList negotiate(std::vector<Request> new_requests, bool shutdown);
 
   /// Records NEGOTIATE_<COLLECTIVE> spans (with a mark per rank as its request reaches the

@@ -12,18 +12,10 @@ namespace concord {
 namespace {
 
 using Seconds = std::chrono::duration<double>;
+using detail::rank_list;
 
 StallInspector::Clock::duration to_duration(double seconds) {
   return std::chrono::duration_cast<StallInspector::Clock::duration>(Seconds(seconds));
-}
-
-// "[1, 3]"
-std::string rank_list(const std::vector<int>& ranks) {
-  std::ostringstream out;
-  out << '[';
-  for (size_t i = 0; i < ranks.size(); ++i) out << (i ? ", " : "") << ranks[i];
-  out << ']';
-  return out.str();
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "common/enforce.h"
 #include "concord/concord.h"
+#include "runtime/exit_watchdog.h"
 #include "runtime/runtime.h"
 
 namespace concord {
@@ -14,6 +15,8 @@ struct Process {
   std::mutex mutex;
   std::shared_ptr<Runtime> runtime;
   bool exit_hook_registered = false;
+  int rank = -1;        // of the last runtime, for the exit watchdog's message
+  std::string failure;  // Runtime::failure() of the last runtime shut down since init()
 };
 
 Process& process() {
@@ -84,9 +87,11 @@ void init(const InitOptions& options) {
   std::lock_guard<std::mutex> lock(p.mutex);
   if (p.runtime) return;
   p.runtime = std::make_shared<Runtime>(options);
+  p.rank = p.runtime->rank();
+  p.failure.clear();
   if (!p.exit_hook_registered) {
     // Registered after MPI's own exit hook, so it runs before MPI_Finalize.
-    std::atexit([] { shutdown(); });
+    std::atexit(shutdown_at_exit);
     p.exit_hook_registered = true;
   }
 }
@@ -98,7 +103,18 @@ void shutdown() {
     std::lock_guard<std::mutex> lock(p.mutex);
     runtime = std::move(p.runtime);
   }
-  if (runtime) runtime->shutdown();  // joins the background thread outside the lock
+  if (!runtime) return;
+  runtime->shutdown();  // joins the background thread outside the lock
+  std::string failure = runtime->failure();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  if (!failure.empty()) p.failure = std::move(failure);
+}
+
+void shutdown_at_exit() {
+  shutdown();
+  auto& p = process();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  if (!p.failure.empty()) arm_exit_watchdog(p.rank, p.failure);
 }
 
 bool is_initialized() {

@@ -305,6 +305,7 @@ void Runtime::linger_while_submitting() {
 
 void Runtime::background_loop() {
   std::string stop_reason = "Concord was shut down (shutdown() was called on some rank)";
+  bool failed = false;
   try {
     while (true) {
       await_round();
@@ -313,6 +314,15 @@ void Runtime::background_loop() {
       if (answer.shutdown) {
         if (!answer.shutdown_message.empty()) {
           stop_reason = answer.shutdown_message;
+          failed = true;
+          CONCORD_LOG_ERROR("{}", stop_reason);
+        } else if (!shutdown_requested_.load() && world_queue().in_flight() > 0) {
+          // A peer stopped (its shutdown() or its process's exit, e.g. after an exception)
+          // while this rank still waits for collectives it will never join.
+          stop_reason = detail::concat("Concord was shut down by ranks ", detail::rank_list(answer.shutdown_ranks),
+                                       " (shutdown() or the end of the process there, e.g. after an "
+                                       "exception) while this rank had collectives pending");
+          failed = true;
           CONCORD_LOG_ERROR("{}", stop_reason);
         }
         for (const auto& set : sets_->all())
@@ -322,7 +332,12 @@ void Runtime::background_loop() {
     }
   } catch (const std::exception& error) {
     stop_reason = std::string("Concord's background thread stopped: ") + error.what();
+    failed = true;
     CONCORD_LOG_ERROR("{}", stop_reason);
+  }
+  if (failed) {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    failure_ = stop_reason;
   }
   for (const auto& set : sets_->all()) set->queue.close(stop_reason);
 }
@@ -353,6 +368,11 @@ ResponseList Runtime::negotiate_round() {
     if (world) world_answer = std::move(answer);
   }
   return world_answer;
+}
+
+std::string Runtime::failure() const {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  return failure_;
 }
 
 }  // namespace concord

@@ -66,6 +66,11 @@ class Runtime {
   /// Stops and closes the timeline (valid JSON from then on). No-op if none is written.
   void stop_timeline();
 
+  /// Why the background thread stopped if this rank failed (a stall shutdown, a transport
+  /// or internal error, or a peer's shutdown while this rank had collectives pending);
+  /// empty while running and after a plain shutdown.
+  std::string failure() const;
+
   /// This rank's coordination counters as of the last negotiation.
   CoordinationStats coordination_stats() const;
 
@@ -105,6 +110,7 @@ class Runtime {
   uint64_t process_set_calls_ = 0;
   mutable std::mutex stats_mutex_;
   CoordinationStats stats_;  // copied from the negotiator after every negotiation
+  std::string failure_;      // see failure(); guarded by stats_mutex_
   std::thread thread_;
 };
 

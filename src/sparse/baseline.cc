@@ -15,10 +15,12 @@ SparseBaseline::SparseBaseline(Communicator& comm, const SparseOptions& options)
 }
 
 void SparseBaseline::allreduce(float* acc, int64_t n, SparseResult& result) {
-  CONCORD_ENFORCE(n >= 0, InvalidArgument, name(), ": gradient length n = ", n, " < 0");
   result.indices.clear();
   result.values.clear();
-  if (n > 0) run(acc, n, result);
+  if (n > 0)
+    run(acc, n, result);
+  else
+    check_empty(n);  // throws on every rank unless every rank passed 0
 }
 
 void SparseBaseline::check_length(int64_t n) { check_lengths(gather_.allgather_counts(n), n, name()); }
@@ -29,18 +31,29 @@ void SelectGatherSum::run(float* acc, int64_t n, SparseResult& result) {
   select(acc, n, indices_);
   take_entries(acc, indices_, selected_);
   std::vector<int64_t> counts(P, selected_.size());
-  if (!counts_known()) {
-    const std::vector<int64_t> words = gather_.allgather_words({selected_.size(), n});
-    std::vector<int64_t> lengths(P);
-    for (int q = 0; q < P; ++q) {
-      counts[q] = words[2 * q];
-      lengths[q] = words[2 * q + 1];
-    }
-    check_lengths(lengths, n, name());
-  }
+  if (!counts_known()) counts = gather_counts_and_lengths(static_cast<int64_t>(selected_.size()), n);
   gather_.allgatherv(selected_, counts, coo_index_bytes(n), all_);
   sum_sorted_blocks(all_, counts, n, static_cast<float>(comm_.size()), result);
   zero_delivered(acc, indices_, result);
+}
+
+std::vector<int64_t> SelectGatherSum::gather_counts_and_lengths(int64_t count, int64_t n) {
+  const int P = comm_.size();
+  const std::vector<int64_t> words = gather_.allgather_words({count, n});
+  std::vector<int64_t> counts(P), lengths(P);
+  for (int q = 0; q < P; ++q) {
+    counts[q] = words[2 * q];
+    lengths[q] = words[2 * q + 1];
+  }
+  check_lengths(lengths, n, name());
+  return counts;
+}
+
+void SelectGatherSum::check_empty(int64_t n) {
+  if (counts_known())
+    check_length(n);
+  else
+    gather_counts_and_lengths(0, n);
 }
 
 void sum_sorted_blocks(const CooBlock& all, const std::vector<int64_t>& counts, int64_t n, float divisor,

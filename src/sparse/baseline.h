@@ -1,6 +1,7 @@
 // Base classes of the sparse baselines (../shared/specs/oktopk.md, "Baselines"):
 //   SparseBaseline   the argument handling every baseline shares: options validated at
-//                    construction, n < 0 rejected, n = 0 a no-op that sends nothing, and
+//                    construction, n <= 0 only takes part in the length check (so a
+//                    rank's n = 0 or n < 0 fails every rank instead of hanging them), and
 //                    the length check (check_length: an allgather of every rank's n, so
 //                    ranks passing different n all throw MismatchError instead of hanging
 //                    or exchanging wrong-sized blocks).
@@ -21,8 +22,10 @@ namespace concord::sparse {
 
 class SparseBaseline : public SparseAllreduce {
  public:
-  /// Throws InvalidArgument for n < 0; n = 0 leaves `acc` alone, empties `result` and sends
-  /// nothing; otherwise clears `result` and runs the algorithm (run()).
+  /// n > 0: clears `result` and runs the algorithm (run()). n <= 0: empties `result`,
+  /// leaves `acc` alone and only takes part in the length check (check_empty()), so that
+  /// every rank throws, naming each rank's n, when ranks differ (MismatchError) or some
+  /// n < 0 (InvalidArgument), instead of the others waiting for this rank.
   void allreduce(float* acc, int64_t n, SparseResult& result) final;
 
  protected:
@@ -33,6 +36,11 @@ class SparseBaseline : public SparseAllreduce {
   /// Must check n across ranks (check_length() or a count exchange that carries n)
   /// before any data moves.
   virtual void run(float* acc, int64_t n, SparseResult& result) = 0;
+
+  /// On a rank with n <= 0: the collective of run() that carries n, alone, then
+  /// check_lengths(). It must match what run() sends first on the ranks with n > 0.
+  /// Default: check_length(n).
+  virtual void check_empty(int64_t n) { check_length(n); }
 
   /// The length check: allgathers every rank's n (CooGather::allgather_counts) and applies
   /// check_lengths() (sparse/coo_exchange.h): MismatchError naming every rank's n on every
@@ -70,6 +78,9 @@ class SelectGatherSum : public SparseBaseline {
 
  private:
   void run(float* acc, int64_t n, SparseResult& result) final;
+  void check_empty(int64_t n) final;
+  // Step 2: allgathers {count, n} of every rank, checks the n's; returns the counts.
+  std::vector<int64_t> gather_counts_and_lengths(int64_t count, int64_t n);
 
   std::vector<int64_t> indices_;
   CooBlock selected_;

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "common/enforce.h"
+
 namespace concord::sparse {
 
 /// A sparse float32 vector in COO form: indices[e] holds values[e]; both have size().
@@ -41,6 +43,7 @@ inline size_t coo_wire_bytes(int64_t count, size_t index_bytes) {
 /// Writes entries [first, first + count) of `block` to `out` in the wire format
 /// (coo_wire_bytes(count, index_bytes) bytes: the indices, then the values).
 inline void coo_pack(const CooBlock& block, int64_t first, int64_t count, size_t index_bytes, uint8_t* out) {
+  if (count == 0) return;  // `out` may be null
   if (index_bytes == 4) {
     for (int64_t e = 0; e < count; ++e) {
       const auto index = static_cast<int32_t>(block.indices[first + e]);
@@ -54,6 +57,7 @@ inline void coo_pack(const CooBlock& block, int64_t first, int64_t count, size_t
 
 /// Appends the `count` entries in wire format at `in` to `block`.
 inline void coo_unpack(const uint8_t* in, int64_t count, size_t index_bytes, CooBlock& block) {
+  if (count == 0) return;  // `in` and the empty vectors' data() may be null: no memcpy
   const size_t old = block.indices.size();
   block.indices.resize(old + count);
   block.values.resize(old + count);
@@ -69,10 +73,12 @@ inline void coo_unpack(const uint8_t* in, int64_t count, size_t index_bytes, Coo
   std::memcpy(block.values.data() + old, in + count * index_bytes, static_cast<size_t>(count) * sizeof(float));
 }
 
-/// Scatter-add of `count` entries in wire format at `wire` into the dense region `dense`
-/// covering indices [base, base + region size): dense[index - base] += value, in entry
-/// order. The caller guarantees every index lies in the region.
-inline void coo_scatter_add(const uint8_t* wire, int64_t count, size_t index_bytes, int64_t base, float* dense) {
+/// Scatter-add of `count` entries in wire format at `wire` (from another rank) into the
+/// dense region `dense` covering indices [base, base + length): dense[index - base] +=
+/// value, in entry order. Throws MismatchError for an index outside the region (ranks cut
+/// the vector differently); the entries before it have been added.
+inline void coo_scatter_add(const uint8_t* wire, int64_t count, size_t index_bytes, int64_t base, int64_t length,
+                            float* dense) {
   const uint8_t* values = wire + count * index_bytes;
   for (int64_t e = 0; e < count; ++e) {
     int64_t index;
@@ -83,6 +89,11 @@ inline void coo_scatter_add(const uint8_t* wire, int64_t count, size_t index_byt
     } else {
       std::memcpy(&index, wire + e * 8, 8);
     }
+    CONCORD_ENFORCE(index >= base && static_cast<uint64_t>(index) - static_cast<uint64_t>(base) <
+                                         static_cast<uint64_t>(length),
+                    MismatchError, "sparse block entry ", e, " has index ", index,
+                    " outside this rank's region of ", length, " entries from index ", base,
+                    ": ranks disagree on n or on the regions");
     float value;
     std::memcpy(&value, values + e * sizeof(float), sizeof(float));
     dense[index - base] += value;

@@ -31,6 +31,9 @@ std::vector<int64_t> exchange_counts(Communicator& comm, const std::vector<int64
     lengths[q] = incoming[2 * q + 1];
   }
   check_lengths(lengths, n, algorithm);
+  for (int q = 0; q < P; ++q)  // bounds the receive buffers before they are allocated
+    CONCORD_ENFORCE(recv_counts[q] >= 0 && recv_counts[q] <= n, InternalError, algorithm, ": rank ", q,
+                    " announced ", recv_counts[q], " entries for a vector of n=", n);
   return recv_counts;
 }
 

@@ -13,7 +13,7 @@
 // Bytes on the wire: those of the selected algorithm, SparseAllreduceDense::cost(P, n)
 // (e.g. ring: about 2 (P-1)/P 4n bytes per rank), plus the length check's
 // CooGather::words_traffic(P, r, 1) (log2 P messages, 8(P-1) bytes on a power of two).
-// n = 0 sends nothing.
+// n = 0 sends only the length check.
 #pragma once
 
 #include <map>

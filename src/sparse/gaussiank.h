@@ -17,7 +17,7 @@
 // Bytes sent by rank r: the {count, n} allgather's CooGather::words_traffic(P, r, 2)
 // (16(P-1) on a power of two, log2 P messages) + e (C - c_{(r+1) mod P}) in P-1 messages (entries), C = sum_i c_i, e = 8 with int32
 // indices (12 with int64). About 2 C (P-1)/P words, with C ~ P k: like TopkA, it grows
-// with P. n = 0 sends nothing.
+// with P. n = 0 sends only the length check.
 #pragma once
 
 #include "sparse/baseline.h"

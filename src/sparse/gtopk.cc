@@ -97,7 +97,7 @@ void SparseAllreduceGTopk::run(float* acc, int64_t n, SparseResult& result) {
 }
 
 uint64_t SparseAllreduceGTopk::bytes_sent(int64_t n, double density, int ranks, int rank) {
-  if (n == 0) return 0;
+  if (n == 0) return CooGather::words_traffic(ranks, rank, 1).bytes_sent;  // the length check
   const uint64_t block = coo_wire_bytes(topk_count(n, density), coo_index_bytes(n));
   const patterns::BinomialTree tree{rank, ranks, 0};
   return block * ((rank != 0 ? 1 : 0) + tree.children().size()) + CooGather::words_traffic(ranks, rank, 1).bytes_sent;

@@ -26,7 +26,7 @@
 // the parent + e k |children(r)| in the broadcast, as many messages; the root sends
 // e k ceil(log2 P) (2k log2 P words); the critical path carries 2 ceil(log2 P) messages of
 // 2k words (the spec's ~4k log P). Plus the length check's CooGather::words_traffic(P, r, 1)
-// (log2 P messages, 8(P-1) bytes on a power of two). n = 0 sends nothing.
+// (log2 P messages, 8(P-1) bytes on a power of two). n = 0 sends only the length check.
 #pragma once
 
 #include <vector>
@@ -45,7 +45,7 @@ class SparseAllreduceGTopk : public SparseBaseline {
   const char* name() const override { return "gtopk"; }
 
   /// Bytes rank `rank` of `ranks` sends in one call for n entries (length check included;
-  /// 0 for n = 0).
+  /// only the length check for n = 0).
   static uint64_t bytes_sent(int64_t n, double density, int ranks, int rank);
 
  private:

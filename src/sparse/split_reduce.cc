@@ -20,7 +20,7 @@ void SplitReduce::run(const CooBlock& selected, const Regions& regions, int64_t 
   if (static_cast<int64_t>(region_.size()) < length) region_.resize(length, 0.0f);
   exchange_.run(send_wire_.data(), send_counts, recv_counts, index_bytes, bucket_steps,
                 [&](int, const uint8_t* wire, int64_t count) {
-                  coo_scatter_add(wire, count, index_bytes, base, region_.data());
+                  coo_scatter_add(wire, count, index_bytes, base, length, region_.data());
                 });
   reduced.clear();
   for (int64_t j = 0; j < length; ++j) {

@@ -15,7 +15,7 @@
 // Bytes on the wire: every rank sends P-1 messages of k entries: 8k(P-1) bytes with int32
 // indices (12k(P-1) with int64 ones), i.e. 2k(P-1) words, growing with P; plus the length
 // check's CooGather::words_traffic(P, r, 1) (log2 P messages, 8(P-1) bytes on a power of
-// two). n = 0 sends nothing.
+// two). n = 0 sends only the length check.
 #pragma once
 
 #include "sparse/baseline.h"
@@ -30,7 +30,8 @@ class SparseAllreduceTopkA : public SelectGatherSum {
   const char* name() const override { return "topka"; }
 
   /// Bytes rank `rank` of `ranks` sends in one call for n entries: coo_wire_bytes(k) (P-1)
-  /// + the length check's CooGather::words_traffic(ranks, rank, 1).bytes_sent; 0 for n = 0.
+  /// + the length check's CooGather::words_traffic(ranks, rank, 1).bytes_sent; only the
+  /// latter for n = 0.
   static uint64_t bytes_sent(int64_t n, double density, int ranks, int rank);
 
  private:

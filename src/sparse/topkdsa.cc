@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "algorithms/allgather_ring.h"
+#include "sparse/coo_exchange.h"
 
 namespace concord::sparse {
 
@@ -16,6 +17,10 @@ void SparseAllreduceTopkDSA::run(float* acc, int64_t n, SparseResult& result) {
   split_reduce_.run(selected_, regions, n, coo_index_bytes(n), options_.bucket_steps, "topkdsa", reduced_);
   gather_reduced(n, regions, result);
   zero_delivered(acc, indices_, result);
+}
+
+void SparseAllreduceTopkDSA::check_empty(int64_t n) {
+  exchange_counts(comm_, std::vector<int64_t>(comm_.size(), 0), n, name());
 }
 
 void SparseAllreduceTopkDSA::gather_reduced(int64_t n, const Regions& regions, SparseResult& result) {

@@ -22,7 +22,7 @@
 // Bytes sent by rank r: 16(P-1) (count exchange) + e (k - s_r[r]) (rotation, one message
 // per non-empty block) + the count allgather's (8(P-1) on a power of two) + [sparse]
 // e (T - c_{(r+1) mod P}) or [dense] 4 (n - |region (r+1) mod P|), in P-1 messages.
-// n = 0 sends nothing.
+// n = 0 sends only the count exchange of step 3 (it carries n).
 #pragma once
 
 #include <vector>
@@ -42,6 +42,8 @@ class SparseAllreduceTopkDSA : public SparseBaseline {
 
  private:
   void run(float* acc, int64_t n, SparseResult& result) override;
+  // n <= 0: the count exchange of step 3 (which carries n) with nothing to send.
+  void check_empty(int64_t n) override;
   // Steps 5-6: gathers every owner's reduced entries (reduced_) into `result`.
   void gather_reduced(int64_t n, const Regions& regions, SparseResult& result);
 

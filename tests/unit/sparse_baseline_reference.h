@@ -36,6 +36,17 @@ inline SparseExpectation silent(SparseExpectation expected, int P) {
   return expected;
 }
 
+/// `expected` with only the length check's traffic (by rank): what n = 0 sends.
+inline SparseExpectation check_only(SparseExpectation expected, const std::vector<TrafficCounters>& check) {
+  expected.bytes_sent.clear();
+  expected.messages_sent.clear();
+  for (const TrafficCounters& c : check) {
+    expected.bytes_sent.push_back(c.bytes_sent);
+    expected.messages_sent.push_back(c.messages_sent);
+  }
+  return expected;
+}
+
 /// U of "every rank's selection summed in rank order, exact zeros dropped, / P", and the
 /// residuals acc_i with S_i ∩ supp U zeroed.
 inline SparseExpectation reference_selection_sum(const std::vector<std::vector<float>>& acc,
@@ -78,7 +89,7 @@ inline SparseExpectation reference_topka(const std::vector<std::vector<float>>& 
   const int64_t k = sparse::topk_count(n, density);
   const std::vector<std::vector<int64_t>> selected = local_topk(acc, k);
   SparseExpectation expected = reference_selection_sum(acc, selected);
-  if (n == 0) return silent(expected, P);
+  if (n == 0) return check_only(expected, check_traffic);
   for (int r = 0; r < P; ++r) {
     expected.bytes_sent.push_back(check_traffic[r].bytes_sent + 8 * static_cast<uint64_t>(k) * (P - 1));
     expected.messages_sent.push_back(check_traffic[r].messages_sent + (P - 1));
@@ -102,7 +113,7 @@ inline SparseExpectation reference_gaussiank(const std::vector<std::vector<float
     total += selected[i].size();
   }
   SparseExpectation expected = reference_selection_sum(acc, selected);
-  if (n == 0) return silent(expected, P);
+  if (n == 0) return check_only(expected, counts_traffic);
   for (int r = 0; r < P; ++r) {
     const bool gathers = P > 1 && total > 0;
     expected.bytes_sent.push_back(counts_traffic[r].bytes_sent + 8 * (total - selected[(r + 1) % P].size()));
@@ -126,7 +137,12 @@ inline SparseExpectation reference_topkdsa(const std::vector<std::vector<float>>
   auto region_begin = [&](int q) { return q * width; };
   auto region_end = [&](int q) { return q == P - 1 ? n : (q + 1) * width; };
   const auto T = static_cast<int64_t>(expected.U.indices.size());
-  if (n == 0 || P == 1) return silent(expected, P);
+  if (P == 1) return silent(expected, P);
+  if (n == 0) {  // the count exchange alone (it carries n)
+    expected.bytes_sent.assign(P, 16 * static_cast<uint64_t>(P - 1));
+    expected.messages_sent.assign(P, P - 1);
+    return expected;
+  }
   for (int r = 0; r < P; ++r) {
     const int next = (r + 1) % P;
     uint64_t bytes = 16 * static_cast<uint64_t>(P - 1) + counts_traffic[r].bytes_sent;
@@ -162,7 +178,7 @@ inline SparseExpectation reference_gtopk(const std::vector<std::vector<float>>& 
   const auto n = static_cast<int64_t>(acc[0].size());
   SparseExpectation expected;
   expected.residual = acc;
-  if (n == 0) return silent(expected, P);
+  if (n == 0) return check_only(expected, check_traffic);
   const int64_t k = sparse::topk_count(n, density);
   std::vector<std::map<int64_t, float>> set(P);
   for (int v = 0; v < P; ++v)

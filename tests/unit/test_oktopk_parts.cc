@@ -42,9 +42,11 @@ TEST(CooWire, RoundTripsInt32AndInt64Indices) {
     std::vector<uint8_t> two(coo_wire_bytes(2, width));
     coo_pack(block, 0, 2, width, two.data());
     std::vector<float> dense(10, 1.0f);
-    coo_scatter_add(two.data(), 2, width, 2, dense.data());
+    coo_scatter_add(two.data(), 2, width, 2, 10, dense.data());
     EXPECT_EQ(dense[1], 2.5f) << "width " << width;
     EXPECT_EQ(dense[5], -1.0f) << "width " << width;
+    // A region too small for index 7 (from a rank that cut the vector differently): an error.
+    EXPECT_THROW(coo_scatter_add(two.data(), 2, width, 2, 4, dense.data()), MismatchError) << "width " << width;
   }
 }
 

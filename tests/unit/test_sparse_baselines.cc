@@ -197,10 +197,10 @@ TEST_P(SparseBaseline, MatchesReferenceResidualAndBytes) {
         EXPECT_EQ(out.counters[t][r].bytes_sent, sparse::SparseAllreduceGTopk::bytes_sent(c.n, c.density, c.P, r))
             << "rank " << r << " of " << case_name(c) << " call " << t << ": SparseAllreduceGTopk::bytes_sent";
     if (c.algorithm == "dense") {
-      // The dense algorithm's own traffic: the counters minus the length check's (n > 0).
+      // The dense algorithm's own traffic: the counters minus the length check's.
       std::vector<TrafficCounters> allreduce_only = out.counters[t];
       const std::vector<TrafficCounters> check = count_allgather_traffic(c.P);
-      for (int r = 0; r < c.P && c.n > 0; ++r) {
+      for (int r = 0; r < c.P; ++r) {
         allreduce_only[r].bytes_sent -= check[r].bytes_sent;
         allreduce_only[r].messages_sent -= check[r].messages_sent;
       }
@@ -275,27 +275,33 @@ TEST(SparseBaselines, TopkABytesPerRankAre8kPMinus1PlusLengthCheck) {
 }
 
 
+// n = -1 on every rank, or on rank 1 only (the others pass 10 and must not wait for it):
+// InvalidArgument naming rank 1's n on every rank.
 TEST(SparseBaselines, NegativeLengthIsInvalidOnEveryRank) {
-  for (const char* name : {"dense", "topka", "topkdsa", "gtopk", "gaussiank"}) {
-    std::vector<int> thrown(3, 0);
-    const std::string error = run_ranks(3, [&](Communicator& comm, const AbortFlag&) {
-      auto algorithm = sparse::make_sparse_allreduce(name, comm);
-      float acc[1] = {1.0f};
-      sparse::SparseResult result;
-      try {
-        algorithm->allreduce(acc, -1, result);
-      } catch (const InvalidArgument&) {
-        thrown[comm.rank()] = 1;
-      }
-      EXPECT_EQ(comm.counters().messages_sent, 0u) << "rank " << comm.rank() << " of " << name << " sent messages";
-    });
-    ASSERT_EQ(error, "") << name;
-    for (int r = 0; r < 3; ++r) EXPECT_EQ(thrown[r], 1) << "rank " << r << " of " << name << " (P=3, n=-1)";
-  }
+  for (const char* name : {"dense", "topka", "topkdsa", "gtopk", "gaussiank"})
+    for (const int64_t others : {int64_t{-1}, int64_t{10}}) {
+      std::vector<std::string> thrown(3);
+      const std::string error = run_ranks(3, [&](Communicator& comm, const AbortFlag&) {
+        auto algorithm = sparse::make_sparse_allreduce(name, comm);
+        std::vector<float> acc(10, 1.0f);
+        sparse::SparseResult result;
+        try {
+          algorithm->allreduce(acc.data(), comm.rank() == 1 ? -1 : others, result);
+        } catch (const InvalidArgument& e) {
+          thrown[comm.rank()] = e.what();
+        }
+      });
+      const std::string what = cat(name, " (P=3, rank 1 n=-1, others n=", others, ")");
+      ASSERT_EQ(error, "") << what;
+      for (int r = 0; r < 3; ++r)
+        EXPECT_NE(thrown[r].find("rank 1: n=-1"), std::string::npos)
+            << "rank " << r << " of " << what << ": no InvalidArgument naming rank 1's n: " << thrown[r];
+    }
 }
 
-// Every registered sparse allreduce, P = 2..5: one rank passes a different n (smaller or
-// larger), every rank throws MismatchError naming the ranks and both n's (no hang); then a
+// Every registered sparse allreduce, P = 2..5: one rank passes a different n (smaller,
+// larger or 0, which used to send nothing and leave the others waiting), every rank
+// throws MismatchError naming the ranks and both n's (no hang); then a
 // consistent call on the same objects gives the U and residual of a fresh object (exact
 // mode, dyadic data: independent of state and summation order).
 TEST(SparseBaselines, DifferentLengthsThrowOnEveryRankThenRecover) {
@@ -304,42 +310,42 @@ TEST(SparseBaselines, DifferentLengthsThrowOnEveryRankThenRecover) {
   options.exact = true;
   constexpr int64_t kN = 100;
   for (const std::string& name : sparse::sparse_allreduce_names())
-    for (int P = 2; P <= 5; ++P) {
-      const int odd_rank = P - 1;
-      const int64_t odd_n = P % 2 ? kN + 20 : kN - 20;
-      std::vector<std::string> errors(P);
-      std::vector<sparse::SparseResult> reused(P), fresh(P);
-      std::vector<std::vector<float>> reused_acc(P), fresh_acc(P);
-      const std::string error = run_ranks(P, [&](Communicator& comm, const AbortFlag&) {
-        const int r = comm.rank();
-        auto algorithm = sparse::make_sparse_allreduce(name, comm, options);
-        const int64_t n = r == odd_rank ? odd_n : kN;
-        std::vector<float> acc = gradient(r, 0, n, true);
-        sparse::SparseResult result;
-        try {
-          algorithm->allreduce(acc.data(), n, result);
-        } catch (const MismatchError& e) {
-          errors[r] = e.what();
+    for (int P = 2; P <= 5; ++P)
+      for (const int64_t odd_n : {P % 2 ? kN + 20 : kN - 20, int64_t{0}}) {
+        const int odd_rank = P - 1;
+        std::vector<std::string> errors(P);
+        std::vector<sparse::SparseResult> reused(P), fresh(P);
+        std::vector<std::vector<float>> reused_acc(P), fresh_acc(P);
+        const std::string error = run_ranks(P, [&](Communicator& comm, const AbortFlag&) {
+          const int r = comm.rank();
+          auto algorithm = sparse::make_sparse_allreduce(name, comm, options);
+          const int64_t n = r == odd_rank ? odd_n : kN;
+          std::vector<float> acc = gradient(r, 0, n, true);
+          sparse::SparseResult result;
+          try {
+            algorithm->allreduce(acc.data(), n, result);
+          } catch (const MismatchError& e) {
+            errors[r] = e.what();
+          }
+          reused_acc[r] = gradient(r, 1, kN, true);
+          algorithm->allreduce(reused_acc[r].data(), kN, reused[r]);
+          auto clean = sparse::make_sparse_allreduce(name, comm, options);
+          fresh_acc[r] = gradient(r, 1, kN, true);
+          clean->allreduce(fresh_acc[r].data(), kN, fresh[r]);
+        });
+        const std::string what = cat(name, " (P=", P, ", n=", kN, ", rank ", odd_rank, " n=", odd_n, ")");
+        ASSERT_EQ(error, "") << what;
+        for (int r = 0; r < P; ++r) {
+          EXPECT_NE(errors[r], "") << "rank " << r << " of " << what << ": no MismatchError";
+          for (const std::string& part : {cat("rank ", odd_rank, ": n=", odd_n), cat("rank 0: n=", kN)})
+            EXPECT_NE(errors[r].find(part), std::string::npos)
+                << "rank " << r << " of " << what << ": message lacks \"" << part << "\": " << errors[r];
+          expect_same_result(cat("rank ", r, " of ", what, ", consistent call after the mismatch"), reused[r],
+                             fresh[r]);
+          const int64_t e = first_difference(reused_acc[r], fresh_acc[r]);
+          EXPECT_EQ(e, -1) << "rank " << r << " of " << what << ": residual after the mismatch differs at element " << e;
         }
-        reused_acc[r] = gradient(r, 1, kN, true);
-        algorithm->allreduce(reused_acc[r].data(), kN, reused[r]);
-        auto clean = sparse::make_sparse_allreduce(name, comm, options);
-        fresh_acc[r] = gradient(r, 1, kN, true);
-        clean->allreduce(fresh_acc[r].data(), kN, fresh[r]);
-      });
-      const std::string what = cat(name, " (P=", P, ", n=", kN, ", rank ", odd_rank, " n=", odd_n, ")");
-      ASSERT_EQ(error, "") << what;
-      for (int r = 0; r < P; ++r) {
-        EXPECT_NE(errors[r], "") << "rank " << r << " of " << what << ": no MismatchError";
-        for (const std::string& part : {cat("rank ", odd_rank, ": n=", odd_n), cat("rank 0: n=", kN)})
-          EXPECT_NE(errors[r].find(part), std::string::npos)
-              << "rank " << r << " of " << what << ": message lacks \"" << part << "\": " << errors[r];
-        expect_same_result(cat("rank ", r, " of ", what, ", consistent call after the mismatch"), reused[r],
-                           fresh[r]);
-        const int64_t e = first_difference(reused_acc[r], fresh_acc[r]);
-        EXPECT_EQ(e, -1) << "rank " << r << " of " << what << ": residual after the mismatch differs at element " << e;
       }
-    }
 }
 
 TEST(SparseBaselines, InvalidOptionsAreRejected) {

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of fuzz/ (clang-14, ASan+UBSan) in build-fuzz/ and runs each
+# on its corpus in fuzz/corpus/<target>/; new inputs it finds go to build-fuzz/new/<target>/
+# (merge them into the repository's corpus with `<binary> -merge=1 fuzz/corpus/<target>
+# build-fuzz/new/<target>`).
+# Usage: scripts/fuzz.sh [-t SECONDS | -r RUNS] [target ...]
+#   -t SECONDS  wall time per target (default 30: the CI run)
+#   -r RUNS     executions per target instead (e.g. 10000000)
+# Exits non-zero when a target crashes, leaks or triggers a sanitizer report (the input is
+# left in build-fuzz/artifacts/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+limit=(-max_total_time=30)
+while getopts "t:r:" option; do
+  case "$option" in
+    t) limit=(-max_total_time="$OPTARG") ;;
+    r) limit=(-runs="$OPTARG") ;;
+    *) echo "usage: $0 [-t SECONDS | -r RUNS] [target ...]" >&2; exit 2 ;;
+  esac
+done
+shift $((OPTIND - 1))
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+cmake -S fuzz -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Debug "${launcher[@]}" >/dev/null
+cmake --build build-fuzz
+targets=("$@")
+((${#targets[@]})) || targets=(fuzz_control_messages fuzz_key_check fuzz_sparse_wire fuzz_cost_model fuzz_timeline_repair)
+[ -d fuzz/corpus/fuzz_control_messages ] || build-fuzz/seed_corpus fuzz/corpus
+mkdir -p build-fuzz/artifacts
+for target in "${targets[@]}"; do
+  mkdir -p "fuzz/corpus/$target" "build-fuzz/new/$target"
+  start=$SECONDS
+  log="build-fuzz/$target.log"
+  if ! build-fuzz/"$target" "${limit[@]}" -max_len=4096 -print_final_stats=1 \
+      -artifact_prefix=build-fuzz/artifacts/ "build-fuzz/new/$target" "fuzz/corpus/$target" >"$log" 2>&1; then
+    tail -40 "$log"
+    echo "fuzz: $target FAILED after $((SECONDS - start)) s (log: $log)"
+    exit 1
+  fi
+  runs=$(grep -o "stat::number_of_executed_units: *[0-9]*" "$log" | grep -o "[0-9]*$" || echo "?")
+  echo "fuzz: $target ok: $runs executions in $((SECONDS - start)) s"
+done

@@ -1,0 +1,38 @@
+// The CUDA implementation of the device layer (device/device.h): cudaMalloc'd memory,
+// cudaStream_t streams, cudaEvent_t events (created with timing disabled) and the kernels
+// of kernels.cu. The runtime library is linked statically; nothing links libcuda.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "device/device.h"
+
+namespace concord::cuda {
+
+/// Number of usable CUDA devices, or 0 with `reason` set to the runtime's error text
+/// ("cudaErrorInsufficientDriver: CUDA driver version is insufficient ..." where there is
+/// no driver, "no CUDA device" where there are none). Never throws.
+int usable_devices(std::string& reason);
+
+class CudaDevice : public Device {
+ public:
+  /// Uses device `ordinal`. Throws DeviceError (with the runtime's reason) when it is not
+  /// usable.
+  explicit CudaDevice(int ordinal = 0);
+
+  std::string name() const override;
+  void* allocate(size_t bytes) override;
+  void free(void* data) override;
+  void* allocate_host(size_t bytes) override;
+  void free_host(void* data) override;
+  std::unique_ptr<Stream> create_stream() override;
+  std::unique_ptr<Event> create_event() override;
+  int ordinal() const { return ordinal_; }
+
+ private:
+  int ordinal_;
+  std::string name_;
+};
+
+}  // namespace concord::cuda
