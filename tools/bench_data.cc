@@ -26,6 +26,8 @@ void store(uint8_t* p, DataType dtype, double v) {
     case DataType::kInt64: { const int64_t x = static_cast<int64_t>(v); std::memcpy(p, &x, 8); return; }
     case DataType::kInt8: { const int8_t x = static_cast<int8_t>(v); std::memcpy(p, &x, 1); return; }
     case DataType::kUInt8: { const uint8_t x = static_cast<uint8_t>(v); std::memcpy(p, &x, 1); return; }
+    case DataType::kInt16: { const int16_t x = static_cast<int16_t>(v); std::memcpy(p, &x, 2); return; }
+    case DataType::kBool: { const uint8_t x = v != 0; std::memcpy(p, &x, 1); return; }
   }
 }
 

@@ -69,8 +69,10 @@ bool mpi_reduction_types(DataType dtype, ReduceOp op, MPI_Datatype& mpi_dtype, M
     case DataType::kInt64: mpi_dtype = MPI_INT64_T; break;
     case DataType::kInt8: mpi_dtype = MPI_INT8_T; break;
     case DataType::kUInt8: mpi_dtype = MPI_UINT8_T; break;
+    case DataType::kInt16: mpi_dtype = MPI_INT16_T; break;
     case DataType::kFloat16:
-    case DataType::kBFloat16: return false;
+    case DataType::kBFloat16:
+    case DataType::kBool: return false;
   }
   switch (op) {
     case ReduceOp::kSum:

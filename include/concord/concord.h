@@ -23,6 +23,10 @@ namespace concord {
 struct InitOptions {
   double cycle_time_ms = -1;          ///< CONCORD_CYCLE_TIME, milliseconds between cycles
   int64_t fusion_threshold_bytes = -1;  ///< CONCORD_FUSION_THRESHOLD, bytes; 0 disables fusion
+  /// Process sets to create (ids 1, 2, ... in this order): each the global ranks of its
+  /// members, ascending and distinct. Every rank must pass the same sets (else
+  /// InvalidArgument on every rank).
+  std::vector<std::vector<int>> process_sets;
 };
 
 /// Starts the runtime: initialises MPI if nobody has (MPI_Init_thread, MPI_THREAD_MULTIPLE
@@ -73,11 +77,18 @@ struct AllreduceOptions {
   ReduceOp op = ReduceOp::kSum;
   double prescale_factor = 1.0;
   double postscale_factor = 1.0;
+  int process_set = 0;  ///< the ranks taking part (0 = all; see add_process_set)
 };
 
 /// Options of a broadcast.
 struct BroadcastOptions {
-  int root = 0;  ///< rank whose tensor is sent to every other rank
+  int root = 0;  ///< (global) rank whose tensor is sent to every other rank; a member of the set
+  int process_set = 0;
+};
+
+/// Options of an allgather.
+struct AllgatherOptions {
+  int process_set = 0;
 };
 
 /// Starts an allreduce of `input` into `output` (same dtype and shape; may be the same
@@ -98,7 +109,7 @@ Handle allreduce_async(const std::string& name, const TensorView& input, const T
 /// concatenation along dim 0 of every rank's `input`; dim 0 may differ between ranks, the
 /// other dimensions and the dtype must agree (else MismatchError). Scalars are rejected.
 /// `input` must stay valid until the handle is done. Errors as allreduce_async.
-Handle allgather_async(const std::string& name, const TensorView& input);
+Handle allgather_async(const std::string& name, const TensorView& input, const AllgatherOptions& options = {});
 
 /// Starts a broadcast of `tensor` from options.root into `tensor` on every other rank
 /// (in place). Shape, dtype and root must agree across ranks (else MismatchError).
@@ -116,6 +127,102 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
                                             const std::vector<TensorView>& inputs,
                                             const std::vector<TensorView>& outputs,
                                             const AllreduceOptions& options = {});
+
+/// Options of a reduce-scatter: the result on rank r is postscale * op(prescale * input_q
+/// over ranks q) restricted to rank r's rows; for kAverage the postscale is further divided
+/// by the number of ranks that contributed. Only kSum and kAverage (as Horovod).
+struct ReducescatterOptions {
+  ReduceOp op = ReduceOp::kSum;
+  double prescale_factor = 1.0;
+  double postscale_factor = 1.0;
+  int process_set = 0;
+};
+
+/// Rows of dim 0 that `rank` of `ranks` receives from a reduce-scatter of `rows` rows:
+/// rows / ranks, plus one for the first rows % ranks ranks (as Horovod).
+int64_t reducescatter_rows(int64_t rows, int ranks, int rank);
+
+/// Starts a reduce-scatter: `input` (same dtype and shape on every rank, not a scalar) is
+/// reduced over ranks and split along dim 0, rank r receiving reducescatter_rows(dim 0,
+/// size(), r) consecutive rows (earlier ranks get the extra rows) into `output`, of shape
+/// [those rows, input.shape[1:]] and input's dtype. Both buffers stay valid until the
+/// handle is done. Fused with other reduce-scatters of the same dtype, op and scale
+/// factors. Throws InvalidArgument for a scalar, a bool tensor, an op other than kSum or
+/// kAverage, a wrongly shaped output, and as allreduce_async; a mismatch between ranks is
+/// a MismatchError from wait(). Algorithm: the registry's reduce-scatter (ring or
+/// recursive halving, by the cost model), executor_reducescatter.cc.
+Handle reducescatter_async(const std::string& name, const TensorView& input, const TensorView& output,
+                           const ReducescatterOptions& options = {});
+
+/// Reduce-scatter of several tensors as one group (fused and negotiated together, as
+/// grouped_allreduce_async). One handle per member, in order; errors as
+/// reducescatter_async, all-or-nothing.
+std::vector<Handle> grouped_reducescatter_async(const std::vector<std::string>& names,
+                                                const std::vector<TensorView>& inputs,
+                                                const std::vector<TensorView>& outputs,
+                                                const ReducescatterOptions& options = {});
+
+/// Allgather of several tensors as one group (fused into one allgatherv). One handle per
+/// member; read each result as allgather_async's.
+std::vector<Handle> grouped_allgather_async(const std::vector<std::string>& names,
+                                            const std::vector<TensorView>& inputs,
+                                            const AllgatherOptions& options = {});
+
+/// Options of an alltoall.
+struct AlltoallOptions {
+  /// Rows of dim 0 sent to each rank, in rank order (size() non-negative entries summing
+  /// to dim 0). Empty: dim 0 is split into size() equal parts (it must be divisible).
+  std::vector<int64_t> splits;
+  int process_set = 0;
+};
+
+/// Starts an alltoall: rank r sends rows [sum(splits[:j]), sum(splits[:j+1])) of `input`
+/// to rank j and receives, in rank order, what every rank sent it. After wait(),
+/// Handle::output_shape()/output_bytes() hold the result ([rows received, input.shape[1:]])
+/// and Handle::received_splits() the rows received from each rank. The dtype and all but
+/// dim 0 must agree across ranks (else MismatchError). Throws InvalidArgument for a scalar,
+/// splits of the wrong length, negative or not summing to dim 0, equal splits of a dim 0
+/// not divisible by size(); an alltoall while some rank has joined fails on every rank.
+/// Algorithm: the registry's alltoall (pairwise exchange), blocks padded to the largest.
+Handle alltoall_async(const std::string& name, const TensorView& input, const AlltoallOptions& options = {});
+
+/// Starts a barrier: the handle completes once every rank has started one (the n-th
+/// barrier of each rank meets the n-th of the others).
+Handle barrier_async(int process_set = 0);
+/// barrier_async(process_set).wait().
+void barrier(int process_set = 0);
+
+/// Starts a join (Horovod's hvd.join()): this rank has no more data. Until every rank has
+/// joined, this rank takes part in the other ranks' collectives contributing nothing:
+/// zeros to allreduce/reducescatter sums (kAverage divides by the ranks that have not
+/// joined), no rows to allgather; a broadcast whose root has joined and any alltoall fail
+/// on every rank with InvalidArgument. The handle completes when every rank has joined;
+/// Handle::received_splits() is then {the last rank to join}.
+Handle join_async();
+/// join_async().wait(); returns the last rank to join.
+int join();
+
+/// Process sets (Horovod's hvd.ProcessSet, src/runtime/process_set.h): every collective
+/// takes `process_set` in its options (0 = every rank); the sizes, ranks and splits of a
+/// collective on a set are those of the set (rank r of the set = its r-th member), roots
+/// are global ranks. Each set negotiates on its own communicators with its own response
+/// cache. A rank submitting to a set it is not in, or to an unknown id, gets
+/// InvalidArgument at submission.
+///
+/// add_process_set: collective over all ranks (each passes the same ranks, ascending,
+/// distinct); returns the new set's id. Needs CONCORD_DYNAMIC_PROCESS_SETS=1
+/// (InvalidArgument otherwise); a set with the same ranks already existing, or ranks that
+/// differ between callers, fail on every rank (InvalidArgument / MismatchError).
+int add_process_set(const std::vector<int>& ranks);
+/// Collective over all ranks: removes set `id` (not 0); its pending operations fail with
+/// StateError. Needs CONCORD_DYNAMIC_PROCESS_SETS=1. Unknown id: InvalidArgument.
+void remove_process_set(int id);
+/// The ids of the existing sets, ascending (0 first).
+std::vector<int> process_set_ids();
+/// The global ranks of set `id`. Throws InvalidArgument for an unknown id.
+std::vector<int> process_set_ranks(int id);
+/// This rank's rank within set `id`, -1 if it is not a member.
+int process_set_rank(int id);
 
 /// Starts writing a Chrome-trace / Perfetto JSON timeline of every tensor's life
 /// (NEGOTIATE_<COLLECTIVE> with a mark per rank, QUEUE, MEMCPY_IN_FUSION_BUFFER, the

@@ -22,10 +22,13 @@ class Handle {
   /// MismatchError, StateError) if it failed. Releases nothing: the caller's buffers may
   /// be reused afterwards.
   void wait() const;
-  /// Allgather only: the output shape, valid after wait() (dim 0 = sum over ranks).
   const std::vector<int64_t>& output_shape() const;
-  /// Allgather only: the gathered bytes (row-major, rank order), valid after wait().
+  /// Allgather/alltoall: the output shape, valid after wait() (dim 0 = rows received).
+  /// Allgather/alltoall: the gathered bytes (row-major, rank order), valid after wait().
   const std::vector<uint8_t>& output_bytes() const;
+  /// Alltoall: the rows received from each rank (size() entries); join: {the last rank to
+  /// join}; add_process_set: {the new set's id}. Valid after wait().
+  const std::vector<int64_t>& received_splits() const;
   /// The shared state, for the runtime. Null for a default-constructed handle.
   const std::shared_ptr<HandleState>& state() const { return state_; }
 

@@ -9,7 +9,8 @@
 namespace concord {
 
 /// Element types a collective can carry. float16 is IEEE 754 binary16, bfloat16 is the
-/// upper half of an IEEE binary32 (as in PyTorch and TensorFlow).
+/// upper half of an IEEE binary32 (as in PyTorch and TensorFlow). kBool (one byte, 0 or 1)
+/// is carried by broadcast, allgather and alltoall only: it has no reduction.
 enum class DataType : uint8_t {
   kFloat32 = 0,
   kFloat64 = 1,
@@ -19,6 +20,8 @@ enum class DataType : uint8_t {
   kInt64 = 5,
   kInt8 = 6,
   kUInt8 = 7,
+  kInt16 = 8,
+  kBool = 9,
 };
 
 /// Reduction applied element-wise by allreduce. kAverage is kSum followed by a
@@ -27,8 +30,18 @@ enum class DataType : uint8_t {
 /// whole tensors (algorithms/allreduce_adasum.h; float32/float64, power-of-two ranks).
 enum class ReduceOp : uint8_t { kSum = 0, kAverage = 1, kMin = 2, kMax = 3, kProduct = 4, kAdasum = 5 };
 
-/// The collective an operation performs.
-enum class CollectiveType : uint8_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2 };
+/// The collective an operation performs. kJoin is join() (this rank has no more data),
+/// kBarrier a barrier(), kProcessSet the collective registration or removal of a process set.
+enum class CollectiveType : uint8_t {
+  kAllreduce = 0,
+  kAllgather = 1,
+  kBroadcast = 2,
+  kReducescatter = 3,
+  kAlltoall = 4,
+  kBarrier = 5,
+  kJoin = 6,
+  kProcessSet = 7,
+};
 
 /// Size of one element in bytes. Throws InvalidArgument for an unknown code.
 size_t dtype_size(DataType dtype);
@@ -36,9 +49,12 @@ size_t dtype_size(DataType dtype);
 const char* dtype_name(DataType dtype);
 /// Parses a name as printed by dtype_name. Throws InvalidArgument naming the bad string.
 DataType dtype_from_name(const std::string& name);
+/// True for the dtypes a reduction accepts (every dtype but kBool).
+bool dtype_reducible(DataType dtype);
 /// Lower-case name ("sum", "average", ...).
 const char* reduce_op_name(ReduceOp op);
-/// "allreduce", "allgather" or "broadcast".
+/// "allreduce", "allgather", "broadcast", "reducescatter", "alltoall", "barrier", "join",
+/// "process_set".
 const char* collective_name(CollectiveType type);
 
 /// A non-owning view of a dense, row-major (C-contiguous) tensor in host memory.

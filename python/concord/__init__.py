@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-def init(cycle_time_ms=None, fusion_threshold_bytes=None):
+def init(cycle_time_ms=None, fusion_threshold_bytes=None, process_sets=None, comm=None):
     """Start Concord on every rank (collective; a no-op when already initialized).
 
     Initializes MPI unless someone else (e.g. mpi4py) already did, in which case MPI must
@@ -47,13 +47,24 @@ def init(cycle_time_ms=None, fusion_threshold_bytes=None):
             from ``CONCORD_CYCLE_TIME`` (1 ms).
         fusion_threshold_bytes (int, optional): largest fused allreduce in bytes; default
             from ``CONCORD_FUSION_THRESHOLD`` (128 MiB); 0 disables fusion.
+        process_sets (list of ProcessSet or of rank lists, optional): process sets to
+            register (ids 1, 2, ... in this order; concord.process_sets), the same on
+            every rank; ``"dynamic"`` registers none (add them later).
+        comm: Horovod's communicator argument; only None (MPI_COMM_WORLD) is supported.
 
     Raises:
         StateError: MPI was finalized or provides too low a thread level.
-        InvalidArgumentError: a malformed ``CONCORD_*`` environment variable.
+        InvalidArgumentError: a malformed ``CONCORD_*`` environment variable, bad or
+            differing process sets, a communicator other than the world.
     """
+    from concord import process_sets as sets_module
+    if comm is not None:
+        raise InvalidArgumentError("init: comm= is not supported; Concord runs on MPI_COMM_WORLD "
+                                   "(use process_sets= for subsets)")
+    sets, ranks = sets_module.register_initial(process_sets)
     _core.init(-1.0 if cycle_time_ms is None else float(cycle_time_ms),
-               -1 if fusion_threshold_bytes is None else int(fusion_threshold_bytes))
+               -1 if fusion_threshold_bytes is None else int(fusion_threshold_bytes), ranks)
+    sets_module.assign_ids(sets)
 
 
 def shutdown():

@@ -135,6 +135,10 @@ const std::vector<ConfigVar>& config_table() {
       {"CONCORD_LOG_LEVEL", "warning", "string",
        "trace, debug, info, warning, error or off; messages are prefixed with the rank",
        parse_string<&Config::log_level>},
+      {"CONCORD_DYNAMIC_PROCESS_SETS", "0", "int",
+       "1 allows add_process_set()/remove_process_set() after init (Horovod's "
+       "HOROVOD_DYNAMIC_PROCESS_SETS); 0 = only the sets given to init()",
+       parse_flag<&Config::dynamic_process_sets>, format_flag<&Config::dynamic_process_sets>},
   };
   return table;
 }

@@ -63,6 +63,7 @@ struct Config {
   double stall_shutdown_seconds = 600;            ///< CONCORD_STALL_SHUTDOWN_TIME
   std::string timeline_path;                      ///< CONCORD_TIMELINE
   std::string log_level = "warning";               ///< CONCORD_LOG_LEVEL
+  bool dynamic_process_sets = false;               ///< CONCORD_DYNAMIC_PROCESS_SETS
 
   /// Parses every variable of the table; throws InvalidArgument naming the variable and its
   /// value when one is malformed or out of range.

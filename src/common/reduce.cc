@@ -80,6 +80,7 @@ CONCORD_KERNEL void reduce_int32(void* d, const void* s, size_t n, ReduceOp op) 
 CONCORD_KERNEL void reduce_int64(void* d, const void* s, size_t n, ReduceOp op) { reduce_typed<int64_t>(d, s, n, op); }
 CONCORD_KERNEL void reduce_int8(void* d, const void* s, size_t n, ReduceOp op) { reduce_typed<int8_t>(d, s, n, op); }
 CONCORD_KERNEL void reduce_uint8(void* d, const void* s, size_t n, ReduceOp op) { reduce_typed<uint8_t>(d, s, n, op); }
+CONCORD_KERNEL void reduce_int16(void* d, const void* s, size_t n, ReduceOp op) { reduce_typed<int16_t>(d, s, n, op); }
 CONCORD_KERNEL void reduce_float16(void* d, const void* s, size_t n, ReduceOp op) { reduce_half<Float16>(d, s, n, op); }
 CONCORD_KERNEL void reduce_bfloat16(void* d, const void* s, size_t n, ReduceOp op) { reduce_half<BFloat16>(d, s, n, op); }
 
@@ -157,6 +158,8 @@ void reduce_inplace_portable(void* dst, const void* src, size_t count, DataType 
     case DataType::kInt64: return reduce_int64(dst, src, count, op);
     case DataType::kInt8: return reduce_int8(dst, src, count, op);
     case DataType::kUInt8: return reduce_uint8(dst, src, count, op);
+    case DataType::kInt16: return reduce_int16(dst, src, count, op);
+    case DataType::kBool: break;  // no reduction: the runtime refuses bool reductions at enqueue
     case DataType::kFloat16: return reduce_float16(dst, src, count, op);
     case DataType::kBFloat16: return reduce_bfloat16(dst, src, count, op);
   }
@@ -183,6 +186,9 @@ void scale_buffer(void* dst, const void* src, size_t count, DataType dtype, doub
       return scale_typed(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), count, factor);
     case DataType::kUInt8:
       return scale_typed(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), count, factor);
+    case DataType::kInt16:
+      return scale_typed(static_cast<int16_t*>(dst), static_cast<const int16_t*>(src), count, factor);
+    case DataType::kBool: break;
     case DataType::kFloat16:
       return scale_half<Float16>(
           static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,

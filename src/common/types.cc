@@ -17,6 +17,7 @@ constexpr DTypeInfo kDTypes[] = {
     {DataType::kFloat16, "float16", 2}, {DataType::kBFloat16, "bfloat16", 2},
     {DataType::kInt32, "int32", 4},     {DataType::kInt64, "int64", 8},
     {DataType::kInt8, "int8", 1},       {DataType::kUInt8, "uint8", 1},
+    {DataType::kInt16, "int16", 2},     {DataType::kBool, "bool", 1},
 };
 
 const DTypeInfo& info(DataType dtype) {
@@ -34,8 +35,11 @@ DataType dtype_from_name(const std::string& name) {
   for (const auto& entry : kDTypes)
     if (name == entry.name) return entry.dtype;
   CONCORD_THROW(InvalidArgument, "unsupported dtype '", name,
-                "': Concord supports float32, float64, float16, bfloat16, int32, int64, int8, uint8");
+                "': Concord supports float32, float64, float16, bfloat16, int32, int64, int16, int8, uint8 "
+                "(and bool for broadcast, allgather and alltoall)");
 }
+
+bool dtype_reducible(DataType dtype) { return info(dtype).dtype != DataType::kBool; }
 
 const char* reduce_op_name(ReduceOp op) {
   switch (op) {
@@ -54,6 +58,11 @@ const char* collective_name(CollectiveType type) {
     case CollectiveType::kAllreduce: return "allreduce";
     case CollectiveType::kAllgather: return "allgather";
     case CollectiveType::kBroadcast: return "broadcast";
+    case CollectiveType::kReducescatter: return "reducescatter";
+    case CollectiveType::kAlltoall: return "alltoall";
+    case CollectiveType::kBarrier: return "barrier";
+    case CollectiveType::kJoin: return "join";
+    case CollectiveType::kProcessSet: return "process_set";
   }
   CONCORD_THROW(InvalidArgument, "unknown collective code ", static_cast<int>(type));
 }

@@ -1,5 +1,6 @@
 #include "control/coordinator.h"
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -48,10 +49,12 @@ Response error_response(const std::string& name, const std::string& message) {
 
 }  // namespace
 
-Response build_response(const std::vector<Request>& requests) {
+Response build_response(const std::vector<Request>& requests, int size, const std::vector<int32_t>& joined) {
   CONCORD_ENFORCE(!requests.empty(), InternalError, "build_response without requests");
+  if (size == 0) size = static_cast<int>(requests.size());
   const Request& first = requests[0];
-  const bool allgather = first.type == CollectiveType::kAllgather;
+  const bool by_rows = first.type == CollectiveType::kAllgather || first.type == CollectiveType::kAlltoall;
+  const bool reduces = first.type == CollectiveType::kAllreduce || first.type == CollectiveType::kReducescatter;
   std::string error = find_mismatch(requests, "collective", [](const Request& r) {
     return std::string(collective_name(r.type));
   });
@@ -59,7 +62,7 @@ Response build_response(const std::vector<Request>& requests) {
     error = find_mismatch(requests, "dtype", [](const Request& r) {
       return std::string(dtype_name(r.dtype));
     });
-  if (error.empty() && allgather) {
+  if (error.empty() && by_rows) {
     error = find_mismatch(requests, "shape (all but dim 0)", [](const Request& r) {
       if (r.shape.empty()) return std::string("a scalar");
       return shape_string(std::vector<int64_t>(r.shape.begin() + 1, r.shape.end()));
@@ -67,7 +70,7 @@ Response build_response(const std::vector<Request>& requests) {
   } else if (error.empty()) {
     error = find_mismatch(requests, "shape", [](const Request& r) { return shape_string(r.shape); });
   }
-  if (error.empty() && first.type == CollectiveType::kAllreduce) {
+  if (error.empty() && reduces) {
     error = find_mismatch(requests, "reduce op", [](const Request& r) {
       return std::string(reduce_op_name(r.op));
     });
@@ -80,6 +83,10 @@ Response build_response(const std::vector<Request>& requests) {
   }
   if (error.empty() && first.type == CollectiveType::kBroadcast)
     error = find_mismatch(requests, "root rank", [](const Request& r) { return std::to_string(r.root); });
+  if (error.empty() && first.type == CollectiveType::kProcessSet)
+    error = find_mismatch(requests, "process set ranks", [](const Request& r) {
+      return r.splits.empty() ? "remove " + std::to_string(r.root) : "add " + shape_string(r.splits);
+    });
   if (error.empty())
     error = find_mismatch(requests, "group", [](const Request& r) {
       return r.group_size > 1 ? "group '" + r.group + "' of " + std::to_string(r.group_size) : std::string("no group");
@@ -87,29 +94,55 @@ Response build_response(const std::vector<Request>& requests) {
   if (!error.empty()) return error_response(first.name, error);
 
   Response response;
-  response.type = static_cast<ResponseType>(first.type);
+  response.type = response_type(first.type);
   response.names = {first.name};
   response.dtype = first.dtype;
   response.op = first.op;
   response.root = first.root;
   response.prescale_factor = first.prescale_factor;
   response.postscale_factor = first.postscale_factor;
+  response.joined = joined;
   if (first.group_size > 1) response.group = first.group;
-  if (allgather) {
-    for (const auto& request : requests) response.sizes.push_back(request.shape.at(0));
-  } else {
-    int64_t elements = 1;
-    for (int64_t d : first.shape) elements *= d;
-    response.sizes = {elements};
+  int64_t row_elements = 1;
+  for (size_t d = 1; d < first.shape.size(); ++d) row_elements *= first.shape[d];
+  switch (first.type) {
+    case CollectiveType::kAllgather:
+      response.sizes.assign(size, 0);  // joined ranks contribute no rows
+      for (const auto& request : requests) response.sizes.at(request.rank) = request.shape.at(0);
+      response.row_elements = {row_elements};
+      break;
+    case CollectiveType::kAlltoall:
+      response.sizes.assign(static_cast<size_t>(size) * size, 0);
+      for (const auto& request : requests)
+        for (int to = 0; to < size; ++to)
+          response.sizes.at(static_cast<size_t>(request.rank) * size + to) = request.splits.at(to);
+      response.row_elements = {row_elements};
+      break;
+    case CollectiveType::kProcessSet:
+      response.sizes = first.splits;
+      break;
+    case CollectiveType::kBarrier:
+    case CollectiveType::kJoin:
+      break;
+    default: {
+      int64_t elements = 1;
+      for (int64_t d : first.shape) elements *= d;
+      response.sizes = {elements};
+      if (first.type == CollectiveType::kReducescatter) {
+        response.rows = {first.shape.at(0)};
+        response.row_elements = {row_elements};
+      }
+    }
   }
   return response;
 }
 
-Coordinator::Coordinator(int size) : size_(size) {}
+Coordinator::Coordinator(int size) : size_(size), joined_(size, false) {}
 
 void Coordinator::add(const Request& request) {
   CONCORD_ENFORCE(request.rank >= 0 && request.rank < size_, InternalError, "request from rank ",
                   request.rank, " outside [0, ", size_, ")");
+  if (request.type == CollectiveType::kJoin) return add_join(request);
   auto [it, inserted] = table_.try_emplace(request.name);
   Entry& entry = it->second;
   if (inserted) {
@@ -122,21 +155,58 @@ void Coordinator::add(const Request& request) {
     return;
   }
   entry.by_rank[request.rank] = request;
-  if (++entry.count < size_) return;
+  ++entry.count;
+  check_ready(request.name);
+}
+
+void Coordinator::add_join(const Request& request) {
+  CONCORD_ENFORCE(!joined_[request.rank], InternalError, "rank ", request.rank, " joined twice");
+  joined_[request.rank] = true;
+  ++joined_count_;
+  last_joined_ = request.rank;
+  join_name_ = request.name;
+  // Tensors the other ranks were waiting for this rank to submit may be ready now, in the
+  // order they were first seen.
+  std::vector<std::pair<std::chrono::steady_clock::time_point, std::string>> waiting;
+  for (const auto& [name, entry] : table_)
+    if (std::find(ready_.begin(), ready_.end(), name) == ready_.end()) waiting.emplace_back(entry.first_seen, name);
+  std::sort(waiting.begin(), waiting.end());
+  for (const auto& [seen, name] : waiting) check_ready(name);
+  if (joined_count_ == size_) join_complete_ = true;
+}
+
+void Coordinator::check_ready(const std::string& name) {
+  Entry& entry = table_.at(name);
+  int present = 0;
+  const Request* any = nullptr;
+  for (int r = 0; r < size_; ++r) {
+    if (entry.by_rank[r]) any = &*entry.by_rank[r];
+    present += entry.by_rank[r] || joined_[r];
+  }
+  if (present < size_ || any == nullptr) return;
+  for (const auto& group : groups_)  // already waiting for its group
+    if (std::find(group.second.begin(), group.second.end(), name) != group.second.end()) return;
   // Ready on every rank. A group member waits for the rest of its group, unless the ranks
   // disagree on the grouping (then it is released at once and answered with an error).
   bool same_group = true;
   for (const auto& other : entry.by_rank)
-    same_group &= other->group == request.group && other->group_size == request.group_size;
-  if (request.group_size <= 1 || !same_group || !entry.duplicate.empty()) {
-    ready_.push_back(request.name);
+    if (other) same_group &= other->group == any->group && other->group_size == any->group_size;
+  if (any->group_size <= 1 || !same_group || !entry.duplicate.empty()) {
+    ready_.push_back(name);
     return;
   }
-  auto& members = groups_[request.group];
-  members.push_back(request.name);
-  if (static_cast<int32_t>(members.size()) < request.group_size) return;
+  auto& members = groups_[any->group];
+  members.push_back(name);
+  if (static_cast<int32_t>(members.size()) < any->group_size) return;
   ready_.insert(ready_.end(), members.begin(), members.end());
-  groups_.erase(request.group);
+  groups_.erase(any->group);
+}
+
+std::vector<int32_t> Coordinator::joined() const {
+  std::vector<int32_t> ranks;
+  for (int r = 0; r < size_; ++r)
+    if (joined_[r]) ranks.push_back(r);
+  return ranks;
 }
 
 size_t Coordinator::held_for_group() const {
@@ -155,10 +225,25 @@ std::vector<Response> Coordinator::take_ready() {
       continue;
     }
     std::vector<Request> requests;
-    for (auto& request : entry.by_rank) requests.push_back(std::move(*request));
-    responses.push_back(build_response(requests));
+    std::vector<int32_t> absent;  // joined ranks that did not submit this tensor contribute nothing
+    for (int r = 0; r < size_; ++r) {
+      if (entry.by_rank[r]) requests.push_back(std::move(*entry.by_rank[r]));
+      else if (joined_[r]) absent.push_back(r);
+    }
+    responses.push_back(build_response(requests, size_, absent));
   }
   ready_.clear();
+  if (join_complete_) {  // every rank has joined: release them all
+    Response join;
+    join.type = ResponseType::kJoin;
+    join.names = {join_name_};
+    join.sizes = {last_joined_};
+    join.joined = joined();
+    responses.push_back(std::move(join));
+    joined_.assign(size_, false);
+    joined_count_ = 0;
+    join_complete_ = false;
+  }
   return responses;
 }
 

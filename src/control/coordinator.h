@@ -6,6 +6,12 @@
 // scale factors, root and group; any disagreement becomes an ERROR response naming the
 // tensor, the ranks and the differing values, raised on every rank. Members of a group
 // (grouped allreduce) are held back until every member is ready, then released together.
+//
+// Join (Horovod's hvd.join()): a rank that has run out of data sends a kJoin request. From
+// then on a tensor is ready once every rank that has not joined has requested it; the
+// response lists the joined ranks, which take part contributing nothing. When every rank
+// has joined, a kJoin response (sizes = {last rank to join}) completes join() everywhere
+// and the joined set is emptied.
 #pragma once
 
 #include <chrono>
@@ -36,6 +42,9 @@ class Coordinator {
   /// Number of tensors ready on every rank but held back for the rest of their group.
   size_t held_for_group() const;
 
+  /// The ranks that have joined and not yet been released by a kJoin response, ascending.
+  std::vector<int32_t> joined() const;
+
  private:
   struct Entry {
     std::vector<std::optional<Request>> by_rank;
@@ -44,15 +53,27 @@ class Coordinator {
     std::chrono::steady_clock::time_point first_seen;
   };
 
+  // Moves `name` to ready_ (or to its group's waiting members) once every rank that has
+  // not joined has requested it.
+  void check_ready(const std::string& name);
+  void add_join(const Request& request);
+
   int size_;
+  std::vector<bool> joined_;
+  int joined_count_ = 0;
+  int last_joined_ = -1;
+  bool join_complete_ = false;  // every rank joined: take_ready() ends with the kJoin response
+  std::string join_name_;
   std::unordered_map<std::string, Entry> table_;
   std::unordered_map<std::string, std::vector<std::string>> groups_;  // group -> ready members
   std::vector<std::string> ready_;
 };
 
-/// Builds the response for one tensor from the requests of all ranks (index = rank):
-/// either the collective's response or an ERROR response describing the first mismatch.
-/// Exposed for unit tests.
-Response build_response(const std::vector<Request>& requests);
+/// Builds the response for one tensor from the requests of the ranks that submitted it
+/// (all `size` ranks but the `joined` ones; size 0 = requests.size()): either the
+/// collective's response or an ERROR response describing the first mismatch. Exposed for
+/// unit tests.
+Response build_response(const std::vector<Request>& requests, int size = 0,
+                        const std::vector<int32_t>& joined = {});
 
 }  // namespace concord

@@ -91,6 +91,7 @@ void put_request(Writer& out, const Request& r) {
   out.put<double>(r.prescale_factor);
   out.put<double>(r.postscale_factor);
   out.put(r.shape);
+  out.put(r.splits);
   out.put(r.group);
   out.put<int32_t>(r.group_size);
 }
@@ -99,13 +100,14 @@ Request get_request(Reader& in) {
   Request r;
   r.rank = in.get<int32_t>();
   r.name = in.get_string();
-  r.type = get_enum<CollectiveType>(in, 2);
-  r.dtype = get_enum<DataType>(in, 7);
+  r.type = get_enum<CollectiveType>(in, static_cast<uint8_t>(CollectiveType::kProcessSet));
+  r.dtype = get_enum<DataType>(in, static_cast<uint8_t>(DataType::kBool));
   r.op = get_enum<ReduceOp>(in, static_cast<uint8_t>(ReduceOp::kAdasum));
   r.root = in.get<int32_t>();
   r.prescale_factor = in.get<double>();
   r.postscale_factor = in.get<double>();
   r.shape = in.get_vector<int64_t>([&] { return in.get<int64_t>(); });
+  r.splits = in.get_vector<int64_t>([&] { return in.get<int64_t>(); });
   r.group = in.get_string();
   r.group_size = in.get<int32_t>();
   return r;
@@ -122,20 +124,26 @@ void put_response(Writer& out, const Response& r) {
   out.put<double>(r.prescale_factor);
   out.put<double>(r.postscale_factor);
   out.put(r.sizes);
+  out.put(r.row_elements);
+  out.put(r.rows);
+  out.put(r.joined);
   out.put(r.group);
 }
 
 Response get_response(Reader& in) {
   Response r;
-  r.type = get_enum<ResponseType>(in, 3);
+  r.type = get_enum<ResponseType>(in, static_cast<uint8_t>(ResponseType::kProcessSet));
   r.names = in.get_vector<std::string>([&] { return in.get_string(); });
   r.error = in.get_string();
-  r.dtype = get_enum<DataType>(in, 7);
+  r.dtype = get_enum<DataType>(in, static_cast<uint8_t>(DataType::kBool));
   r.op = get_enum<ReduceOp>(in, static_cast<uint8_t>(ReduceOp::kAdasum));
   r.root = in.get<int32_t>();
   r.prescale_factor = in.get<double>();
   r.postscale_factor = in.get<double>();
   r.sizes = in.get_vector<int64_t>([&] { return in.get<int64_t>(); });
+  r.row_elements = in.get_vector<int64_t>([&] { return in.get<int64_t>(); });
+  r.rows = in.get_vector<int64_t>([&] { return in.get<int64_t>(); });
+  r.joined = in.get_vector<int32_t>([&] { return in.get<int32_t>(); });
   r.group = in.get_string();
   return r;
 }
@@ -145,8 +153,22 @@ Response get_response(Reader& in) {
 bool Request::same_parameters(const Request& other) const {
   return name == other.name && type == other.type && dtype == other.dtype && op == other.op &&
          root == other.root && prescale_factor == other.prescale_factor &&
-         postscale_factor == other.postscale_factor && shape == other.shape && group == other.group &&
-         group_size == other.group_size;
+         postscale_factor == other.postscale_factor && shape == other.shape && splits == other.splits &&
+         group == other.group && group_size == other.group_size;
+}
+
+ResponseType response_type(CollectiveType type) {
+  switch (type) {
+    case CollectiveType::kAllreduce: return ResponseType::kAllreduce;
+    case CollectiveType::kAllgather: return ResponseType::kAllgather;
+    case CollectiveType::kBroadcast: return ResponseType::kBroadcast;
+    case CollectiveType::kReducescatter: return ResponseType::kReducescatter;
+    case CollectiveType::kAlltoall: return ResponseType::kAlltoall;
+    case CollectiveType::kBarrier: return ResponseType::kBarrier;
+    case CollectiveType::kJoin: return ResponseType::kJoin;
+    case CollectiveType::kProcessSet: return ResponseType::kProcessSet;
+  }
+  CONCORD_THROW(InternalError, "unknown collective code ", static_cast<int>(type));
 }
 
 std::vector<uint8_t> encode(const RequestList& list) {
@@ -162,6 +184,7 @@ std::vector<uint8_t> encode(const ResponseList& list) {
   out.put<uint8_t>(list.shutdown);
   out.put<uint64_t>(list.responses.size());
   for (const auto& response : list.responses) put_response(out, response);
+  out.put(list.joined);
   return out.take();
 }
 
@@ -179,6 +202,7 @@ ResponseList decode_response_list(const std::vector<uint8_t>& bytes) {
   ResponseList list;
   list.shutdown = in.get<uint8_t>() != 0;
   list.responses = in.get_vector<Response>([&] { return get_response(in); });
+  list.joined = in.get_vector<int32_t>([&] { return in.get<int32_t>(); });
   in.finish();
   return list;
 }

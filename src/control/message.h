@@ -24,6 +24,9 @@ struct Request {
   double prescale_factor = 1.0;  ///< allreduce only
   double postscale_factor = 1.0;
   std::vector<int64_t> shape;
+  /// Alltoall: rows of dim 0 sent to each rank (size() entries, summing to shape[0]).
+  /// Process-set registration: the member ranks (global ranks, ascending).
+  std::vector<int64_t> splits;
   /// Grouped allreduce: the name of the group's first member ("" when not grouped) and the
   /// number of members. No member is ready until every member is ready on every rank.
   std::string group;
@@ -43,7 +46,20 @@ struct RequestList {
   bool operator==(const RequestList&) const = default;
 };
 
-enum class ResponseType : uint8_t { kAllreduce = 0, kAllgather = 1, kBroadcast = 2, kError = 3 };
+enum class ResponseType : uint8_t {
+  kAllreduce = 0,
+  kAllgather = 1,
+  kBroadcast = 2,
+  kError = 3,
+  kReducescatter = 4,
+  kAlltoall = 5,
+  kBarrier = 6,
+  kJoin = 7,
+  kProcessSet = 8,
+};
+
+/// The response type that executes a request of `type`.
+ResponseType response_type(CollectiveType type);
 
 /// What every rank executes, in the same order on every rank. A response may name several
 /// tensors (a fused allreduce).
@@ -56,9 +72,18 @@ struct Response {
   int32_t root = 0;
   double prescale_factor = 1.0;
   double postscale_factor = 1.0;
-  /// kAllreduce/kBroadcast: element count of each tensor (one entry per name).
-  /// kAllgather: dim 0 of each rank's input (size() entries for the single name).
+  /// kAllreduce/kBroadcast/kReducescatter: element count of each tensor (one entry per name).
+  /// kAllgather: dim 0 of each rank's input (size() entries per name, names back to back).
+  /// kAlltoall: the rows rank i sends to rank j at i * size() + j (size()^2 entries).
+  /// kJoin: the last rank to join. kProcessSet: the member ranks (empty = removal).
   std::vector<int64_t> sizes;
+  /// Elements of one dim-0 row of each tensor (one entry per name): allgather, alltoall and
+  /// reducescatter, so a rank without the tensor (joined) can still take part.
+  std::vector<int64_t> row_elements;
+  /// kReducescatter: dim 0 of each tensor (one entry per name).
+  std::vector<int64_t> rows;
+  /// Ranks that had called join() when the response was formed (they contribute nothing).
+  std::vector<int32_t> joined;
   /// Group of the tensors ("" when not grouped); informational once answered (a group's
   /// members are answered in one cycle and fused like any other ready response).
   std::string group;
@@ -70,6 +95,9 @@ struct Response {
 struct ResponseList {
   std::vector<Response> responses;
   bool shutdown = false;  ///< some rank asked to shut down: every rank stops
+  /// The ranks that have joined (join()) after this answer, ascending: in the next cycles
+  /// they contribute every cache bit (their peers' cached tensors proceed without them).
+  std::vector<int32_t> joined;
   /// Why the runtime stops when it is not a plain shutdown() (e.g. the stall inspector's
   /// verdict); pending operations fail with it. Not part of the wire format.
   std::string shutdown_message;

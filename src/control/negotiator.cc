@@ -39,6 +39,11 @@ Negotiator::Negotiator(Communicator& control, const NegotiatorOptions& options)
   }
 }
 
+bool Negotiator::i_joined() const {
+  return static_cast<int>(joined_.size()) < comm_.size() &&
+         std::find(joined_.begin(), joined_.end(), comm_.rank()) != joined_.end();
+}
+
 Negotiator::Classified Negotiator::classify() {
   Classified out;
   const size_t words = 1 + (cache_.capacity() + 63) / 64;
@@ -87,11 +92,12 @@ std::vector<Response> Negotiator::take_common_hits(const std::vector<uint64_t>& 
     if (parameters.group_size > 1 && group_members[parameters.group] < parameters.group_size) continue;
     const std::string name = parameters.name;
     responses.push_back(cache_.response(bit));
+    responses.back().joined = joined_;
     cache_.touch(bit);
     auto it = std::find_if(hits.begin(), hits.end(), [&](const Request& r) { return r.name == name; });
-    CONCORD_ENFORCE(it != hits.end(), InternalError, "cached response for '", name,
+    CONCORD_ENFORCE(it != hits.end() || i_joined(), InternalError, "cached response for '", name,
                     "' which this rank has not requested");
-    hits.erase(it);
+    if (it != hits.end()) hits.erase(it);
     if (stall_inspector_) stall_inspector_->remove(name);
   }
   stats_.cache_hits += responses.size();
@@ -115,12 +121,14 @@ std::vector<Response> Negotiator::coordinate(const std::vector<Request>& uncache
       }
     }
     answer.responses = coordinator_->take_ready();
+    answer.joined = coordinator_->joined();
     for (const auto& response : answer.responses)
       for (const auto& name : response.names) stall_inspector_->remove(name);
     bytes = encode(answer);
   }
   comm_.broadcast_bytes(bytes, 0);
   if (!coordinator_) answer = decode_response_list(bytes);
+  joined_ = answer.joined;
   cache_new(answer.responses);
   return answer.responses;
 }
@@ -129,9 +137,12 @@ void Negotiator::cache_new(const std::vector<Response>& responses) {
   for (const auto& response : responses) {
     for (const auto& name : response.names) {
       auto it = sent_.find(name);
+      const bool joined = std::find(response.joined.begin(), response.joined.end(), comm_.rank()) !=
+                          response.joined.end();
+      if (it == sent_.end() && joined) continue;  // this rank had joined: it takes part without a request
       CONCORD_ENFORCE(it != sent_.end(), InternalError, "response for tensor '", name,
                       "' which this rank has not sent to the coordinator");
-      if (ResponseCache::cacheable(response)) {
+      if (ResponseCache::cacheable(response) && response.joined.empty()) {
         if (auto evicted = cache_.put(response, it->second)) {
           ++stats_.evictions;
           if (!eviction_warned_) {
@@ -204,6 +215,7 @@ ResponseList Negotiator::negotiate(std::vector<Request> new_requests, bool shutd
   Classified mine = classify();
 
   std::vector<uint64_t> bits = mine.hit_bits;
+  if (i_joined()) std::fill(bits.begin(), bits.end(), ~uint64_t{0});  // let the others' hits through
   bits[0] = kAllStatus;
   if (shutdown) bits[0] &= ~kNoShutdown;
   if (!mine.uncached.empty()) bits[0] &= ~kNoUncached;

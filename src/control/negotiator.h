@@ -13,6 +13,10 @@
 //   5. slow path, only if some rank has uncached requests: gather of the uncached requests
 //      to the coordinator (rank 0), which answers the tensors now ready on every rank;
 //      broadcast; every rank caches the new responses in broadcast order.
+//   Join: the ranks that have joined (ResponseList::joined of the last slow path, the same
+//   on every rank) contribute all-ones cache bits, so their peers' cached tensors proceed;
+//   every response carries the joined set it was formed with, and responses formed while
+//   some rank is joined are not cached (the joined ranks have no parameters to cache).
 //   6. stall check, every quarter of the stall warning time: gather of each rank's pending
 //      cached requests to rank 0, whose StallInspector logs tensors that some ranks have
 //      submitted and others have not, and may order a shutdown (broadcast).
@@ -98,6 +102,8 @@ class Negotiator {
     bool any_invalid = false;
   };
   Classified classify();
+  // True while this rank has joined and some other rank has not.
+  bool i_joined() const;
   std::vector<Response> take_common_hits(const std::vector<uint64_t>& common, std::vector<Request>& hits);
   std::vector<Response> coordinate(const std::vector<Request>& uncached);
   std::optional<std::string> stall_check();
@@ -115,6 +121,7 @@ class Negotiator {
   std::vector<Request> pending_;                   // not yet answered nor sent to rank 0
   std::unordered_map<std::string, Request> sent_;  // sent to rank 0, awaiting a response
   bool eviction_warned_ = false;
+  std::vector<int32_t> joined_;  // ranks joined as of the last slow path (same on every rank)
   Timeline* timeline_ = nullptr;
   std::unordered_map<std::string, bool> negotiating_;  // names with an open NEGOTIATE span
   CoordinationStats stats_;

@@ -56,10 +56,58 @@ void Executor::unmark(const Response& response) {
   for (const auto& name : response.names) timeline_.activity_end(name);
 }
 
+int Executor::active_ranks(const Response& response) const {
+  return comm_.size() - static_cast<int>(response.joined.size());
+}
+
+TensorEntry Executor::placeholder(const Response& response, size_t index) {
+  TensorEntry entry;
+  entry.request.name = response.names[index];
+  entry.handle = std::make_shared<HandleState>();
+  const int64_t row = index < response.row_elements.size() ? response.row_elements[index] : 1;
+  int64_t in_elements = 0, out_elements = 0;
+  switch (response.type) {
+    case ResponseType::kAllreduce:
+    case ResponseType::kBroadcast:
+      in_elements = out_elements = response.sizes.at(index);
+      break;
+    case ResponseType::kReducescatter: {
+      const int64_t rows = response.rows.at(index);
+      in_elements = rows * row;
+      out_elements = (rows / comm_.size() + 1) * row;
+      break;
+    }
+    default:  // allgather: no rows; others carry no data
+      break;
+  }
+  const size_t element = dtype_size(response.dtype);
+  // Each buffer's data pointer is taken at once: a later emplace_back may move the vectors
+  // (their heap buffers stay put).
+  void* in = placeholders_.emplace_back(static_cast<size_t>(in_elements) * element, 0).data();
+  void* out = placeholders_.emplace_back(static_cast<size_t>(out_elements) * element, 0).data();
+  entry.input = TensorView{in, response.dtype, {in_elements / std::max<int64_t>(row, 1), row}};
+  entry.output = TensorView{out, response.dtype, {out_elements / std::max<int64_t>(row, 1), row}};
+  if (response.type == ResponseType::kAllreduce || response.type == ResponseType::kBroadcast) {
+    entry.input.shape = {in_elements};
+    entry.output.shape = {out_elements};
+  }
+  return entry;
+}
+
 void Executor::execute(const Response& response, TensorQueue& queue) {
   unmark(response);  // QUEUE, opened by the runtime when the response was negotiated
+  placeholders_.clear();
+  const bool joined = std::find(response.joined.begin(), response.joined.end(), comm_.rank()) != response.joined.end();
   std::vector<TensorEntry> entries;
-  for (const auto& name : response.names) entries.push_back(queue.take(name));
+  for (size_t i = 0; i < response.names.size(); ++i) {
+    if (auto entry = queue.try_take(response.names[i])) {
+      entries.push_back(std::move(*entry));
+    } else {
+      CONCORD_ENFORCE(joined && response.type != ResponseType::kJoin, InternalError, "response for tensor '",
+                      response.names[i], "' which is not in flight on this rank");
+      entries.push_back(placeholder(response, i));
+    }
+  }
   std::vector<bool> completed(entries.size(), false);  // handles completed early
   try {
     switch (response.type) {
@@ -69,11 +117,24 @@ void Executor::execute(const Response& response, TensorQueue& queue) {
         allreduce(response, entries, completed);
         break;
       case ResponseType::kAllgather:
-        allgather(response, entries.at(0));
+        allgather(response, entries);
         break;
       case ResponseType::kBroadcast:
         broadcast(response, entries.at(0));
         break;
+      case ResponseType::kReducescatter:
+        reducescatter(response, entries);
+        break;
+      case ResponseType::kAlltoall:
+        alltoall(response, entries.at(0));
+        break;
+      case ResponseType::kJoin:
+        entries.at(0).handle->received_splits = response.sizes;
+        break;
+      case ResponseType::kBarrier:  // negotiated once every rank has arrived: nothing to move
+        break;
+      case ResponseType::kProcessSet:
+        throw InternalError("process set responses are executed by the runtime, not the executor");
     }
   } catch (...) {
     for (size_t i = 0; i < entries.size(); ++i)
@@ -90,7 +151,7 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
   const size_t element = dtype_size(dtype);
   const double prescale = response.prescale_factor;
   double postscale = response.postscale_factor;
-  if (response.op == ReduceOp::kAverage) postscale /= comm_.size();
+  if (response.op == ReduceOp::kAverage) postscale /= active_ranks(response);
   const ReduceOp op = response.op == ReduceOp::kAverage ? ReduceOp::kSum : response.op;
 
   const size_t total = std::accumulate(response.sizes.begin(), response.sizes.end(), size_t{0});
@@ -213,36 +274,67 @@ void Executor::adasum(const Response& response, std::vector<TensorEntry>& entrie
   }
 }
 
-void Executor::allgather(const Response& response, TensorEntry& entry) {
-  const auto& shape = entry.input.shape;
-  int64_t row_elements = 1;
-  for (size_t d = 1; d < shape.size(); ++d) row_elements *= shape[d];
-  const size_t row_bytes = static_cast<size_t>(row_elements) * dtype_size(entry.input.dtype);
-  std::vector<size_t> block_bytes;
-  int64_t rows = 0;
-  for (int64_t dim0 : response.sizes) {
-    block_bytes.push_back(static_cast<size_t>(dim0) * row_bytes);
-    rows += dim0;
+void Executor::allgather(const Response& response, std::vector<TensorEntry>& entries) {
+  // Tensor t has sizes[t * P + r] rows from rank r (0 for a joined rank) of row_bytes[t].
+  const size_t P = static_cast<size_t>(comm_.size());
+  const size_t me = static_cast<size_t>(comm_.rank());
+  const size_t element = dtype_size(response.dtype);
+  std::vector<int64_t> rows = response.sizes;
+  for (size_t t = 0; t < entries.size(); ++t)
+    for (int32_t j : response.joined) rows.at(t * P + static_cast<size_t>(j)) = 0;
+  std::vector<size_t> row_bytes, block_bytes(P, 0);
+  for (size_t t = 0; t < entries.size(); ++t) {
+    row_bytes.push_back(static_cast<size_t>(response.row_elements.at(t)) * element);
+    for (size_t r = 0; r < P; ++r) block_bytes[r] += static_cast<size_t>(rows[t * P + r]) * row_bytes[t];
   }
-  auto& state = *entry.handle;
-  state.output_shape = shape;
-  state.output_shape[0] = rows;
-  state.output_bytes.assign(static_cast<size_t>(rows) * row_bytes, 0);
-  const size_t own_offset = std::accumulate(block_bytes.begin(), block_bytes.begin() + comm_.rank(), size_t{0});
-  if (block_bytes[comm_.rank()] > 0)
-    std::memcpy(state.output_bytes.data() + own_offset, entry.input.data, block_bytes[comm_.rank()]);
+  std::vector<size_t> block_offset(P + 1, 0);
+  for (size_t r = 0; r < P; ++r) block_offset[r + 1] = block_offset[r] + block_bytes[r];
+  const bool fused = entries.size() > 1;
+  uint8_t* buffer = nullptr;
+  if (fused) {
+    buffer = fusion_buffer_.get(block_offset[P]);
+  } else {  // gather straight into the handle's output
+    entries[0].handle->output_bytes.assign(block_offset[P], 0);
+    buffer = entries[0].handle->output_bytes.data();
+  }
+  uint8_t* own = buffer + block_offset[me];
+  for (size_t t = 0; t < entries.size(); ++t) {
+    const size_t bytes = static_cast<size_t>(rows[t * P + me]) * row_bytes[t];
+    if (bytes > 0) std::memcpy(own, entries[t].input.data, bytes);
+    own += bytes;
+  }
   std::string activity = "allgather";
-  const Problem gather_problem = problem(state.output_bytes.size(), DataType::kUInt8, ReduceOp::kSum);
+  const Problem gather_problem = problem(block_offset[P], DataType::kUInt8, ReduceOp::kSum);
   auto& algorithm = this->algorithm(allgather_algorithms(), gather_problem,
                                     choose("allgather", allgather_algorithms(), allgather_rules_, gather_problem),
                                     activity);
   mark(response, activity);
-  algorithm.start(state.output_bytes.data(), block_bytes);
+  algorithm.start(buffer, block_bytes);
   run_to_completion(algorithm);
   unmark(response);
+  std::vector<size_t> cursor(block_offset.begin(), block_offset.end() - 1);  // per rank, in buffer
+  for (size_t t = 0; t < entries.size(); ++t) {
+    auto& state = *entries[t].handle;
+    int64_t total_rows = 0;
+    for (size_t r = 0; r < P; ++r) total_rows += rows[t * P + r];
+    state.output_shape = entries[t].input.shape;
+    state.output_shape.at(0) = total_rows;
+    if (!fused) continue;
+    state.output_bytes.resize(static_cast<size_t>(total_rows) * row_bytes[t]);
+    size_t out = 0;
+    for (size_t r = 0; r < P; ++r) {
+      const size_t bytes = static_cast<size_t>(rows[t * P + r]) * row_bytes[t];
+      if (bytes > 0) std::memcpy(state.output_bytes.data() + out, buffer + cursor[r], bytes);
+      cursor[r] += bytes;
+      out += bytes;
+    }
+  }
 }
 
 void Executor::broadcast(const Response& response, TensorEntry& entry) {
+  CONCORD_ENFORCE(std::find(response.joined.begin(), response.joined.end(), response.root) == response.joined.end(),
+                  InvalidArgument, "broadcast of tensor '", response.names[0], "': root rank ", response.root,
+                  " has called join() and has no tensor to send");
   std::string activity = "broadcast";
   const Problem broadcast_problem = problem(entry.output.num_bytes(), DataType::kUInt8, ReduceOp::kSum);
   auto& algorithm = this->algorithm(broadcast_algorithms(), broadcast_problem,
@@ -258,5 +350,10 @@ void Executor::broadcast(const Response& response, TensorEntry& entry) {
 template AllreduceAlgorithm& Executor::algorithm(const std::vector<RegistryEntry<AllreduceAlgorithm>>&,
                                                  const Problem&, const std::string&, std::string&,
                                                  const ProblemForEntry&);
+// Used by executor_alltoall.cc and executor_reducescatter.cc.
+template AlltoallAlgorithm& Executor::algorithm(const std::vector<AlltoallEntry>&, const Problem&, const std::string&,
+                                                std::string&, const ProblemForEntry&);
+template ReduceScatterAlgorithm& Executor::algorithm(const std::vector<ReduceScatterEntry>&, const Problem&,
+                                                     const std::string&, std::string&, const ProblemForEntry&);
 
 }  // namespace concord

@@ -5,12 +5,17 @@
 // Per-range completion: a fused allreduce copies out and completes each tensor as soon as
 // the algorithm reports its whole range final (AllreduceAlgorithm::take_final_ranges),
 // before the rest of the fused operation has finished.
-// An ERROR response fails the named handle with MismatchError on every rank. Algorithms
-// come from the registry (algorithms/registry.h). Selection (executor_selection.cc), the
-// same on every rank: a CONCORD_*_ALGORITHM size-range rule covering the size
-// (algorithms/size_rules.h) wins; otherwise the choice is memoised per (collective, dtype,
-// size bucket): for allreduce with CONCORD_AUTOTUNE=1 the measured winner
-// (algorithms/autotune.h; measured on first use of the bucket, rank 0 deciding, and
+// An ERROR response fails the named handle with MismatchError on every rank.
+// Fused allgathers pack each rank's rows of every tensor into one allgatherv; fused
+// reduce-scatters lay out rank r's rows of every tensor as block r of one reduce-scatter
+// (executor_reducescatter.cc); alltoall pads every block to the largest one
+// (executor_alltoall.cc). A rank that has joined (Response::joined) and has no entry takes
+// part with a placeholder: zeros to reduce, no rows to gather, a scratch output.
+// Algorithms come from the registry (algorithms/registry.h). Selection
+// (executor_selection.cc), the same on every rank: a CONCORD_*_ALGORITHM size-range rule
+// covering the size (algorithms/size_rules.h) wins; otherwise the choice is memoised per
+// (collective, dtype, size bucket): for allreduce with CONCORD_AUTOTUNE=1 the measured
+// winner (algorithms/autotune.h; measured on first use of the bucket, rank 0 deciding, and
 // persisted), else the cost model's; each new choice is logged at debug level. Instances
 // (and their scratch) persist across responses.
 // The tree allreduces get their chunk size per response from CONCORD_TREE_CHUNKS
@@ -61,8 +66,18 @@ class Executor {
   /// op kAdasum: AllreduceAdasum on each tensor of `buffer` (packed as by allreduce())
   /// separately, since its dot products are per tensor; then postscale and copy out.
   void adasum(const Response& response, std::vector<TensorEntry>& entries, uint8_t* buffer, double postscale);
-  void allgather(const Response& response, TensorEntry& entry);
+  void allgather(const Response& response, std::vector<TensorEntry>& entries);
   void broadcast(const Response& response, TensorEntry& entry);
+  // executor_reducescatter.cc
+  void reducescatter(const Response& response, std::vector<TensorEntry>& entries);
+  // executor_alltoall.cc
+  void alltoall(const Response& response, TensorEntry& entry);
+
+  // The entry of tensor `index` of `response` for a rank that has joined: zeroed input,
+  // scratch output, a handle nobody waits for. Its buffers live until the next response.
+  TensorEntry placeholder(const Response& response, size_t index);
+  // Ranks that contribute to `response` (size() minus the joined ranks).
+  int active_ranks(const Response& response) const;
 
   // The registry's choice for `problem` (each entry judged on problem_for(name, problem)
   // when set), created on first use and kept; re-created when the chosen entry's
@@ -93,6 +108,8 @@ class Executor {
   ScratchBuffer fusion_buffer_;
   std::unique_ptr<AllreduceAdasum> adasum_;  // created at the first Adasum allreduce
   ScratchBuffer scratch_;
+  ScratchBuffer receive_buffer_;  // alltoall
+  std::vector<std::vector<uint8_t>> placeholders_;  // joined ranks' buffers, per response
   AlgorithmContext context_;
   struct Instance {
     std::unique_ptr<Algorithm> algorithm;

@@ -1,19 +1,33 @@
 #include "runtime/fusion.h"
 
+#include <algorithm>
 #include <numeric>
 
 namespace concord {
 namespace {
 
-bool compatible(const Response& a, const Response& b) {
-  return a.type == ResponseType::kAllreduce && b.type == ResponseType::kAllreduce &&
-         a.dtype == b.dtype && a.op == b.op && a.prescale_factor == b.prescale_factor &&
-         a.postscale_factor == b.postscale_factor;
+bool fusible(const Response& r) {
+  return r.type == ResponseType::kAllreduce || r.type == ResponseType::kAllgather ||
+         r.type == ResponseType::kReducescatter;
 }
 
+bool compatible(const Response& a, const Response& b) {
+  return fusible(a) && a.type == b.type && a.dtype == b.dtype && a.op == b.op &&
+         a.prescale_factor == b.prescale_factor && a.postscale_factor == b.postscale_factor &&
+         a.joined == b.joined;
+}
+
+// Bytes the response occupies in the fusion buffer (allgather: the gathered output).
 int64_t bytes_of(const Response& response) {
-  return std::accumulate(response.sizes.begin(), response.sizes.end(), int64_t{0}) *
-         static_cast<int64_t>(dtype_size(response.dtype));
+  int64_t elements = 0;
+  if (response.type == ResponseType::kAllgather) {
+    const size_t ranks = response.sizes.size() / std::max<size_t>(response.row_elements.size(), 1);
+    for (size_t i = 0; i < response.sizes.size(); ++i)
+      elements += response.sizes[i] * (i / ranks < response.row_elements.size() ? response.row_elements[i / ranks] : 1);
+  } else {
+    elements = std::accumulate(response.sizes.begin(), response.sizes.end(), int64_t{0});
+  }
+  return elements * static_cast<int64_t>(dtype_size(response.dtype));
 }
 
 }  // namespace
@@ -22,9 +36,9 @@ std::vector<Response> plan_fusion(const std::vector<Response>& responses, int64_
   std::vector<Response> plan;
   std::vector<int64_t> plan_bytes;
   for (const auto& response : responses) {
-    const int64_t bytes = response.type == ResponseType::kAllreduce ? bytes_of(response) : 0;
+    const int64_t bytes = fusible(response) ? bytes_of(response) : 0;
     int target = -1;
-    if (response.type == ResponseType::kAllreduce && threshold_bytes > 0) {
+    if (fusible(response) && threshold_bytes > 0) {
       for (int i = static_cast<int>(plan.size()) - 1; i >= 0; --i) {
         if (compatible(plan[i], response)) {
           if (plan_bytes[i] + bytes <= threshold_bytes) target = i;
@@ -40,6 +54,8 @@ std::vector<Response> plan_fusion(const std::vector<Response>& responses, int64_
     Response& fused = plan[target];
     fused.names.insert(fused.names.end(), response.names.begin(), response.names.end());
     fused.sizes.insert(fused.sizes.end(), response.sizes.begin(), response.sizes.end());
+    fused.rows.insert(fused.rows.end(), response.rows.begin(), response.rows.end());
+    fused.row_elements.insert(fused.row_elements.end(), response.row_elements.begin(), response.row_elements.end());
     plan_bytes[target] += bytes;
   }
   return plan;

@@ -1,7 +1,8 @@
 // Tensor fusion planning (../shared/specs/control-plane.md, "Tensor fusion"): merges ready
-// allreduce responses that share dtype, reduce op and scale factors into one response whose
-// tensors are packed back to back in the fusion buffer, while the packed size stays within
-// the fusion threshold. A pure function of the response list and the threshold, so every
+// allreduce (or allgather, or reduce-scatter) responses that share collective, dtype, reduce
+// op, scale factors, group and joined ranks into one response whose tensors are packed
+// back to back in the fusion buffer, while the packed size stays within the fusion
+// threshold (allgather: the gathered bytes). A pure function of the response list and the threshold, so every
 // rank computes the same plan.
 #pragma once
 
@@ -12,8 +13,9 @@
 
 namespace concord {
 
-/// Returns the responses to execute, in order. Each allreduce joins the most recent fused
-/// response with the same (dtype, op, prescale, postscale) if the total stays <=
+/// Returns the responses to execute, in order. Each allreduce, allgather or reduce-scatter
+/// joins the most recent fused response of the same collective with the same (dtype, op,
+/// prescale, postscale, joined) if the total stays <=
 /// `threshold_bytes`; otherwise it starts a new one. Other responses pass through unchanged.
 /// The members of a group (answered in one cycle) are fused with each other and with every
 /// other response ready in that cycle, as in Romero et al. (NSDI 2022) section 3.2.

@@ -47,4 +47,6 @@ const std::vector<int64_t>& Handle::output_shape() const { return checked(state_
 
 const std::vector<uint8_t>& Handle::output_bytes() const { return checked(state_).output_bytes; }
 
+const std::vector<int64_t>& Handle::received_splits() const { return checked(state_).received_splits; }
+
 }  // namespace concord

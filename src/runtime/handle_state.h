@@ -19,9 +19,12 @@ class HandleState {
   /// Blocks until done; rethrows the stored error.
   void wait() const;
 
-  /// Allgather results, written by the background thread before complete().
+  /// Allgather and alltoall results, written by the background thread before complete().
   std::vector<int64_t> output_shape;
   std::vector<uint8_t> output_bytes;
+  /// Alltoall: rows received from each rank. Join: {last rank to join}. Process set
+  /// registration: {the set's id}.
+  std::vector<int64_t> received_splits;
 
  private:
   mutable std::mutex mutex_;

@@ -15,6 +15,7 @@
 #include "algorithms/size_rules.h"
 #include "patterns/cross.h"
 #include "runtime/fusion.h"
+#include "runtime/validate.h"
 
 namespace concord {
 namespace {
@@ -75,49 +76,33 @@ void check_algorithm_names(const Config& config) {
   check(broadcast_algorithms(), config.broadcast_algorithm, "CONCORD_BROADCAST_ALGORITHM");
 }
 
-void validate(const Request& request, const TensorView& input, const TensorView& output, int size) {
-  const std::string& name = request.name;
-  CONCORD_ENFORCE(!name.empty(), InvalidArgument, collective_name(request.type),
-                  ": the tensor name must not be empty");
-  dtype_size(input.dtype);  // throws for an unknown dtype code
-  for (int64_t d : input.shape)
-    CONCORD_ENFORCE(d >= 0, InvalidArgument, "Tensor '", name, "' has a negative dimension in shape ",
-                    shape_string(input.shape));
-  CONCORD_ENFORCE(input.data != nullptr || input.num_elements() == 0, InvalidArgument,
-                  "Tensor '", name, "' has a null data pointer");
-  switch (request.type) {
-    case CollectiveType::kAllreduce:
-      CONCORD_ENFORCE(output.dtype == input.dtype && output.shape == input.shape, InvalidArgument,
-                      "allreduce of tensor '", name, "': output is ", dtype_name(output.dtype), " ",
-                      shape_string(output.shape), " but input is ", dtype_name(input.dtype), " ",
-                      shape_string(input.shape));
-      CONCORD_ENFORCE(output.data != nullptr || output.num_elements() == 0, InvalidArgument,
-                      "Tensor '", name, "' has a null output pointer");
-      CONCORD_ENFORCE(std::isfinite(request.prescale_factor) && std::isfinite(request.postscale_factor),
-                      InvalidArgument, "allreduce of tensor '", name, "': scale factors must be finite");
-      if (request.op == ReduceOp::kAdasum) {
-        CONCORD_ENFORCE((size & (size - 1)) == 0, InvalidArgument, "allreduce of tensor '", name,
-                        "' with op Adasum needs a power-of-two number of ranks (its vector-halving "
-                        "distance-doubling schedule); this job has ", size, " ranks");
-        CONCORD_ENFORCE(input.dtype == DataType::kFloat32 || input.dtype == DataType::kFloat64, InvalidArgument,
-                        "allreduce of tensor '", name, "' with op Adasum: dtype ", dtype_name(input.dtype),
-                        " is not supported (float32 or float64)");
-      }
-      break;
-    case CollectiveType::kAllgather:
-      CONCORD_ENFORCE(!input.shape.empty(), InvalidArgument, "allgather of tensor '", name,
-                      "': a scalar has no dim 0 to concatenate along; reshape it to [1]");
-      break;
-    case CollectiveType::kBroadcast:
-      CONCORD_ENFORCE(request.root >= 0 && request.root < size, InvalidArgument, "broadcast of tensor '",
-                      name, "': root rank ", request.root, " is outside [0, ", size, ")");
-      break;
+// Creates the sets of InitOptions::process_sets on every rank, after checking that every
+// rank passed the same ones (a bitwise OR of "mine differ from rank 0's", so all ranks
+// throw together instead of some splitting communicators that others never split).
+void create_initial_process_sets(Communicator& world, ProcessSetTable& sets,
+                                 const std::vector<std::vector<int>>& process_sets) {
+  nlohmann::json mine = process_sets;
+  const std::string text = mine.dump();
+  std::vector<uint8_t> bytes(text.begin(), text.end());
+  world.broadcast_bytes(bytes, 0);
+  std::vector<uint64_t> differs = {std::string(bytes.begin(), bytes.end()) == text ? 0u : 1u};
+  world.allreduce_bits(differs, /*bitwise_and=*/false);
+  CONCORD_ENFORCE(differs[0] == 0, InvalidArgument, "init(process_sets=...): the ranks passed different process "
+                  "sets; rank 0 passed ", std::string(bytes.begin(), bytes.end()), ", rank ", world.rank(),
+                  " passed ", text);
+  for (const auto& ranks : process_sets) {
+    check_process_set_ranks(ranks, world.size(), "init(process_sets=...)");
+    std::vector<int64_t> r(ranks.begin(), ranks.end());
+    CONCORD_ENFORCE(sets.find(ranks) < 0, InvalidArgument, "init(process_sets=...): ranks ", shape_string(r),
+                    " are given twice (or are the global set)");
+    sets.add(ranks);
   }
 }
 
 }  // namespace
 
-Runtime::Runtime(CommunicatorSet comms, Config config) : config_(std::move(config)) {
+Runtime::Runtime(CommunicatorSet comms, Config config, const std::vector<std::vector<int>>& process_sets)
+    : config_(std::move(config)) {
   CONCORD_ENFORCE(comms.control && comms.data && comms.control->size() == comms.data->size() &&
                       comms.control->rank() == comms.data->rank(),
                   InvalidArgument, "Runtime: the control and data communicators must span the same ranks");
@@ -131,18 +116,19 @@ Runtime::Runtime(CommunicatorSet comms, Config config) : config_(std::move(confi
   cross_rank_ = cross.rank;
   cross_size_ = cross.size;
   configure_logging(control_->rank(), config_.log_level);
-  CostParams cost = CostParams::from_env();
-  adopt_rank0_settings(*control_, config_, cost);
+  cost_ = CostParams::from_env();
+  adopt_rank0_settings(*control_, config_, cost_);
   check_algorithm_names(config_);
   if (!config_.timeline_path.empty()) start_timeline(config_.timeline_path);
-  negotiator_ = std::make_unique<Negotiator>(
-      *control_, NegotiatorOptions{static_cast<uint32_t>(config_.cache_capacity), config_.stall_warning_seconds,
-                                   config_.stall_shutdown_seconds});
-  negotiator_->set_timeline(&timeline_);
-  const int nodes = *std::max_element(comms.node_of_rank.begin(), comms.node_of_rank.end()) + 1;
+  node_of_rank_ = std::move(comms.node_of_rank);
+  const int nodes = *std::max_element(node_of_rank_.begin(), node_of_rank_.end()) + 1;
   AutotuneTable tuned = adopt_rank0_autotune_table(*control_, config_, nodes);
-  executor_ = std::make_unique<Executor>(*data_, config_, cost, std::move(comms.node_of_rank), timeline_,
-                                         std::move(tuned), rank() == 0 ? cost_model_cache_path() : "");
+  sets_ = std::make_unique<ProcessSetTable>(
+      *control_, *data_,
+      ProcessSetContext{config_, cost_, node_of_rank_, timeline_, std::move(tuned),
+                        rank() == 0 ? cost_model_cache_path() : ""});
+  world_ = sets_->get(0);
+  create_initial_process_sets(*control_, *sets_, process_sets);
   thread_ = std::thread([this] { background_loop(); });
 }
 
@@ -150,7 +136,7 @@ Runtime::~Runtime() { shutdown(); }
 
 void Runtime::shutdown() {
   shutdown_requested_ = true;
-  queue_.interrupt();  // an idle background thread wakes at once
+  world_queue().interrupt();  // an idle background thread wakes at once
   if (thread_.joinable()) thread_.join();
   timeline_.stop();
 }
@@ -161,31 +147,90 @@ void Runtime::start_timeline(const std::string& path) {
 
 void Runtime::stop_timeline() { timeline_.stop(); }
 
-Handle Runtime::enqueue(Request request, const TensorView& input, const TensorView& output) {
-  request.rank = rank();
+std::shared_ptr<ProcessSet> Runtime::member_set(int id, const std::string& what) const {
+  auto set = sets_->get(id);
+  CONCORD_ENFORCE(set->member(), InvalidArgument, what, ": rank ", rank(), " is not in ", set->describe());
+  return set;
+}
+
+void Runtime::prepare(Request& request, const TensorView& input, const TensorView& output,
+                      const ProcessSet& set) const {
+  const int set_size = static_cast<int>(set.ranks.size());
+  request.rank = set.rank_in_set(rank());
   request.dtype = input.dtype;
   request.shape = input.shape;
-  validate(request, input, output, size());
+  if (request.type == CollectiveType::kAlltoall && request.splits.empty() && !input.shape.empty()) {
+    CONCORD_ENFORCE(input.shape[0] % set_size == 0, InvalidArgument, "alltoall of tensor '", request.name,
+                    "': dim 0 (", input.shape[0], ") is not divisible by ", set_size,
+                    " ranks; pass splits to send unequal parts");
+    request.splits.assign(set_size, input.shape[0] / set_size);
+  }
+  if (request.type == CollectiveType::kBroadcast && set.id != 0) {  // roots are global ranks
+    const int root = set.rank_in_set(request.root);
+    CONCORD_ENFORCE(root >= 0, InvalidArgument, "broadcast of tensor '", request.name, "': root rank ",
+                    request.root, " is not in ", set.describe());
+    request.root = root;
+  }
+  validate(request, input, output, set_size, request.rank);
+}
+
+Handle Runtime::enqueue(Request request, const TensorView& input, const TensorView& output, int process_set) {
+  auto set = member_set(process_set, std::string(collective_name(request.type)) + " of tensor '" + request.name + "'");
+  prepare(request, input, output, *set);
   auto state = std::make_shared<HandleState>();
-  queue_.push(TensorEntry{std::move(request), input, output, state});
+  set->queue.push(TensorEntry{std::move(request), input, output, state});
+  if (set->id != 0) world_queue().interrupt();  // the background thread naps on the world's queue
   return Handle(state);
 }
 
 std::vector<Handle> Runtime::enqueue_group(std::vector<Request> requests, const std::vector<TensorView>& inputs,
-                                           const std::vector<TensorView>& outputs) {
+                                           const std::vector<TensorView>& outputs, int process_set) {
+  auto set = member_set(process_set, "grouped collective '" + (requests.empty() ? "" : requests[0].name) + "'");
   std::vector<TensorEntry> entries;
   for (size_t i = 0; i < requests.size(); ++i) {
     Request& request = requests[i];
-    request.rank = rank();
-    request.dtype = inputs[i].dtype;
-    request.shape = inputs[i].shape;
-    validate(request, inputs[i], outputs[i], size());
+    prepare(request, inputs[i], outputs[i], *set);
     entries.push_back(TensorEntry{std::move(request), inputs[i], outputs[i], std::make_shared<HandleState>()});
   }
   std::vector<Handle> handles;
   for (const auto& entry : entries) handles.emplace_back(entry.handle);
-  queue_.push_all(std::move(entries));
+  set->queue.push_all(std::move(entries));
+  if (set->id != 0) world_queue().interrupt();
   return handles;
+}
+
+Handle Runtime::enqueue_barrier(int process_set) {
+  auto set = member_set(process_set, "barrier");
+  Request request;
+  {
+    std::lock_guard<std::mutex> lock(process_set_mutex_);
+    request.name = "concord.barrier." + std::to_string(set->barriers++);
+  }
+  request.type = CollectiveType::kBarrier;
+  return enqueue(std::move(request), TensorView{}, TensorView{}, process_set);
+}
+
+Handle Runtime::enqueue_process_set(const std::vector<int>& ranks, int id) {
+  const char* what = ranks.empty() ? "remove_process_set" : "add_process_set";
+  CONCORD_ENFORCE(config_.dynamic_process_sets, InvalidArgument, what,
+                  ": process sets can only be added or removed after init() with "
+                  "CONCORD_DYNAMIC_PROCESS_SETS=1 (Horovod: HOROVOD_DYNAMIC_PROCESS_SETS); otherwise pass them "
+                  "to init(process_sets=...)");
+  Request request;
+  request.type = CollectiveType::kProcessSet;
+  if (ranks.empty()) {
+    CONCORD_ENFORCE(id != 0, InvalidArgument, what, ": the global process set (id 0) cannot be removed");
+    sets_->get(id);  // InvalidArgument for an unknown id
+    request.root = id;
+  } else {
+    check_process_set_ranks(ranks, size(), what);
+    request.splits.assign(ranks.begin(), ranks.end());
+  }
+  {
+    std::lock_guard<std::mutex> lock(process_set_mutex_);
+    request.name = "concord.process_set." + std::to_string(process_set_calls_++);
+  }
+  return enqueue(std::move(request), TensorView{}, TensorView{}, 0);
 }
 
 CoordinationStats Runtime::coordination_stats() const {
@@ -218,23 +263,33 @@ constexpr int64_t kIdleNapCapUs = 20000;
 }  // namespace
 
 void Runtime::await_round() {
-  if (!negotiator_->idle()) return;  // the last round made progress: go on at once
+  bool sets_busy = false;  // another set made progress or has new requests: run a round
+  for (const auto& set : sets_->all())
+    if (set->id != 0 && set->member()) sets_busy |= !set->negotiator->idle() || set->queue.has_new();
+  if (!world_negotiator().idle()) return;  // the last round made progress: go on at once
+  if (sets_busy) {
+    world_negotiator().announce();
+    return;
+  }
   Backoff timer_slack;  // sets this thread's timer slack to 1 us, so short naps stay short
   (void)timer_slack;
   IdleNaps naps;
   const auto in_flight_cap_us = static_cast<int64_t>(std::max(50.0, config_.cycle_time_ms * 1000.0));
   while (true) {
-    if (queue_.has_new() || shutdown_requested_.load() || negotiator_->stall_check_due()) {
+    bool new_in_sets = false;
+    for (const auto& set : sets_->all())
+      if (set->id != 0 && set->member()) new_in_sets |= set->queue.has_new();
+    if (world_queue().has_new() || new_in_sets || shutdown_requested_.load() || world_negotiator().stall_check_due()) {
       linger_while_submitting();
-      negotiator_->announce();
+      world_negotiator().announce();
       return;
     }
-    if (negotiator_->woken()) return;
+    if (world_negotiator().woken()) return;
     // A rank with tensors in flight waits for the others' submissions: it joins their round
     // within CONCORD_CYCLE_TIME at most (the bound on how long a ready tensor waits).
-    const auto nap = naps.next(queue_.in_flight() > 0 ? in_flight_cap_us : kIdleNapCapUs);
+    const auto nap = naps.next(world_queue().in_flight() > 0 ? in_flight_cap_us : kIdleNapCapUs);
     if (nap.count() == 0) std::this_thread::yield();
-    else queue_.wait_for_push(nap);
+    else world_queue().wait_for_push(nap);
   }
 }
 
@@ -245,9 +300,9 @@ void Runtime::linger_while_submitting() {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
-  for (size_t seen = queue_.new_count(); std::chrono::steady_clock::now() < deadline;) {
+  for (size_t seen = world_queue().new_count(); std::chrono::steady_clock::now() < deadline;) {
     std::this_thread::yield();
-    const size_t now_queued = queue_.new_count();
+    const size_t now_queued = world_queue().new_count();
     if (now_queued == seen) return;
     seen = now_queued;
   }
@@ -259,23 +314,14 @@ void Runtime::background_loop() {
   try {
     while (true) {
       await_round();
-      const ResponseList answer = negotiator_->negotiate(queue_.pop_requests(), shutdown_requested_.load());
-      {  // before executing, so a completed handle sees the counters of its negotiation
-        std::lock_guard<std::mutex> lock(stats_mutex_);
-        stats_ = negotiator_->stats();
-      }
-      if (timeline_.active())
-        for (const auto& response : answer.responses)
-          for (const auto& name : response.names) timeline_.activity_start(name, "QUEUE");
-      for (const auto& response : plan_fusion(answer.responses, config_.fusion_threshold_bytes))
-        executor_->execute(response, queue_);
+      const ResponseList answer = negotiate_round();
       timeline_.flush();
       if (answer.shutdown) {
         if (!answer.shutdown_message.empty()) {
           stop_reason = answer.shutdown_message;
           failed = true;
           CONCORD_LOG_ERROR("{}", stop_reason);
-        } else if (!shutdown_requested_.load() && queue_.in_flight() > 0) {
+        } else if (!shutdown_requested_.load() && world_queue().in_flight() > 0) {
           // A peer stopped (its shutdown() or its process's exit, e.g. after an exception)
           // while this rank still waits for collectives it will never join.
           stop_reason = detail::concat("Concord was shut down by ranks ", detail::rank_list(answer.shutdown_ranks),
@@ -284,7 +330,8 @@ void Runtime::background_loop() {
           failed = true;
           CONCORD_LOG_ERROR("{}", stop_reason);
         }
-        negotiator_->finish();
+        for (const auto& set : sets_->all())
+          if (set->member() && !set->removed) set->negotiator->finish();
         break;
       }
     }
@@ -297,7 +344,35 @@ void Runtime::background_loop() {
     std::lock_guard<std::mutex> lock(stats_mutex_);
     failure_ = stop_reason;
   }
-  queue_.close(stop_reason);
+  for (const auto& set : sets_->all()) set->queue.close(stop_reason);
+}
+
+ResponseList Runtime::negotiate_round() {
+  ResponseList world_answer;
+  // Every rank goes through its sets in ascending id order: the negotiations are
+  // collectives of different communicators and cannot deadlock each other.
+  for (const auto& set : sets_->all()) {
+    if (!set->member() || set->removed) continue;
+    const bool world = set->id == 0;
+    ResponseList answer = set->negotiator->negotiate(set->queue.pop_requests(), world && shutdown_requested_.load());
+    if (world) {  // before executing, so a completed handle sees the counters of its negotiation
+      std::lock_guard<std::mutex> lock(stats_mutex_);
+      stats_ = set->negotiator->stats();
+    }
+    if (timeline_.active())
+      for (const auto& response : answer.responses)
+        for (const auto& name : response.names) timeline_.activity_start(name, "QUEUE");
+    for (const auto& response : plan_fusion(answer.responses, config_.fusion_threshold_bytes)) {
+      if (response.type == ResponseType::kProcessSet) {
+        if (timeline_.active()) timeline_.activity_end(response.names[0]);
+        sets_->apply(response, set->queue);  // world only: collective over every rank
+      } else {
+        set->executor->execute(response, set->queue);
+      }
+    }
+    if (world) world_answer = std::move(answer);
+  }
+  return world_answer;
 }
 
 std::string Runtime::failure() const {

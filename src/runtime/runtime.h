@@ -18,6 +18,7 @@
 #include "concord/concord.h"
 #include "control/negotiator.h"
 #include "runtime/executor.h"
+#include "runtime/process_set.h"
 #include "runtime/tensor_queue.h"
 #include "transport/communicator_set.h"
 
@@ -29,9 +30,11 @@ class Runtime {
   /// transport/communicator_set.h) with `config` (Config::from_env() plus the InitOptions
   /// overrides): adopts rank 0's shared settings (fusion threshold, cycle time, chunk
   /// sizes, algorithms, cost model, measured selections) so every rank plans alike, and
-  /// starts the background thread. Collective over comms.control. Throws InvalidArgument
-  /// for an unknown forced algorithm name.
-  Runtime(CommunicatorSet comms, Config config);
+  /// creates the `process_sets` (InitOptions::process_sets: global ranks, ascending; every
+  /// rank passes the same) and starts the background thread. Collective over
+  /// comms.control. Throws InvalidArgument for an unknown forced algorithm name or
+  /// process sets that differ between ranks.
+  Runtime(CommunicatorSet comms, Config config, const std::vector<std::vector<int>>& process_sets = {});
   /// Calls shutdown().
   ~Runtime();
   Runtime(const Runtime&) = delete;
@@ -50,12 +53,20 @@ class Runtime {
   bool mpi_threads_supported() const { return mpi_threads_supported_; }
   const Config& config() const { return config_; }
 
-  /// Validates `request` against the buffers and queues it; see concord.h for the rules
-  /// and errors.
-  Handle enqueue(Request request, const TensorView& input, const TensorView& output);
+  /// Validates `request` against the buffers and queues it on process set `process_set`;
+  /// see concord.h for the rules and errors.
+  Handle enqueue(Request request, const TensorView& input, const TensorView& output, int process_set = 0);
+  /// Queues this rank's next barrier of the set (named after a per-set counter, so the
+  /// n-th barrier of every member meet).
+  Handle enqueue_barrier(int process_set = 0);
   /// Validates and queues the members of one group atomically (all or none).
   std::vector<Handle> enqueue_group(std::vector<Request> requests, const std::vector<TensorView>& inputs,
-                                    const std::vector<TensorView>& outputs);
+                                    const std::vector<TensorView>& outputs, int process_set = 0);
+  /// Queues the collective registration (ranks non-empty) or removal (ranks empty, `id`)
+  /// of a process set on the world; see concord.h add_process_set.
+  Handle enqueue_process_set(const std::vector<int>& ranks, int id);
+  /// The process sets (thread-safe lookups).
+  const ProcessSetTable& process_sets() const { return *sets_; }
   /// Starts writing the timeline to `path` on rank 0 (no-op elsewhere). Throws
   /// InvalidArgument if the file cannot be opened, StateError if one is being written.
   void start_timeline(const std::string& path);
@@ -71,6 +82,13 @@ class Runtime {
   CoordinationStats coordination_stats() const;
 
  private:
+  // Fills the request's rank (in `set`), dtype, shape (and an alltoall's equal splits),
+  // turns a broadcast's global root into the set's rank, and validates it.
+  void prepare(Request& request, const TensorView& input, const TensorView& output, const ProcessSet& set) const;
+  // The set `id` if this rank is a member, else InvalidArgument naming `what`.
+  std::shared_ptr<ProcessSet> member_set(int id, const std::string& what) const;
+  // One negotiation round of every set this rank is in; returns the world's answer.
+  ResponseList negotiate_round();
   void background_loop();
   // Returns when the next negotiation round must start (see the file comment); announces
   // it to the other ranks when this rank is the one with a reason.
@@ -87,11 +105,16 @@ class Runtime {
   int cross_rank_ = 0;  // among the ranks with this local rank (patterns/cross.h)
   int cross_size_ = 1;
   bool mpi_threads_supported_ = false;  // MPI provides MPI_THREAD_MULTIPLE
-  TensorQueue queue_;
-  Timeline timeline_;  // declared before its users (negotiator, executor)
-  std::unique_ptr<Negotiator> negotiator_;
-  std::unique_ptr<Executor> executor_;
+  Timeline timeline_;  // declared before its users (negotiators, executors)
+  CostParams cost_;
+  std::vector<int> node_of_rank_;
+  std::unique_ptr<ProcessSetTable> sets_;  // set 0 (the world) and the others
+  std::shared_ptr<ProcessSet> world_;
+  TensorQueue& world_queue() const { return world_->queue; }
+  Negotiator& world_negotiator() const { return *world_->negotiator; }
   std::atomic<bool> shutdown_requested_{false};
+  std::mutex process_set_mutex_;  // names add/remove requests
+  uint64_t process_set_calls_ = 0;
   mutable std::mutex stats_mutex_;
   CoordinationStats stats_;  // copied from the negotiator after every negotiation
   std::string failure_;      // see failure(); guarded by stats_mutex_

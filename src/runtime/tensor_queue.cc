@@ -48,6 +48,13 @@ TensorEntry TensorQueue::take(const std::string& name) {
   return std::move(node.mapped());
 }
 
+std::optional<TensorEntry> TensorQueue::try_take(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto node = table_.extract(name);
+  if (node.empty()) return std::nullopt;
+  return std::move(node.mapped());
+}
+
 void TensorQueue::close(const std::string& message) {
   std::unordered_map<std::string, TensorEntry> pending;
   {

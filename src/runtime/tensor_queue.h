@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -39,6 +40,8 @@ class TensorQueue {
   std::vector<Request> pop_requests();
   /// Removes and returns the in-flight entry `name`. Throws InternalError if absent.
   TensorEntry take(const std::string& name);
+  /// As take(), but std::nullopt when `name` is not in flight (a joined rank).
+  std::optional<TensorEntry> try_take(const std::string& name);
   /// Refuses further pushes and fails every in-flight entry with StateError(message +
   /// " (tensor '<name>')").
   void close(const std::string& message);

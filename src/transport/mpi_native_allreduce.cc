@@ -67,6 +67,8 @@ MPI_Datatype mpi_datatype(DataType dtype) {
     case DataType::kInt64: return MPI_INT64_T;
     case DataType::kInt8: return MPI_INT8_T;
     case DataType::kUInt8: return MPI_UINT8_T;
+    case DataType::kInt16: return MPI_INT16_T;
+    case DataType::kBool: break;
     case DataType::kFloat16:
     case DataType::kBFloat16: return MPI_UINT16_T;
   }

@@ -16,7 +16,7 @@ import torch
 import concord.torch as hvd
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64,
-          torch.int8, torch.uint8]
+          torch.int8, torch.uint8, torch.int16]
 FLOAT_DTYPES = [d for d in DTYPES if d.is_floating_point]
 INT_DTYPES = [d for d in DTYPES if not d.is_floating_point]
 
@@ -26,7 +26,8 @@ OPS = {"Sum": hvd.Sum, "Average": hvd.Average, "Min": hvd.Min, "Max": hvd.Max, "
 EPS = {torch.float32: 2.0 ** -23, torch.float64: 2.0 ** -52, torch.float16: 2.0 ** -10,
        torch.bfloat16: 2.0 ** -7}
 
-_NUMPY_INT = {torch.int32: np.int32, torch.int64: np.int64, torch.int8: np.int8, torch.uint8: np.uint8}
+_NUMPY_INT = {torch.int32: np.int32, torch.int64: np.int64, torch.int8: np.int8, torch.uint8: np.uint8,
+              torch.int16: np.int16}
 
 
 def dname(dtype):
@@ -73,7 +74,7 @@ def rank_input(rank, shape, dtype, seed, kind="sum"):
 
     kind "sum": values whose sums over a few ranks stay in range (floats: multiples of 1/4
     in [-8, 8] for 16-bit floats, uniform in [-8, 8) at full precision for float32/64;
-    integers: int8 [-30, 30], uint8 [0, 60], int32 +-2^28, int64 +-2^40).
+    integers: int8 [-30, 30], uint8 [0, 60], int16 +-4000, int32 +-2^28, int64 +-2^40).
     kind "product": small factors (+-0.5, +-1, +-1.5, +-2; integers +-1, +-2; uint8 1..3).
     kind "bytes": any bit pattern for integers, multiples of 1/64 up to +-2^14 for floats
     (for data movement: allgather, broadcast, wrap-around arithmetic).
@@ -94,7 +95,8 @@ def rank_input(rank, shape, dtype, seed, kind="sum"):
         elif dtype.is_floating_point:
             values = rng.random(numel) * 16.0 - 8.0
         else:
-            low, high = {torch.int8: (-30, 30), torch.uint8: (0, 60), torch.int32: (-(1 << 28), 1 << 28),
+            low, high = {torch.int8: (-30, 30), torch.uint8: (0, 60), torch.int16: (-4000, 4000),
+                         torch.int32: (-(1 << 28), 1 << 28),
                          torch.int64: (-(1 << 40), 1 << 40)}[dtype]
             values = rng.integers(low, high + 1, size=numel, dtype=_NUMPY_INT[dtype])
     elif kind == "bytes":

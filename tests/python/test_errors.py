@@ -178,7 +178,7 @@ def test_same_name_twice_in_flight(tname):
             f"{what}: message {str(error)!r} does not name the tensor and say it is already in flight"
 
 
-UNSUPPORTED = [torch.bool, torch.complex64, torch.int16]
+UNSUPPORTED = [torch.complex64, torch.complex128]  # int16 and bool are supported since issue 14
 
 
 @pytest.mark.parametrize("collective", ["allreduce", "allreduce_async_", "allgather", "broadcast_"])
@@ -194,6 +194,16 @@ def test_unsupported_dtype(dtype, collective, tname):
     message = str(error)
     for part in (f"'{tname}'", "unsupported dtype", str(dtype), "torch.float32"):
         assert part in message, f"{what}: message {message!r} lacks {part!r}"
+
+
+@pytest.mark.parametrize("collective", ["allreduce", "allreduce_async_"])
+def test_bool_reduction_is_refused_naming_the_dtype(collective, tname):
+    """bool travels through broadcast/allgather/alltoall but has no reduction."""
+    tensor = torch.zeros(3, dtype=torch.bool)
+    fn = {"allreduce": lambda: hvd.allreduce(tensor, name=tname),
+          "allreduce_async_": lambda: hvd.allreduce_async_(tensor, name=tname)}[collective]
+    error = expect_raises(hvd.InvalidArgumentError, ctx(collective, torch.bool, (3,)), fn)
+    assert "bool" in str(error) and tname in str(error), str(error)
 
 
 @pytest.mark.parametrize("collective", ["allreduce", "allgather", "broadcast"])

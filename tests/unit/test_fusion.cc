@@ -113,13 +113,16 @@ TEST(Fusion, IncompatibleParametersAreNotMerged) {
   }
 }
 
-TEST(Fusion, NonAllreduceResponsesPassThroughUnchanged) {
+TEST(Fusion, NonFusibleResponsesPassThroughUnchangedAndAllgathersFuse) {
   const Response gather = other(ResponseType::kAllgather, "g");
   const Response bcast = other(ResponseType::kBroadcast, "b");
   const Response error = other(ResponseType::kError, "e");
   const Response gather2 = other(ResponseType::kAllgather, "g2");
   const auto plan = plan_fusion({gather, bcast, error, gather2}, 1 << 20);
-  EXPECT_EQ(plan, (std::vector<Response>{gather, bcast, error, gather2}));
+  ASSERT_EQ(plan.size(), 3u);
+  EXPECT_EQ(plan[0].names, (std::vector<std::string>{"g", "g2"})) << "allgathers fuse too (issue 14)";
+  EXPECT_EQ(plan[1], bcast);
+  EXPECT_EQ(plan[2], error);
 }
 
 TEST(Fusion, AllreducesAroundOtherResponses) {

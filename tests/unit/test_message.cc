@@ -205,6 +205,7 @@ TEST(MessageWireFormat, RequestListLayout) {
       0, 0, 0, 0, 0, 0, 0, 0x40,            // postscale
       1, 0, 0, 0, 0, 0, 0, 0,               // shape length
       3, 0, 0, 0, 0, 0, 0, 0,               // shape[0]
+      0, 0, 0, 0, 0, 0, 0, 0,               // splits length (alltoall, process sets)
       1, 0, 0, 0, 0, 0, 0, 0, 'g',          // group
       2, 0, 0, 0};                          // group size
   EXPECT_EQ(encode(list), expected);
@@ -235,7 +236,11 @@ TEST(MessageWireFormat, ResponseListLayout) {
       0, 0, 0, 0, 0, 0, 0xf0, 0x3f,              // prescale
       0, 0, 0, 0, 0, 0, 0xf0, 0x3f,              // postscale
       0, 0, 0, 0, 0, 0, 0, 0,                    // sizes length
-      0, 0, 0, 0, 0, 0, 0, 0};                   // group (empty)
+      0, 0, 0, 0, 0, 0, 0, 0,                    // row_elements length
+      0, 0, 0, 0, 0, 0, 0, 0,                    // rows length
+      0, 0, 0, 0, 0, 0, 0, 0,                    // joined length
+      0, 0, 0, 0, 0, 0, 0, 0,                    // group (empty)
+      0, 0, 0, 0, 0, 0, 0, 0};                   // list's joined ranks length
   EXPECT_EQ(encode(list), expected);
 }
 
@@ -292,7 +297,7 @@ TEST(MessageDecode, OutOfRangeEnumsThrowInternalError) {
   const auto good = encode(list);
   ASSERT_EQ(good[type_offset], static_cast<uint8_t>(CollectiveType::kAllgather));
   const std::pair<size_t, uint8_t> corruptions[] = {
-      {type_offset, 3}, {type_offset + 1, 8}, {type_offset + 2, 6}, {type_offset + 2, 255}};
+      {type_offset, 8}, {type_offset + 1, 10}, {type_offset + 2, 6}, {type_offset + 2, 255}};
   for (auto [offset, value] : corruptions) {
     auto bad = good;
     bad[offset] = value;
@@ -303,8 +308,8 @@ TEST(MessageDecode, OutOfRangeEnumsThrowInternalError) {
   responses.responses = {sample_response()};
   auto bad = encode(responses);
   ASSERT_EQ(bad[9], static_cast<uint8_t>(ResponseType::kAllreduce));
-  bad[9] = 4;
-  EXPECT_THROW(decode_response_list(bad), InternalError) << "response type 4";
+  bad[9] = 9;
+  EXPECT_THROW(decode_response_list(bad), InternalError) << "response type 9";
 }
 
 // A corrupted count must be rejected by the bounds check, not by allocating 2^63 entries.

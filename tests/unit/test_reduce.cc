@@ -248,13 +248,13 @@ TEST(ReduceInplaceSemantics, HalfKernelsMatchScalarDefinitionForEveryBitPattern)
 
 TEST(ReduceInplaceSemantics, UnknownCodesAreInvalidArgument) {
   float a = 1, b = 2;
-  EXPECT_THROW(reduce_inplace(&a, &b, 1, static_cast<DataType>(8), ReduceOp::kSum), InvalidArgument);
+  EXPECT_THROW(reduce_inplace(&a, &b, 1, static_cast<DataType>(10), ReduceOp::kSum), InvalidArgument);
   for (DataType dtype : all_dtypes()) {
     std::vector<uint8_t> x(8, 0), y(8, 0);
     EXPECT_THROW(reduce_inplace(x.data(), y.data(), 1, dtype, static_cast<ReduceOp>(5)), InvalidArgument)
         << dtype_name(dtype);
   }
-  EXPECT_THROW(scale_buffer(&a, &b, 1, static_cast<DataType>(9), 2.0), InvalidArgument);
+  EXPECT_THROW(scale_buffer(&a, &b, 1, static_cast<DataType>(10), 2.0), InvalidArgument);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -38,10 +38,10 @@ TEST(DataTypes, UnknownNameOrCodeIsInvalidArgumentNamingIt) {
   } catch (const InvalidArgument& e) {
     EXPECT_NE(std::string(e.what()).find("'complex64'"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(dtype_size(static_cast<DataType>(8)), InvalidArgument);
+  EXPECT_THROW(dtype_size(static_cast<DataType>(10)), InvalidArgument);
   EXPECT_THROW(dtype_name(static_cast<DataType>(200)), InvalidArgument);
   EXPECT_THROW(reduce_op_name(static_cast<ReduceOp>(6)), InvalidArgument);
-  EXPECT_THROW(collective_name(static_cast<CollectiveType>(3)), InvalidArgument);
+  EXPECT_THROW(collective_name(static_cast<CollectiveType>(8)), InvalidArgument);
 }
 
 TEST(DataTypes, OpAndCollectiveNames) {

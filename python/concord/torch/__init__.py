@@ -4,10 +4,10 @@ It provides init, shutdown, rank, size, local_rank and local_size; allreduce, gr
 allreduce, allgather and broadcast (sync, async and in-place forms); poll and synchronize;
 start_timeline and stop_timeline; the reduce ops; Compression; broadcast_parameters,
 broadcast_optimizer_state and broadcast_object; DistributedOptimizer and
-SparseDistributedOptimizer (Ok-Topk sparse allreduce with residuals).
-
-Tensors must be CPU tensors of dtype float32, float64, float16, bfloat16, int32, int64,
-int8 or uint8.
+SparseDistributedOptimizer (Ok-Topk sparse allreduce with residuals); alltoall,
+reducescatter, grouped_allgather, grouped_reducescatter, barrier and join
+(concord.torch.collectives); process sets. Tensors must be CPU tensors of dtype float32, float64, float16,
+bfloat16, int32, int64, int16, int8 or uint8 (bool for broadcast, allgather and alltoall).
 """
 
 from concord import (CommError, ConcordError, InternalError, InvalidArgumentError, MismatchError,
@@ -16,6 +16,12 @@ from concord import (CommError, ConcordError, InternalError, InvalidArgumentErro
                      start_timeline, stop_timeline)
 from concord.capabilities import (ccl_built, cuda_built, ddl_built, gloo_built, gloo_enabled,
                                   mpi_built, mpi_enabled, nccl_built, rocm_built)
+from concord.process_sets import (ProcessSet, add_process_set, global_process_set,
+                                  remove_process_set)
+from concord.torch.collectives import (alltoall, alltoall_async, barrier, grouped_allgather,
+                                       grouped_allgather_async, grouped_reducescatter,
+                                       grouped_reducescatter_async, join, reducescatter,
+                                       reducescatter_async)
 from concord.torch.compression import Compression
 from concord.torch.functions import broadcast_optimizer_state, broadcast_parameters
 from concord.torch.objects import allgather_object, broadcast_object
@@ -31,6 +37,10 @@ from concord.torch.sparse_grad import sparse_allreduce, sparse_allreduce_async
 from concord.torch.sync_batch_norm import SyncBatchNorm
 from concord.torch.sparse import SparseDistributedOptimizer, sparse_allreduce_names
 
+# Horovod's name for the error a failed collective raises: every error synchronize() can
+# raise (MismatchError, CommError, StateError, ...) is a ConcordError.
+HorovodInternalError = ConcordError
+
 __all__ = [
     "init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
     "allreduce", "allreduce_async", "allreduce_", "allreduce_async_", "allgather",
@@ -41,6 +51,10 @@ __all__ = [
     "StateError", "CommError", "InternalError", "grouped_allreduce", "grouped_allreduce_async",
     "grouped_allreduce_", "grouped_allreduce_async_", "start_timeline", "stop_timeline",
     "coordination_stats", "SparseDistributedOptimizer", "sparse_allreduce_names",
+    "alltoall", "alltoall_async", "reducescatter", "reducescatter_async", "grouped_allgather",
+    "grouped_allgather_async", "grouped_reducescatter", "grouped_reducescatter_async", "barrier",
+    "join", "HorovodInternalError", "ProcessSet", "global_process_set", "add_process_set",
+    "remove_process_set",
     "cross_rank", "cross_size", "mpi_threads_supported", "mpi_built", "mpi_enabled", "gloo_built",
     "gloo_enabled", "nccl_built", "ddl_built", "ccl_built", "cuda_built", "rocm_built",
     "allgather_object", "SyncBatchNorm", "Adasum", "sparse_allreduce", "sparse_allreduce_async",

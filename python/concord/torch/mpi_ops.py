@@ -14,6 +14,7 @@ import torch
 
 from concord import _core
 from concord._core import InvalidArgumentError
+from concord.process_sets import set_id as _set_id
 
 Sum = _core.SUM
 Average = _core.AVERAGE
@@ -24,8 +25,8 @@ Adasum = _core.ADASUM  # Maleki et al. 2021; float32/float64, power-of-two ranks
 
 _DTYPE_NAMES = {
     torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
-    torch.bfloat16: "bfloat16", torch.int32: "int32", torch.int64: "int64", torch.int8: "int8",
-    torch.uint8: "uint8",
+    torch.bfloat16: "bfloat16", torch.int32: "int32", torch.int64: "int64", torch.int16: "int16",
+    torch.int8: "int8", torch.uint8: "uint8", torch.bool: "bool",  # bool: broadcast/allgather/alltoall only
 }
 
 _lock = threading.Lock()
@@ -67,12 +68,13 @@ def _resolve_op(average, op):
     return op
 
 
-def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor):
+def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor, process_set=None):
     _check(tensor, name, "allreduce")
     source = tensor.contiguous()
     target = output if output.is_contiguous() else torch.empty_like(output, memory_format=torch.contiguous_format)
     core = _core.allreduce_async(name, source.data_ptr(), target.data_ptr(), _DTYPE_NAMES[tensor.dtype],
-                                 list(tensor.shape), op, float(prescale_factor), float(postscale_factor))
+                                 list(tensor.shape), op, float(prescale_factor), float(postscale_factor),
+                                 _set_id(process_set, "allreduce"))
 
     def finish():
         if target is not output:
@@ -83,7 +85,7 @@ def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor)
 
 
 def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                    postscale_factor=1.0):
+                    postscale_factor=1.0, process_set=None):
     """Start an allreduce of ``tensor`` into a new tensor; return a handle.
 
     Args:
@@ -97,6 +99,8 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
             tensors truncates toward zero.
         prescale_factor (float): multiplies the input before the reduction.
         postscale_factor (float): multiplies the result after the reduction.
+        process_set (ProcessSet, optional): the ranks taking part (default: all;
+            concord.process_sets). Every collective of this module takes it.
 
     Returns:
         int: a handle for :func:`poll` / :func:`synchronize`, which returns the result.
@@ -108,35 +112,39 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     """
     name = _name(name, "allreduce")
     output = torch.empty_like(tensor, memory_format=torch.contiguous_format) if isinstance(tensor, torch.Tensor) else tensor
-    return _allreduce_into(tensor, output, name, _resolve_op(average, op), prescale_factor, postscale_factor)
+    return _allreduce_into(tensor, output, name, _resolve_op(average, op), prescale_factor, postscale_factor,
+                           process_set)
 
 
 def allreduce(tensor, average=None, name=None, compression=None, op=None, prescale_factor=1.0,
-              postscale_factor=1.0):
+              postscale_factor=1.0, process_set=None):
     """Blocking allreduce; returns a new tensor. ``compression`` is ``Compression.none``
     (default) or ``Compression.fp16``. See :func:`allreduce_async` for the arguments and
     errors."""
     from concord.torch.compression import Compression
     compression = compression or Compression.none
     compressed, ctx = compression.compress(tensor)
-    result = synchronize(allreduce_async(compressed, average, name, op, prescale_factor, postscale_factor))
+    result = synchronize(allreduce_async(compressed, average, name, op, prescale_factor, postscale_factor,
+                                         process_set))
     return compression.decompress(result, ctx)
 
 
 def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1.0,
-                     postscale_factor=1.0):
+                     postscale_factor=1.0, process_set=None):
     """Start an in-place allreduce of ``tensor``; :func:`synchronize` returns ``tensor``
     holding the result. Arguments and errors as :func:`allreduce_async`."""
     name = _name(name, "allreduce")
-    return _allreduce_into(tensor, tensor, name, _resolve_op(average, op), prescale_factor, postscale_factor)
+    return _allreduce_into(tensor, tensor, name, _resolve_op(average, op), prescale_factor, postscale_factor,
+                           process_set)
 
 
-def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0):
+def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
+               process_set=None):
     """Blocking in-place allreduce; returns ``tensor``. See :func:`allreduce_async`."""
-    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor))
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, process_set))
 
 
-def _grouped_allreduce_into(tensors, outputs, names, op, prescale_factor, postscale_factor):
+def _grouped_allreduce_into(tensors, outputs, names, op, prescale_factor, postscale_factor, process_set=None):
     if not tensors:
         raise ValueError("grouped_allreduce: the group is empty")
     for member, member_name in zip(tensors, names):
@@ -147,7 +155,7 @@ def _grouped_allreduce_into(tensors, outputs, names, op, prescale_factor, postsc
     cores = _core.grouped_allreduce_async(
         names, [t.data_ptr() for t in sources], [t.data_ptr() for t in targets],
         [_DTYPE_NAMES[t.dtype] for t in tensors], [list(t.shape) for t in tensors], op,
-        float(prescale_factor), float(postscale_factor))
+        float(prescale_factor), float(postscale_factor), _set_id(process_set, "grouped_allreduce"))
 
     class _Group:  # one handle for the whole group, as in Horovod
         @staticmethod
@@ -169,7 +177,7 @@ def _grouped_allreduce_into(tensors, outputs, names, op, prescale_factor, postsc
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                            postscale_factor=1.0):
+                            postscale_factor=1.0, process_set=None):
     """Start an allreduce of a list of tensors as one group (Horovod's grouped allreduce):
     no member is negotiated as ready until every member has been submitted on every rank;
     the members are reduced in one cycle, fused with each other and with the other tensors
@@ -191,34 +199,36 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
     tensors = list(tensors)
     outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in tensors]
     return _grouped_allreduce_into(tensors, outputs, [f"{name}.{i}" for i in range(len(tensors))],
-                                   _resolve_op(average, op), prescale_factor, postscale_factor)
+                                   _resolve_op(average, op), prescale_factor, postscale_factor, process_set)
 
 
 def grouped_allreduce(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                      postscale_factor=1.0):
+                      postscale_factor=1.0, process_set=None):
     """Blocking grouped allreduce; returns a list of new tensors.
 
     See :func:`grouped_allreduce_async`."""
-    return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor))
+    return synchronize(grouped_allreduce_async(tensors, average, name, op, prescale_factor, postscale_factor,
+                                               process_set))
 
 
 def grouped_allreduce_async_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                             postscale_factor=1.0):
+                             postscale_factor=1.0, process_set=None):
     """In-place grouped allreduce; :func:`synchronize` returns ``tensors`` holding the
     results. See :func:`grouped_allreduce_async`."""
     name = _name(name, "grouped_allreduce")
     tensors = list(tensors)
     return _grouped_allreduce_into(tensors, tensors, [f"{name}.{i}" for i in range(len(tensors))],
-                                   _resolve_op(average, op), prescale_factor, postscale_factor)
+                                   _resolve_op(average, op), prescale_factor, postscale_factor, process_set)
 
 
 def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_factor=1.0,
-                       postscale_factor=1.0):
+                       postscale_factor=1.0, process_set=None):
     """Blocking in-place grouped allreduce; returns ``tensors``."""
-    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor))
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor,
+                                                process_set))
 
 
-def allgather_async(tensor, name=None):
+def allgather_async(tensor, name=None, process_set=None):
     """Start an allgather: the result concatenates every rank's ``tensor`` along dim 0 in
     rank order. Dim 0 may differ between ranks; the other dimensions and the dtype must
     match (else MismatchError on every rank). Scalars (0-d) raise InvalidArgumentError.
@@ -230,7 +240,8 @@ def allgather_async(tensor, name=None):
     name = _name(name, "allgather")
     _check(tensor, name, "allgather")
     source = tensor.contiguous()
-    core = _core.allgather_async(name, source.data_ptr(), _DTYPE_NAMES[tensor.dtype], list(tensor.shape))
+    core = _core.allgather_async(name, source.data_ptr(), _DTYPE_NAMES[tensor.dtype], list(tensor.shape),
+                                 _set_id(process_set, "allgather"))
 
     def finish():
         output = torch.empty(core.output_shape(), dtype=tensor.dtype)
@@ -240,23 +251,26 @@ def allgather_async(tensor, name=None):
     return _register(core, finish, (source,))
 
 
-def allgather(tensor, name=None):
+def allgather(tensor, name=None, process_set=None):
     """Blocking allgather; returns the concatenated tensor. See :func:`allgather_async`."""
-    return synchronize(allgather_async(tensor, name))
+    return synchronize(allgather_async(tensor, name, process_set))
 
 
-def broadcast_async_(tensor, root_rank, name=None):
+def broadcast_async_(tensor, root_rank, name=None, process_set=None):
     """Start an in-place broadcast: ``tensor`` on every rank receives root_rank's values.
     Shape, dtype and root must match on every rank (else MismatchError on every rank).
 
+    With ``process_set``, root_rank is still a global rank (as Horovod), one of the set's.
+
     Raises:
-        InvalidArgumentError: root_rank outside [0, size()), unsupported dtype/device.
+        InvalidArgumentError: root_rank outside [0, size()) or not in the set, unsupported
+        dtype/device.
     """
     name = _name(name, "broadcast")
     _check(tensor, name, "broadcast")
     target = tensor if tensor.is_contiguous() else tensor.contiguous()
     core = _core.broadcast_async(name, target.data_ptr(), _DTYPE_NAMES[tensor.dtype], list(tensor.shape),
-                                 int(root_rank))
+                                 int(root_rank), _set_id(process_set, "broadcast"))
 
     def finish():
         if target is not tensor:
@@ -266,21 +280,21 @@ def broadcast_async_(tensor, root_rank, name=None):
     return _register(core, finish, (target, tensor))
 
 
-def broadcast_(tensor, root_rank, name=None):
+def broadcast_(tensor, root_rank, name=None, process_set=None):
     """Blocking in-place broadcast; returns ``tensor``. See :func:`broadcast_async_`."""
-    return synchronize(broadcast_async_(tensor, root_rank, name))
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
 
 
-def broadcast_async(tensor, root_rank, name=None):
+def broadcast_async(tensor, root_rank, name=None, process_set=None):
     """Start a broadcast into a new tensor (``tensor`` is left unchanged).
 
     See :func:`broadcast_async_`."""
-    return broadcast_async_(tensor.clone(memory_format=torch.contiguous_format), root_rank, name)
+    return broadcast_async_(tensor.clone(memory_format=torch.contiguous_format), root_rank, name, process_set)
 
 
-def broadcast(tensor, root_rank, name=None):
+def broadcast(tensor, root_rank, name=None, process_set=None):
     """Blocking broadcast; returns a new tensor with root_rank's values."""
-    return synchronize(broadcast_async(tensor, root_rank, name))
+    return synchronize(broadcast_async(tensor, root_rank, name, process_set))
 
 
 def poll(handle):

@@ -55,8 +55,9 @@ def _split_groups(params, groups, num_groups):
 
 class _DistributedOptimizer(torch.optim.Optimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, num_groups, groups, sparse_as_dense=False):
+                 gradient_predivide_factor, num_groups, groups, sparse_as_dense=False, process_set=None):
         super(self.__class__, self).__init__(params)
+        self.process_set = process_set
         self.sparse_as_dense = sparse_as_dense
         self._compression = compression
         self.backward_passes_per_step = backward_passes_per_step
@@ -126,11 +127,12 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             p.grad = torch.zeros_like(p)
         if p.grad.is_sparse:
             if not self.sparse_as_dense:  # allgather of indices and values (sparse_grad.py)
-                return sparse_allreduce_async(p.grad, name=self._parameter_names[p], op=self.op), None
+                return sparse_allreduce_async(p.grad, name=self._parameter_names[p], op=self.op,
+                                              process_set=self.process_set), None
             p.grad = p.grad.to_dense()
         compressed, ctx = self._compression.compress(p.grad)
         prescale, postscale = self._scale_factors()
-        handle = allreduce_async_(compressed, name=self._parameter_names[p], op=self.op,
+        handle = allreduce_async_(compressed, name=self._parameter_names[p], op=self.op, process_set=self.process_set,
                                   prescale_factor=prescale, postscale_factor=postscale)
         return handle, (compressed, ctx)
 
@@ -150,7 +152,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         prescale, postscale = self._scale_factors()
         tensors = [compressed for _, compressed, _ in members]
         names = [self._parameter_names[p] for p, _, _ in members]
-        handle = _grouped_allreduce_into(tensors, tensors, names, _resolve_op(None, self.op), prescale, postscale)
+        handle = _grouped_allreduce_into(tensors, tensors, names, _resolve_op(None, self.op), prescale, postscale,
+                                         self.process_set)
         self._group_handles[group] = (handle, members)
         self._group_ready.pop(group, None)
 
@@ -220,7 +223,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
-                         num_groups=0, groups=None, overlap_forward=False, model=None, sparse_as_dense=False):
+                         num_groups=0, groups=None, overlap_forward=False, model=None, sparse_as_dense=False,
+                         process_set=None):
     """Wrap ``optimizer`` so that ``step()`` applies gradients averaged over all ranks.
 
     Args:
@@ -247,6 +251,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
             forward pass or saving. Needs ``model``.
         model (torch.nn.Module): with overlap_forward, the model whose modules get the
             forward pre-hooks.
+        process_set (ProcessSet, optional): average over these ranks only (default: all).
         sparse_as_dense (bool): densify ``torch.sparse`` gradients (e.g. of
             ``nn.Embedding(sparse=True)``) and allreduce them like the others; False
             (default): allgather their indices and values (:func:`sparse_allreduce_async`,
@@ -277,7 +282,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         namespace.update(overlap_namespace())
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), namespace)
     result = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, num_groups, groups, sparse_as_dense)
+                 gradient_predivide_factor, num_groups, groups, sparse_as_dense, process_set)
     if overlap_forward:
         result._init_overlap(model)
     return result

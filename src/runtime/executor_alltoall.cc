@@ -1,0 +1,69 @@
+// Executor::alltoall: Horovod's alltoall with splits on the registry's equal-block
+// alltoall (AlltoallPairwise).
+//
+// Response::sizes holds the P x P split matrix S (S[i][j] = rows rank i sends to rank j,
+// identical on every rank after negotiation). Every block is padded to the largest
+// S[i][j] row count, b rows of the tensor's row bytes: rank r packs its rows for rank j
+// (contiguous in its input, rows being ordered by destination) as block j of a P b send
+// buffer, the algorithm exchanges the blocks, and rank r copies S[i][r] rows out of
+// received block i, in rank order. Bytes on the wire: (P - 1) b row bytes per rank, so
+// skewed splits pay for the padding (an alltoallv algorithm would not).
+// Joined ranks have no rows to send: an alltoall while some rank has joined fails on
+// every rank with InvalidArgument.
+#include <algorithm>
+#include <cstring>
+
+#include "common/enforce.h"
+#include "runtime/executor.h"
+
+namespace concord {
+
+void Executor::alltoall(const Response& response, TensorEntry& entry) {
+  if (!response.joined.empty()) {
+    std::string ranks;
+    for (int32_t r : response.joined) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    CONCORD_THROW(InvalidArgument, "alltoall of tensor '", response.names[0], "': ranks [", ranks,
+                  "] have called join() and have no rows to send; alltoall needs every rank");
+  }
+  const size_t P = static_cast<size_t>(comm_.size());
+  const size_t me = static_cast<size_t>(comm_.rank());
+  const auto& S = response.sizes;
+  CONCORD_ENFORCE(S.size() == P * P, InternalError, "alltoall of tensor '", response.names[0], "': ", S.size(),
+                  " split entries for ", P, " ranks");
+  const size_t row_bytes = static_cast<size_t>(response.row_elements.at(0)) * dtype_size(response.dtype);
+  const size_t block = static_cast<size_t>(*std::max_element(S.begin(), S.end())) * row_bytes;
+  uint8_t* send = fusion_buffer_.get(P * block);
+  uint8_t* receive = receive_buffer_.get(P * block);
+  const auto* input = static_cast<const uint8_t*>(entry.input.data);
+  for (size_t j = 0; j < P; ++j) {
+    const size_t bytes = static_cast<size_t>(S[me * P + j]) * row_bytes;
+    if (bytes > 0) std::memcpy(send + j * block, input, bytes);
+    input += bytes;
+  }
+  std::string activity = "alltoall";
+  auto& algorithm = this->algorithm(alltoall_algorithms(), problem(P * block, DataType::kUInt8, ReduceOp::kSum), "",
+                                    activity);
+  mark(response, activity);
+  algorithm.start(send, receive, block);
+  run_to_completion(algorithm);
+  unmark(response);
+
+  auto& state = *entry.handle;
+  state.received_splits.clear();
+  int64_t rows = 0;
+  for (size_t i = 0; i < P; ++i) {
+    state.received_splits.push_back(S[i * P + me]);
+    rows += S[i * P + me];
+  }
+  state.output_shape = entry.input.shape;
+  state.output_shape.at(0) = rows;
+  state.output_bytes.resize(static_cast<size_t>(rows) * row_bytes);
+  size_t out = 0;
+  for (size_t i = 0; i < P; ++i) {
+    const size_t bytes = static_cast<size_t>(S[i * P + me]) * row_bytes;
+    if (bytes > 0) std::memcpy(state.output_bytes.data() + out, receive + i * block, bytes);
+    out += bytes;
+  }
+}
+
+}  // namespace concord

@@ -1,0 +1,17 @@
+// Submission-time checks of one collective request against its buffers (the rules of
+// include/concord/concord.h): everything a rank can tell on its own is an InvalidArgument
+// raised by the enqueue call itself, naming the tensor and what is wrong; what needs the
+// other ranks (shapes, dtypes, ops agreeing) is left to the coordinator.
+#pragma once
+
+#include "concord/types.h"
+#include "control/message.h"
+
+namespace concord {
+
+/// Throws InvalidArgument if `request` (name, type, op, scale factors, root, splits; dtype
+/// and shape already taken from `input`) cannot run on `input`/`output` in a world of
+/// `size` ranks where this rank is `rank`.
+void validate(const Request& request, const TensorView& input, const TensorView& output, int size, int rank);
+
+}  // namespace concord
