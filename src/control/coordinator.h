@@ -1,5 +1,5 @@
-// The coordinator's message table (rank 0, slow path of ../shared/specs/control-plane.md):
-// counts, per tensor name, which ranks have requested it; a tensor is ready when every
+// The coordinator's message table (rank 0, the negotiation's slow path; docs/algorithms.md,
+// "Negotiation"): counts, per tensor name, which ranks have requested it; a tensor is ready when every
 // rank has. Ready tensors become responses in the order they became ready, which is the
 // one global order every rank executes. Before answering, the coordinator checks that all
 // ranks agree on the collective, dtype, shape (all but dim 0 for allgather), reduce op,

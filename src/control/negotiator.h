@@ -1,4 +1,4 @@
-// One negotiation round of the background cycle (../shared/specs/control-plane.md; Romero
+// One negotiation round of the background cycle (docs/algorithms.md, "Negotiation"; Romero
 // et al., NSDI 2022, "response cache" and "bit-vector coordination"):
 //   1. classify this rank's pending requests against the response cache: HIT (bit set),
 //      INVALID (same name, new parameters), MISS. A group is a HIT only if all its members

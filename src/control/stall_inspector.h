@@ -1,5 +1,5 @@
-// The stall inspector (Horovod's common/stall_inspector; "Stall inspector" in
-// ../shared/specs/control-plane.md): on the coordinator, finds tensors that some ranks have
+// The stall inspector (Horovod's common/stall_inspector; "Errors" in
+// docs/architecture.md): on the coordinator, finds tensors that some ranks have
 // submitted and others have not for longer than CONCORD_STALL_WARNING_TIME, says which ranks
 // are missing, and asks for a shutdown once one has waited longer than
 // CONCORD_STALL_SHUTDOWN_TIME (0 = never).

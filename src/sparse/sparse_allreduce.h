@@ -1,5 +1,5 @@
 // The interface every sparse allreduce implements (Ok-Topk and its baselines,
-// ../shared/specs/oktopk.md): one call reduces the top-k-sparsified accumulators
+// docs/algorithms.md): one call reduces the top-k-sparsified accumulators
 // acc_i = residual_i + gradient_i of all ranks and leaves the new residual in place.
 // Blocking, on one Communicator's nonblocking point-to-point (its traffic counters count
 // every byte each algorithm sends). float32 values; COO on the wire with int32 indices

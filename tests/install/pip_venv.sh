@@ -22,6 +22,12 @@ unset PYTHONPATH
 (cd "$source_dir" && CONCORD_PIP_BUILD_DIR="$workdir/cmake" CONCORD_PIP_JOBS="${CONCORD_PIP_JOBS:-2}" \
   "$venv/bin/python" -m pip install --no-build-isolation --no-deps --no-index --no-cache-dir \
   --disable-pip-version-check -q .)
+# The extension is built under $workdir/cmake and installed into the venv, never written into
+# the source tree (python/concord/ holds only sources).
+if built=$(find "$source_dir/python" -name '_core*.so' | grep .); then
+  echo "pip install wrote the extension into the source tree: $built" >&2
+  exit 1
+fi
 
 cd /
 "$venv/bin/python" - "$venv" "$version" <<'PY'

@@ -16,8 +16,8 @@ def broadcast_parameters(params, root_rank):
         root_rank (int): rank whose values are kept.
 
     Raises:
-        ValueError: ``params`` is not a dict or an iterable of pairs; MismatchError if a
-        name has a different shape or dtype on some rank.
+        ValueError: ``params`` is not a dict or an iterable of pairs.
+        MismatchError: a name has a different shape or dtype on some rank.
     """
     if isinstance(params, dict):
         items = sorted(params.items())

@@ -51,8 +51,9 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=None):
         root_rank's object (the object itself on the root, a deserialised copy elsewhere).
 
     Raises:
-        InvalidArgumentError: root_rank out of range; MismatchError: ranks disagree on the
-        root; pickle.PicklingError on the root if ``obj`` cannot be serialised.
+        InvalidArgumentError: root_rank out of range.
+        MismatchError: ranks disagree on the root.
+        pickle.PicklingError: on the root, if ``obj`` cannot be serialised.
     """
     name = name or "broadcast_object"
     kwargs = _set_kwargs(process_set)
