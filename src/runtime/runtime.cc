@@ -308,6 +308,12 @@ void Runtime::linger_while_submitting() {
   }
 }
 
+bool Runtime::pending_anywhere() const {
+  for (const auto& set : sets_->all())
+    if (set->member() && set->queue.in_flight() > 0) return true;
+  return false;
+}
+
 void Runtime::background_loop() {
   std::string stop_reason = "Concord was shut down (shutdown() was called on some rank)";
   bool failed = false;
@@ -321,7 +327,7 @@ void Runtime::background_loop() {
           stop_reason = answer.shutdown_message;
           failed = true;
           CONCORD_LOG_ERROR("{}", stop_reason);
-        } else if (!shutdown_requested_.load() && world_queue().in_flight() > 0) {
+        } else if (!shutdown_requested_.load() && pending_anywhere()) {
           // A peer stopped (its shutdown() or its process's exit, e.g. after an exception)
           // while this rank still waits for collectives it will never join.
           stop_reason = detail::concat("Concord was shut down by ranks ", detail::rank_list(answer.shutdown_ranks),

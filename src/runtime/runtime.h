@@ -90,6 +90,8 @@ class Runtime {
   // One negotiation round of every set this rank is in; returns the world's answer.
   ResponseList negotiate_round();
   void background_loop();
+  // True while some set of this rank (the world included) has collectives in flight.
+  bool pending_anywhere() const;
   // Returns when the next negotiation round must start (see the file comment); announces
   // it to the other ranks when this rank is the one with a reason.
   void await_round();
