@@ -59,6 +59,13 @@ class SparseAllreduce {
 /// Names of every sparse allreduce, in registry order.
 std::vector<std::string> sparse_allreduce_names();
 
+struct SparseAlgorithmInfo {
+  std::string name;
+  std::string description;  ///< one line (concord-info)
+};
+/// Every sparse allreduce with its description, in registry order.
+std::vector<SparseAlgorithmInfo> sparse_allreduce_algorithms();
+
 /// The algorithm called `name` on `comm` (which must outlive it). Throws InvalidArgument
 /// for an unknown name (listing the known ones) or invalid options.
 std::unique_ptr<SparseAllreduce> make_sparse_allreduce(const std::string& name, Communicator& comm,

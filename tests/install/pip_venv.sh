@@ -43,6 +43,7 @@ PY
 info=$("$venv/bin/concord-info" --version)
 [ "$info" = "concord-info $version" ] || { echo "concord-info --version printed '$info', expected 'concord-info $version'" >&2; exit 1; }
 "$venv/bin/concord-info" | grep CONCORD_FUSION_THRESHOLD >/dev/null
+"$venv/bin/concord-info" --json | "$venv/bin/python" -c "import json, sys; assert json.load(sys.stdin)[\"collectives\"]"
 if [ -e "$source_dir/python/concord/run.py" ]; then
   "$venv/bin/concord-run" --help >/dev/null
 fi
