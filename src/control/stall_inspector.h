@@ -19,6 +19,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "control/rank_names.h"
+
 namespace concord {
 
 /// What one StallInspector::check() found.
@@ -41,8 +43,9 @@ class StallInspector {
   using Clock = std::chrono::steady_clock;
 
   /// `size` = number of ranks (>= 1); `warning_seconds` > 0; `shutdown_seconds` >= 0, where
-  /// 0 disables shutdown. Throws InvalidArgument otherwise.
-  StallInspector(int size, double warning_seconds, double shutdown_seconds);
+  /// 0 disables shutdown. Throws InvalidArgument otherwise. Messages name the ranks by
+  /// `names` (global ranks and the process set, on a set's negotiation).
+  StallInspector(int size, double warning_seconds, double shutdown_seconds, RankNames names = {});
 
   /// Records that `rank` (in [0, size)) has submitted `tensor` at `now`; `collective` (e.g.
   /// "allreduce") is used in messages. Idempotent per (tensor, rank): a repeat keeps the
@@ -74,6 +77,7 @@ class StallInspector {
   };
 
   int size_;
+  RankNames names_;
   Clock::duration warning_;
   Clock::duration shutdown_;  // zero = never
   std::unordered_map<std::string, Entry> entries_;

@@ -262,12 +262,18 @@ constexpr int64_t kIdleNapCapUs = 20000;
 
 }  // namespace
 
+bool Runtime::other_sets_want_round(bool after_progress) const {
+  for (const auto& set : sets_->all()) {
+    if (set->id == 0 || !set->member() || set->removed) continue;
+    if (set->queue.has_new() || set->negotiator->stall_check_due()) return true;
+    if (after_progress && !set->negotiator->idle()) return true;
+  }
+  return false;
+}
+
 void Runtime::await_round() {
-  bool sets_busy = false;  // another set made progress or has new requests: run a round
-  for (const auto& set : sets_->all())
-    if (set->id != 0 && set->member()) sets_busy |= !set->negotiator->idle() || set->queue.has_new();
   if (!world_negotiator().idle()) return;  // the last round made progress: go on at once
-  if (sets_busy) {
+  if (other_sets_want_round(/*after_progress=*/true)) {
     world_negotiator().announce();
     return;
   }
@@ -276,10 +282,8 @@ void Runtime::await_round() {
   IdleNaps naps;
   const auto in_flight_cap_us = static_cast<int64_t>(std::max(50.0, config_.cycle_time_ms * 1000.0));
   while (true) {
-    bool new_in_sets = false;
-    for (const auto& set : sets_->all())
-      if (set->id != 0 && set->member()) new_in_sets |= set->queue.has_new();
-    if (world_queue().has_new() || new_in_sets || shutdown_requested_.load() || world_negotiator().stall_check_due()) {
+    if (world_queue().has_new() || other_sets_want_round(/*after_progress=*/false) || shutdown_requested_.load() ||
+        world_negotiator().stall_check_due()) {
       linger_while_submitting();
       world_negotiator().announce();
       return;
