@@ -31,6 +31,7 @@ def exercise(process_set, tag):
     me = hvd.rank()
     members = process_set.ranks
     if not process_set.included():
+        expect_raises(hvd.InvalidArgumentError, "rank() outside the set (Horovod: ValueError)", process_set.rank)
         error = expect_raises(hvd.InvalidArgumentError, "allreduce on a set without this rank", hvd.allreduce,
                               torch.ones(1), name=f"{tag}.outsider",
                               process_set=process_set)
@@ -121,8 +122,16 @@ def test_dynamic_add_exercise_remove():
         process_set = hvd.add_process_set(ranks)
         assert process_set.process_set_id > 0
         exercise(process_set, f"dyn.{process_set.process_set_id}")
+        stale = hvd.ProcessSet(ranks)
+        stale.process_set_id = process_set.process_set_id  # a copy that misses the removal
         assert hvd.remove_process_set(process_set)
         assert process_set.process_set_id is None and process_set.size() is None
+        error = expect_raises(hvd.InvalidArgumentError, "collective on a removed set", hvd.allreduce, torch.ones(1),
+                              name="dyn.gone", process_set=process_set)
+        assert "not registered" in str(error), str(error)
+        error = expect_raises(hvd.InvalidArgumentError, "collective on a removed id", hvd.allreduce, torch.ones(1),
+                              name="dyn.gone", process_set=stale)
+        assert f"no process set with id {stale.process_set_id}" in str(error), str(error)
     expect_raises(hvd.InvalidArgumentError, "remove the global set", hvd.remove_process_set, hvd.global_process_set)
     if size > 1:
         first = hvd.add_process_set([0])
