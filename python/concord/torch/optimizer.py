@@ -103,7 +103,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _make_check(self, p):
         def check(_gradient):
-            if self._allreduce_delay[p] <= 0:
+            # A parameter whose overlap_forward update is pending has its own, more precise
+            # error (overlap.py _refuse_if_pending).
+            if self._allreduce_delay[p] <= 0 and p not in getattr(self, "_overlap_pending", ()):
                 raise AssertionError(
                     "Gradients were computed more than backward_passes_per_step times before step(); "
                     "raise backward_passes_per_step to accumulate gradients locally")
