@@ -11,6 +11,9 @@ scripts/docs.sh passes, through the environment:
 """
 
 import os
+import re
+
+from sphinx.util import logging
 
 project = "Concord"
 author = "Concord developers"
@@ -63,7 +66,28 @@ def _note_module(app, what, name, obj, options, lines):
         _documenting[0] = name
 
 
+# A field napoleon made from a Google-style section: ":param NAME:", ":raises NAME:", where
+# NAME must be names (``a, b``, dotted, ``*args``) optionally followed by a parenthesised note.
+_FIELD = re.compile(r":(param|raises|keyword) ([^:]*):")
+_FIELD_NAMES = re.compile(r"(\\?\*)*[\w.]+(, (\\?\*)*[\w.]+)*( \([^)]*\))?")
+
+
+def _check_fields(app, what, name, obj, options, lines):
+    """Warn (an error under -W) when a Google-style Args/Raises entry did not parse as one:
+    a continuation line that is not indented under its entry becomes a field named by its
+    first words (``:raises ranks differ between callers.:``), which renders as nonsense."""
+    del app, what, obj, options
+    for line in lines:
+        match = _FIELD.match(line)
+        if match and not _FIELD_NAMES.fullmatch(match.group(2)):
+            logging.getLogger(__name__).warning(
+                "docstring of %s: %s entry %r is not a name: indent its continuation lines under it "
+                "(Google style), one entry per line", name, match.group(1), match.group(2))
+
+
 def setup(app):
-    """Sphinx hook: skip re-exported members (see _skip_reexported)."""
+    """Sphinx hook: skip re-exported members (see _skip_reexported) and check the fields
+    napoleon made (see _check_fields; runs after napoleon's handler)."""
     app.connect("autodoc-process-docstring", _note_module)
+    app.connect("autodoc-process-docstring", _check_fields, priority=900)
     app.connect("autodoc-skip-member", _skip_reexported)

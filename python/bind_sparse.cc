@@ -1,6 +1,6 @@
 // concord._core.SparseAllreducer: the sparse allreduces of src/sparse (Ok-Topk and its
 // baselines; Li & Hoefler, "Near-Optimal Sparse Allreduce for Distributed Deep Learning",
-// PPoPP 2022; ../shared/specs/oktopk.md) for Python. Each object owns its own duplicate of
+// PPoPP 2022; docs/algorithms.md) for Python. Each object owns its own duplicate of
 // MPI_COMM_WORLD, so its traffic never meets the runtime's or the application's, and one
 // SparseAllreduce instance (thresholds, regions and call counter persist across calls).
 // allreduce() blocks with the GIL released.

@@ -1,5 +1,5 @@
-// concord._core bindings of the top-k selection functions (src/sparse/topk.h; spec
-// ../shared/specs/oktopk.md Phase 0). Thin: numpy float32 arrays in, int64 index arrays
+// concord._core bindings of the top-k selection functions (src/sparse/topk.h; Ok-Topk's
+// Phase 0). Thin: numpy float32 arrays in, int64 index arrays
 // out; the GIL is released while selecting.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>

@@ -6,10 +6,10 @@
 
 #include <cstring>
 
-#include "common/config.h"
 #include "common/timeline.h"
 #include "concord/concord.h"
 #include "concord/version.h"
+#include "info/build_info.h"
 
 namespace py = pybind11;
 using namespace concord;
@@ -137,12 +137,9 @@ PYBIND11_MODULE(_core, m) {
                     py::arg("stall_checks") = s.stall_checks);
   });
 
-  m.def("config_table", [] {
-    std::vector<std::tuple<std::string, std::string, std::string, std::string, std::string>> rows;
-    for (const auto& var : config_table())
-      rows.emplace_back(var.name, var.default_value, var.type, var.doc, config_value(var.name));
-    return rows;
-  });
+  m.def("build_info_json", &build_info_json, py::arg("indent") = 2,
+        "concord-info --json: the version, settings, algorithms, cost model and CUDA status as JSON text");
+  m.def("build_info_text", &build_info_text, "concord-info's text: what build_info_json() holds, as a table");
 
   m.attr("SUM") = static_cast<int>(ReduceOp::kSum);
   m.attr("AVERAGE") = static_cast<int>(ReduceOp::kAverage);

@@ -5,7 +5,10 @@
 # installed into <build>/prefix (scripts/setup.sh does it) and Debian's doxygen,
 # python3-sphinx, python3-breathe and python3-myst-parser (scripts/setup.sh installs them).
 # Usage: scripts/docs.sh [--allow-warnings] [BUILD_DIR]   (default: $CONCORD_BUILD_DIR or build)
-# Sphinx warnings fail the build (-W) unless --allow-warnings is given.
+# Sphinx warnings fail the build (-W) unless --allow-warnings is given. $PYTHON is the
+# interpreter the package was built for (default Debian's /usr/bin/python3; ctest passes the
+# build's Python_EXECUTABLE). Exit status 77 (ctest's "skipped") when doxygen, Sphinx, breathe
+# or the MyST parser is missing; the message names the Debian packages.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 strict=(-W --keep-going)
@@ -18,8 +21,20 @@ build="${1:-${CONCORD_BUILD_DIR:-build}}"
 out="$build/docs"
 python_dir="$build/prefix/lib/python3/dist-packages"
 [ -d "$python_dir/concord" ] || { echo "docs.sh: no installed package in $python_dir: run scripts/setup.sh" >&2; exit 2; }
+python="${PYTHON:-/usr/bin/python3}"
+
+missing=()
+command -v doxygen >/dev/null || missing+=(doxygen)
+for module in sphinx:python3-sphinx breathe:python3-breathe myst_parser:python3-myst-parser; do
+  "$python" -c "import ${module%%:*}" 2>/dev/null || missing+=("${module#*:}")
+done
+if ((${#missing[@]})); then
+  echo "docs.sh: SKIPPED, missing ${missing[*]} (Debian packages; scripts/setup.sh installs them)" >&2
+  exit 77
+fi
 version=$(sed -n 's/^project(Concord VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
 
+rm -rf "$out/html" "$out/screenshots"  # never leave an earlier build for docs.render to check
 mkdir -p "$out/doxygen"
 doxygen - >"$out/doxygen/log.txt" <<DOXYFILE
 PROJECT_NAME = Concord
@@ -38,5 +53,5 @@ DOXYFILE
 
 PYTHONPATH="$python_dir${PYTHONPATH:+:$PYTHONPATH}" CONCORD_DOCS_VERSION="$version" \
   CONCORD_DOCS_DOXYGEN_XML="$out/doxygen/xml" \
-  /usr/bin/python3 -m sphinx -E -a "${strict[@]}" -q -b html -d "$out/doctrees" "$root/docs" "$out/html"
+  "$python" -m sphinx -E -a "${strict[@]}" -q -b html -d "$out/doctrees" "$root/docs" "$out/html"
 echo "docs: $out/html/index.html"

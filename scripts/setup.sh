@@ -17,7 +17,8 @@ packages=(
   python3-torch python3-numpy python3-sklearn python3-matplotlib
   python3-tqdm  # examples/train_digits.py's progress bar
   python3-pip python3-setuptools python3-wheel dpkg-dev  # pip install ., cpack -G DEB (tests/install/)
-  doxygen python3-sphinx python3-breathe python3-myst-parser  # scripts/docs.sh
+  doxygen python3-sphinx python3-breathe python3-myst-parser  # scripts/docs.sh (docs.build)
+  chromium fonts-dejavu-core  # docs.render opens the built site headless (~300 MB installed)
 )
 
 missing=()

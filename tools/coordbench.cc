@@ -1,5 +1,5 @@
-// concord-coordbench: the control plane alone (../shared/specs/control-plane.md, "What the
-// paper measured"): a Negotiator over an MpiCommunicator (its own duplicate of
+// concord-coordbench: the control plane alone (what Romero et al.,
+// NSDI 2022, measured): a Negotiator over an MpiCommunicator (its own duplicate of
 // MPI_COMM_WORLD), no data plane, with the response cache off and on in the same run.
 //
 //   mpirun -np 4 build/tools/concord-coordbench -i 50 -w 5 -t 160 -k 10

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import time
 
-PYTHON = "/usr/bin/python3"  # Debian's interpreter, where torch lives
+PYTHON = sys.executable  # the interpreter running the drill (ctest: the build's Python_EXECUTABLE)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 #: scenario -> (limit in seconds, extra environment, regex the output must match).

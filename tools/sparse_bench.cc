@@ -1,8 +1,8 @@
 // concord-sparsebench: the sparse allreduces of the registry (src/sparse/registry.cc:
 // oktopk and the baselines dense, topka, topkdsa, gtopk, gaussiank) side by side under
 // mpirun, on synthetic gradients that drift slowly from call to call, the residual kept
-// between calls as in training (Li & Hoefler, PPoPP 2022, sec. 5; spec
-// ../shared/specs/oktopk.md, "Communication volume").
+// between calls as in training (Li & Hoefler, PPoPP 2022, sec. 5;
+// docs/algorithms.md, "Ok-Topk sparse allreduce").
 //
 //   mpirun -np 8 build/tools/concord-sparsebench -n 16M -d 0.01,0.02 -c 10 -w 3 -J sparse_np8.json
 //

@@ -2,7 +2,7 @@
 """Top-k by magnitude: concord's topk_exact (python/bind_topk.cc -> src/sparse/topk.h)
 next to torch.topk(x.abs(), k) and numpy's argpartition, on float32 N(0, 1) data.
 
-    PYTHONPATH=python /usr/bin/python3 tools/topk_bench.py [--sizes 1M,4M,16M,64M]
+    PYTHONPATH=build/prefix/lib/python3/dist-packages /usr/bin/python3 tools/topk_bench.py [--sizes 1M,4M,16M,64M]
         [--density 0.01] [--iters 5] [--threads 1]
 
 Per size n and k = max(1, floor(n * density)): the median milliseconds of `iters` calls

@@ -1,6 +1,9 @@
-"""``concord-info`` (the console script pip installs) or ``python3 -m concord.info``: print
-every CONCORD_* variable with its default, current value, type and meaning (the
-configuration table of src/common/config.cc); ``--version`` prints Concord's version."""
+"""``concord-info`` (the console script pip installs) or ``python3 -m concord.info``: what
+this build of Concord offers, exactly as the C++ ``concord-info`` (tools/concord_info.cc,
+installed by cmake and the .deb) prints it, through the binding: every CONCORD_* variable
+with its current value, default, type and meaning; every registered algorithm of every
+collective; the cost-model constants in effect; the CUDA status. ``--json`` prints the same
+as one JSON document (schema in src/info/build_info.h), ``--version`` Concord's version."""
 
 import argparse
 
@@ -8,21 +11,17 @@ from concord import _core
 
 
 def main(argv=None):
-    """Print the configuration table as aligned text (default) or JSON (``--json``), or the
-    version (``--version``: "concord-info X.Y.Z", as the C++ tool prints it)."""
+    """Print the text form (default), the JSON document (``--json``) or the version
+    (``--version``: "concord-info X.Y.Z"), as the C++ concord-info does.
+
+    Args:
+        argv (list of str): the arguments; ``None`` reads ``sys.argv``.
+    """
     parser = argparse.ArgumentParser(prog="concord-info", description=__doc__)
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     parser.add_argument("--version", action="version", version=f"concord-info {_core.__version__}")
     args = parser.parse_args(argv)
-    rows = _core.config_table()
-    if args.json:
-        import json
-        print(json.dumps([dict(zip(("name", "default", "type", "doc", "value"), row)) for row in rows],
-                         indent=2))
-        return
-    width = max(len(name) for name, *_ in rows)
-    for name, default, kind, doc, value in rows:
-        print(f"{name:<{width}}  = {value:<12} (default {default}, {kind})\n{'':<{width}}    {doc}")
+    print(_core.build_info_json() if args.json else _core.build_info_text(), end="\n" if args.json else "")
 
 
 if __name__ == "__main__":

@@ -113,7 +113,8 @@ def add_process_set(process_set):
 
     Raises:
         InvalidArgumentError: dynamic process sets disabled, bad ranks, a set with these
-        ranks already exists. MismatchError: ranks differ between callers.
+            ranks already exists.
+        MismatchError: ranks differ between callers.
     """
     if not isinstance(process_set, ProcessSet):
         process_set = ProcessSet(process_set)

@@ -1,4 +1,4 @@
-// The shapes every collective algorithm shares (STYLE.md: resumable algorithms): start()
+// The shapes every collective algorithm shares (after UCC's init/start/progress tasks): start()
 // posts the first messages, progress() advances as far as completed messages allow and
 // says whether the operation is done. One progress thread can so drive an algorithm
 // without blocking on any single message.

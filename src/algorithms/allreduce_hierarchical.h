@@ -1,5 +1,5 @@
 // AllreduceHierarchical: two-level allreduce for ranks spread over several nodes (the
-// hierarchical scheme of specs/algorithms.md; cf. Horovod's hierarchical allreduce and
+// hierarchical scheme of docs/algorithms.md; cf. Horovod's hierarchical allreduce and
 // Thakur, Rabenseifner & Gropp, IJHPCA 2005, for the building blocks).
 //
 // Nodes are the groups of AlgorithmContext::node_of_rank (the runtime fills it from

@@ -1,5 +1,5 @@
-// The algorithm registry (STYLE.md item 5): every algorithm of every collective with its
-// name, a description, the conditions it supports and its cost model. select() returns
+// The algorithm registry (after UCC's coll_score and NCCL's tuning table): every algorithm
+// of every collective with its name, a description, the conditions it supports and its cost model. select() returns
 // the forced algorithm (CONCORD_<COLLECTIVE>_ALGORITHM) when it supports the problem,
 // otherwise the one the cost model predicts fastest; an algorithm that declines (e.g.
 // needs a power-of-two world size) so falls back to the best one that does not.

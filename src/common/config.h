@@ -1,4 +1,4 @@
-// The configuration table (STYLE.md "Where Concord stands" item 6, after UCC's
+// The configuration table (after UCC's
 // ucc_config_field_t): every CONCORD_* environment variable is one row holding its name,
 // default, type, doc, the parser that stores it in Config and, for the settings every rank
 // must share, the formatter the runtime uses to hand rank 0's value to every rank by name

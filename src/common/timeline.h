@@ -1,7 +1,7 @@
 // Timeline: a Chrome-trace / Perfetto JSON writer showing, per tensor, where its time goes
 // (negotiation with a tick per rank as it becomes ready, queueing, fusion-buffer copies,
 // the algorithm's activity). Enabled by CONCORD_TIMELINE=path; see the "Timeline" section
-// of specs/control-plane.md. Horovod's common/timeline is the model.
+// of docs/architecture.md. Horovod's common/timeline is the model.
 //
 // File format: the "JSON Array Format" of the Trace Event Format, one event per line:
 //

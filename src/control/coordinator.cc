@@ -10,25 +10,23 @@ namespace concord {
 namespace {
 
 // If `key(request)` is not the same on every rank, returns "Mismatched <what> for tensor
-// 'name': <v1> on ranks [..], <v2> on ranks [..]"; otherwise "".
+// 'name': <v1> on ranks [..], <v2> on ranks [..]<scope>" (ranks named by `names`);
+// otherwise "".
 template <typename Key>
-std::string find_mismatch(const std::vector<Request>& requests, const char* what, Key key) {
+std::string find_mismatch(const std::vector<Request>& requests, const RankNames& names, const char* what, Key key) {
   std::map<std::string, std::vector<int>> ranks_by_value;
   std::vector<std::string> order;
   for (const auto& request : requests) {
     const std::string value = key(request);
     if (!ranks_by_value.contains(value)) order.push_back(value);
-    ranks_by_value[value].push_back(request.rank);
+    ranks_by_value[value].push_back(names(request.rank));
   }
   if (order.size() <= 1) return "";
   std::ostringstream out;
   out << "Mismatched " << what << " for tensor '" << requests[0].name << "': ";
-  for (size_t i = 0; i < order.size(); ++i) {
-    out << (i ? ", " : "") << order[i] << " on ranks [";
-    const auto& ranks = ranks_by_value[order[i]];
-    for (size_t j = 0; j < ranks.size(); ++j) out << (j ? ", " : "") << ranks[j];
-    out << ']';
-  }
+  for (size_t i = 0; i < order.size(); ++i)
+    out << (i ? ", " : "") << order[i] << " on ranks " << detail::rank_list(ranks_by_value[order[i]]);
+  out << names.scope;
   return out.str();
 }
 
@@ -49,46 +47,47 @@ Response error_response(const std::string& name, const std::string& message) {
 
 }  // namespace
 
-Response build_response(const std::vector<Request>& requests, int size, const std::vector<int32_t>& joined) {
+Response build_response(const std::vector<Request>& requests, int size, const std::vector<int32_t>& joined,
+                        const RankNames& names) {
   CONCORD_ENFORCE(!requests.empty(), InternalError, "build_response without requests");
   if (size == 0) size = static_cast<int>(requests.size());
   const Request& first = requests[0];
   const bool by_rows = first.type == CollectiveType::kAllgather || first.type == CollectiveType::kAlltoall;
   const bool reduces = first.type == CollectiveType::kAllreduce || first.type == CollectiveType::kReducescatter;
-  std::string error = find_mismatch(requests, "collective", [](const Request& r) {
+  std::string error = find_mismatch(requests, names, "collective", [](const Request& r) {
     return std::string(collective_name(r.type));
   });
   if (error.empty())
-    error = find_mismatch(requests, "dtype", [](const Request& r) {
+    error = find_mismatch(requests, names, "dtype", [](const Request& r) {
       return std::string(dtype_name(r.dtype));
     });
   if (error.empty() && by_rows) {
-    error = find_mismatch(requests, "shape (all but dim 0)", [](const Request& r) {
+    error = find_mismatch(requests, names, "shape (all but dim 0)", [](const Request& r) {
       if (r.shape.empty()) return std::string("a scalar");
       return shape_string(std::vector<int64_t>(r.shape.begin() + 1, r.shape.end()));
     });
   } else if (error.empty()) {
-    error = find_mismatch(requests, "shape", [](const Request& r) { return shape_string(r.shape); });
+    error = find_mismatch(requests, names, "shape", [](const Request& r) { return shape_string(r.shape); });
   }
   if (error.empty() && reduces) {
-    error = find_mismatch(requests, "reduce op", [](const Request& r) {
+    error = find_mismatch(requests, names, "reduce op", [](const Request& r) {
       return std::string(reduce_op_name(r.op));
     });
     if (error.empty())
-      error = find_mismatch(requests, "prescale factor",
+      error = find_mismatch(requests, names, "prescale factor",
                             [](const Request& r) { return number(r.prescale_factor); });
     if (error.empty())
-      error = find_mismatch(requests, "postscale factor",
+      error = find_mismatch(requests, names, "postscale factor",
                             [](const Request& r) { return number(r.postscale_factor); });
   }
   if (error.empty() && first.type == CollectiveType::kBroadcast)
-    error = find_mismatch(requests, "root rank", [](const Request& r) { return std::to_string(r.root); });
+    error = find_mismatch(requests, names, "root rank", [&](const Request& r) { return std::to_string(names(r.root)); });
   if (error.empty() && first.type == CollectiveType::kProcessSet)
-    error = find_mismatch(requests, "process set ranks", [](const Request& r) {
+    error = find_mismatch(requests, names, "process set ranks", [](const Request& r) {
       return r.splits.empty() ? "remove " + std::to_string(r.root) : "add " + shape_string(r.splits);
     });
   if (error.empty())
-    error = find_mismatch(requests, "group", [](const Request& r) {
+    error = find_mismatch(requests, names, "group", [](const Request& r) {
       return r.group_size > 1 ? "group '" + r.group + "' of " + std::to_string(r.group_size) : std::string("no group");
     });
   if (!error.empty()) return error_response(first.name, error);
@@ -137,7 +136,7 @@ Response build_response(const std::vector<Request>& requests, int size, const st
   return response;
 }
 
-Coordinator::Coordinator(int size) : size_(size), joined_(size, false) {}
+Coordinator::Coordinator(int size, RankNames names) : size_(size), names_(std::move(names)), joined_(size, false) {}
 
 void Coordinator::add(const Request& request) {
   CONCORD_ENFORCE(request.rank >= 0 && request.rank < size_, InternalError, "request from rank ",
@@ -151,7 +150,7 @@ void Coordinator::add(const Request& request) {
   }
   if (entry.by_rank[request.rank]) {
     entry.duplicate = detail::concat("Tensor '", request.name, "' was submitted twice by rank ",
-                                     request.rank, " before every rank had submitted it");
+                                     names_(request.rank), " before every rank had submitted it", names_.scope);
     return;
   }
   entry.by_rank[request.rank] = request;
@@ -230,7 +229,7 @@ std::vector<Response> Coordinator::take_ready() {
       if (entry.by_rank[r]) requests.push_back(std::move(*entry.by_rank[r]));
       else if (joined_[r]) absent.push_back(r);
     }
-    responses.push_back(build_response(requests, size_, absent));
+    responses.push_back(build_response(requests, size_, absent, names_));
   }
   ready_.clear();
   if (join_complete_) {  // every rank has joined: release them all

@@ -1,5 +1,5 @@
-// The coordinator's message table (rank 0, slow path of ../shared/specs/control-plane.md):
-// counts, per tensor name, which ranks have requested it; a tensor is ready when every
+// The coordinator's message table (rank 0, the negotiation's slow path; docs/algorithms.md,
+// "Negotiation"): counts, per tensor name, which ranks have requested it; a tensor is ready when every
 // rank has. Ready tensors become responses in the order they became ready, which is the
 // one global order every rank executes. Before answering, the coordinator checks that all
 // ranks agree on the collective, dtype, shape (all but dim 0 for allgather), reduce op,
@@ -21,12 +21,15 @@
 #include <vector>
 
 #include "control/message.h"
+#include "control/rank_names.h"
 
 namespace concord {
 
 class Coordinator {
  public:
-  explicit Coordinator(int size);
+  /// Coordinates `size` ranks; its messages name them by `names` (global ranks and the
+  /// process set, on a set's negotiation).
+  explicit Coordinator(int size, RankNames names = {});
 
   /// Records a request (request.rank in [0, size)). A rank requesting a name twice before
   /// it was answered yields an ERROR response once every rank has requested it.
@@ -59,6 +62,7 @@ class Coordinator {
   void add_join(const Request& request);
 
   int size_;
+  RankNames names_;
   std::vector<bool> joined_;
   int joined_count_ = 0;
   int last_joined_ = -1;
@@ -71,9 +75,9 @@ class Coordinator {
 
 /// Builds the response for one tensor from the requests of the ranks that submitted it
 /// (all `size` ranks but the `joined` ones; size 0 = requests.size()): either the
-/// collective's response or an ERROR response describing the first mismatch. Exposed for
-/// unit tests.
+/// collective's response or an ERROR response describing the first mismatch, naming the
+/// ranks (and a broadcast's roots) by `names`. Exposed for unit tests.
 Response build_response(const std::vector<Request>& requests, int size = 0,
-                        const std::vector<int32_t>& joined = {});
+                        const std::vector<int32_t>& joined = {}, const RankNames& names = {});
 
 }  // namespace concord

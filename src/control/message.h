@@ -1,6 +1,6 @@
 // Control-plane messages: what a rank asks for (Request), what the coordinator decides
 // (Response), and their byte encoding for the gather/broadcast of each cycle
-// (../shared/specs/control-plane.md, slow path). The encoding is little-endian
+// (the negotiation's slow path, docs/algorithms.md, "Negotiation"). The encoding is little-endian
 // fixed-width fields with length-prefixed strings and vectors; decode() throws InternalError
 // on truncated or malformed input.
 #pragma once

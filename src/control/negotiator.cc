@@ -34,8 +34,9 @@ Negotiator::Negotiator(Communicator& control, const NegotiatorOptions& options)
     : comm_(control), options_(options), cache_(options.cache_capacity),
       last_stall_check_(std::chrono::steady_clock::now()), wake_(control) {
   if (comm_.rank() == 0) {
-    coordinator_.emplace(comm_.size());
-    stall_inspector_.emplace(comm_.size(), options.stall_warning_seconds, options.stall_shutdown_seconds);
+    coordinator_.emplace(comm_.size(), options.names);
+    stall_inspector_.emplace(comm_.size(), options.stall_warning_seconds, options.stall_shutdown_seconds,
+                             options.names);
   }
 }
 

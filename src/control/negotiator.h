@@ -1,4 +1,4 @@
-// One negotiation round of the background cycle (../shared/specs/control-plane.md; Romero
+// One negotiation round of the background cycle (docs/algorithms.md, "Negotiation"; Romero
 // et al., NSDI 2022, "response cache" and "bit-vector coordination"):
 //   1. classify this rank's pending requests against the response cache: HIT (bit set),
 //      INVALID (same name, new parameters), MISS. A group is a HIT only if all its members
@@ -44,6 +44,7 @@
 #include "concord/concord.h"
 #include "control/coordinator.h"
 #include "control/message.h"
+#include "control/rank_names.h"
 #include "control/response_cache.h"
 #include "common/timeline.h"
 #include "control/stall_inspector.h"
@@ -56,6 +57,7 @@ struct NegotiatorOptions {
   uint32_t cache_capacity = 1024;     ///< CONCORD_CACHE_CAPACITY; 0 disables the cache
   double stall_warning_seconds = 60;  ///< CONCORD_STALL_WARNING_TIME
   double stall_shutdown_seconds = 600;  ///< CONCORD_STALL_SHUTDOWN_TIME; 0 = never
+  RankNames names;  ///< how messages name the ranks (global ranks, process set); default: the world
 };
 
 class Negotiator {

@@ -1,4 +1,4 @@
-// The response cache (../shared/specs/control-plane.md; Romero et al., "Accelerating
+// The response cache (Romero et al., "Accelerating
 // Collective Communication in Data Parallel Training across Deep Learning Frameworks",
 // NSDI 2022): every rank keeps the responses of the tensors it has already negotiated, each
 // under a bit position. Every rank performs the same put/touch/erase calls in the same

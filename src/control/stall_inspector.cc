@@ -20,8 +20,9 @@ StallInspector::Clock::duration to_duration(double seconds) {
 
 }  // namespace
 
-StallInspector::StallInspector(int size, double warning_seconds, double shutdown_seconds)
-    : size_(size), warning_(to_duration(warning_seconds)), shutdown_(to_duration(shutdown_seconds)) {
+StallInspector::StallInspector(int size, double warning_seconds, double shutdown_seconds, RankNames names)
+    : size_(size), names_(std::move(names)), warning_(to_duration(warning_seconds)),
+      shutdown_(to_duration(shutdown_seconds)) {
   CONCORD_ENFORCE(size >= 1, InvalidArgument, "StallInspector needs size >= 1, got ", size);
   CONCORD_ENFORCE(warning_seconds > 0, InvalidArgument,
                   "CONCORD_STALL_WARNING_TIME must be > 0 seconds, got ", warning_seconds);
@@ -69,8 +70,9 @@ StallReport StallInspector::check(Clock::time_point now) {
       entry->warned = true;
       entry->last_warning = now;
       std::ostringstream line;
-      line << "Tensor '" << *name << "' (" << entry->collective << ") has been submitted by ranks "
-           << rank_list(submitted) << " but not by ranks " << rank_list(missing) << " for "
+      line << "Tensor '" << *name << "' (" << entry->collective << ")" << names_.scope
+           << " has been submitted by ranks " << rank_list(names_(submitted)) << " but not by ranks "
+           << rank_list(names_(missing)) << " for "
            << std::fixed << std::setprecision(1) << Seconds(waited).count()
            << " s; the missing ranks may be submitting different tensors or none, which deadlocks "
               "the job (CONCORD_STALL_SHUTDOWN_TIME > 0 aborts it)";
@@ -78,7 +80,7 @@ StallReport StallInspector::check(Clock::time_point now) {
     }
     if (shutdown_ > Clock::duration::zero() && waited > shutdown_) report.shutdown = true;
     stalled_list << (stalled_list.tellp() > 0 ? "; " : "") << "tensor '" << *name
-                 << "' is missing on ranks " << rank_list(missing);
+                 << "' is missing on ranks " << rank_list(names_(missing)) << names_.scope;
   }
   if (report.shutdown) {
     std::ostringstream message;

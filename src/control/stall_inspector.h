@@ -1,5 +1,5 @@
-// The stall inspector (Horovod's common/stall_inspector; "Stall inspector" in
-// ../shared/specs/control-plane.md): on the coordinator, finds tensors that some ranks have
+// The stall inspector (Horovod's common/stall_inspector; "Errors" in
+// docs/architecture.md): on the coordinator, finds tensors that some ranks have
 // submitted and others have not for longer than CONCORD_STALL_WARNING_TIME, says which ranks
 // are missing, and asks for a shutdown once one has waited longer than
 // CONCORD_STALL_SHUTDOWN_TIME (0 = never).
@@ -18,6 +18,8 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "control/rank_names.h"
 
 namespace concord {
 
@@ -41,8 +43,9 @@ class StallInspector {
   using Clock = std::chrono::steady_clock;
 
   /// `size` = number of ranks (>= 1); `warning_seconds` > 0; `shutdown_seconds` >= 0, where
-  /// 0 disables shutdown. Throws InvalidArgument otherwise.
-  StallInspector(int size, double warning_seconds, double shutdown_seconds);
+  /// 0 disables shutdown. Throws InvalidArgument otherwise. Messages name the ranks by
+  /// `names` (global ranks and the process set, on a set's negotiation).
+  StallInspector(int size, double warning_seconds, double shutdown_seconds, RankNames names = {});
 
   /// Records that `rank` (in [0, size)) has submitted `tensor` at `now`; `collective` (e.g.
   /// "allreduce") is used in messages. Idempotent per (tensor, rank): a repeat keeps the
@@ -74,6 +77,7 @@ class StallInspector {
   };
 
   int size_;
+  RankNames names_;
   Clock::duration warning_;
   Clock::duration shutdown_;  // zero = never
   std::unordered_map<std::string, Entry> entries_;

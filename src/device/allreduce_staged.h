@@ -1,7 +1,7 @@
 // AllreduceStaged: allreduce of a device buffer through pinned host staging buffers, for
 // MPI libraries that are not CUDA-aware ("Scalable Distributed DNN Training using
-// TensorFlow and CUDA-Aware MPI", ../shared/specs/gpu-allreduce.md: "staging through
-// pinned host buffers, pipelined in chunks so copies overlap the network").
+// TensorFlow and CUDA-Aware MPI", Awan et al., CCGrid 2019: staging through pinned host
+// buffers, pipelined in chunks so copies overlap the network).
 //
 // Steps, for n bytes in C = ceil(n / chunk) chunks and three staging slots:
 //   1. d2h stream: chunk i is copied device -> slot i % 3 (after the h2d of chunk i - 3

@@ -3,8 +3,8 @@
 // only ever handed to a Stream (copies, kernels), never dereferenced on the host. A Stream
 // runs its operations in order, asynchronously to the caller; an Event marks a point in a
 // stream that the host or another stream can wait for (completion is tracked with events,
-// never with device-wide synchronisation: ../shared/papers/cuda-aware-mpi-allreduce.txt,
-// "Scalable Distributed DNN Training using TensorFlow and CUDA-Aware MPI").
+// never with device-wide synchronisation: Awan et al., "Scalable Distributed DNN Training
+// using TensorFlow and CUDA-Aware MPI", CCGrid 2019).
 //
 // Implementations: EmulatedDevice (device/emulated_device.h; worker threads as streams,
 // "device memory" inaccessible to the host) and CudaDevice (device/cuda/cuda_device.h).

@@ -1,7 +1,7 @@
 // Pointer cache: "is this buffer host or device memory, and on which device?" answered
 // without a driver call per operation -- the pointer cache of "Scalable Distributed DNN
-// Training using TensorFlow and CUDA-Aware MPI" (../shared/specs/gpu-allreduce.md; there
-// 4.1x faster than querying the driver for small messages).
+// Training using TensorFlow and CUDA-Aware MPI" (Awan et al., CCGrid 2019;
+// there 4.1x faster than querying the driver for small messages).
 //
 // An interval map of known device allocations [base, base + bytes) -> device. The first
 // lookup of an address inside an unknown allocation asks the AttributeProvider once (on

@@ -1,6 +1,6 @@
 // Concord's dependency engine: tasks with read and write sets over vars, run by a CPU
 // worker pool and a communication thread as soon as their dependencies are met
-// (../shared/specs/engine-kvstore.md; Mamidala, "Efficient Embedding of MPI Collectives in
+// (docs/architecture.md, "Dependency engine"; Mamidala, "Efficient Embedding of MPI Collectives in
 // MXNET DAGs for scaling Deep Learning", and the semantics of MXNet's threaded engine).
 //
 // Contract: per var, operations take effect in push order; writes are exclusive; the reads

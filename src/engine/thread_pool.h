@@ -1,6 +1,6 @@
 // A fixed set of threads serving one priority queue of tasks: the engine's CPU worker pool
-// and its communication thread(s) are two instances (../shared/specs/engine-kvstore.md,
-// "Thread pools"). Higher priority first; equal priorities in submission order. Idle
+// and its communication thread(s) are two instances (docs/architecture.md,
+// "Dependency engine"). Higher priority first; equal priorities in submission order. Idle
 // threads sleep on a condition variable (no busy-waiting).
 #pragma once
 

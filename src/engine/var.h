@@ -1,6 +1,6 @@
 // Dependency bookkeeping of the engine (internal): one queue of waiting operations per var
 // and the rule that grants them, following the semantics of MXNet's threaded engine
-// (../shared/specs/engine-kvstore.md, "Engine semantics").
+// (docs/architecture.md, "Dependency engine").
 //
 // Each var keeps its not-yet-granted operations in push order. The head of the queue is
 // granted while it may run next to what already holds the var:

@@ -1,8 +1,8 @@
-// A progress thread that drives many resumable collectives at once (STYLE.md item 4): the
-// concurrent and depchain KVStores hand each collective to it from an asynchronous engine
+// A progress thread that drives many resumable collectives at once (src/algorithms/algorithm.h):
+// the concurrent and depchain KVStores hand each collective to it from an asynchronous engine
 // operation, so no engine thread blocks in communication and collectives on different
 // communicators progress together (the "async ops driving progress" variant of
-// ../shared/specs/engine-kvstore.md).
+// docs/architecture.md, "KVStore").
 #pragma once
 
 #include <condition_variable>

@@ -15,7 +15,7 @@
 // Two message rounds; rank 0 is the busiest (P-1 sends). The idea of exchanging a small
 // descriptor before each collective is the coordinator pattern of Horovod (Sergeev & Del
 // Balso 2018), applied per collective as the KVStore needs no name negotiation
-// (../shared/specs/engine-kvstore.md, "Validation without hangs").
+// (docs/architecture.md, "KVStore").
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // KVStore: data-parallel parameter synchronisation over the dependency engine
 // (src/engine/engine.h), after Mamidala, "Efficient Embedding of MPI Collectives in MXNET
-// DAGs for scaling Deep Learning" (../shared/papers/mpi-collectives-in-dag-engines.txt)
-// and ../shared/specs/engine-kvstore.md.
+// DAGs for scaling Deep Learning" (Mamidala et al., 2018) and docs/architecture.md,
+// "KVStore".
 //
 // Each key holds one value (a dense tensor) guarded by an engine Var. push(key, grad)
 // replaces the value by the reduction (sum by default) of every rank's grad; pull(key, out)

@@ -1,4 +1,4 @@
-// Tensor fusion planning (../shared/specs/control-plane.md, "Tensor fusion"): merges ready
+// Tensor fusion planning (Horovod's tensor fusion; docs/architecture.md): merges ready
 // allreduce (or allgather, or reduce-scatter) responses that share collective, dtype, reduce
 // op, scale factors, group and joined ranks into one response whose tensors are packed
 // back to back in the fusion buffer, while the packed size stays within the fusion

@@ -53,9 +53,10 @@ std::shared_ptr<ProcessSet> ProcessSetTable::make(int32_t id, const std::vector<
   if (!member) return set;
   const Config& config = context_.config;
   // Only the world stops the runtime on a stall (a set's verdict would stop its members only).
-  set->negotiator = std::make_unique<Negotiator>(
-      *set->control, NegotiatorOptions{static_cast<uint32_t>(config.cache_capacity), config.stall_warning_seconds,
-                                       id == 0 ? config.stall_shutdown_seconds : 0.0});
+  NegotiatorOptions options{static_cast<uint32_t>(config.cache_capacity), config.stall_warning_seconds,
+                            id == 0 ? config.stall_shutdown_seconds : 0.0};
+  if (id != 0) options.names = RankNames{ranks, " in " + set->describe()};  // messages name global ranks
+  set->negotiator = std::make_unique<Negotiator>(*set->control, options);
   if (id == 0) set->negotiator->set_timeline(&context_.timeline);
   std::vector<int> nodes;
   if (!context_.node_of_rank.empty())

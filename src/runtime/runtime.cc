@@ -262,12 +262,18 @@ constexpr int64_t kIdleNapCapUs = 20000;
 
 }  // namespace
 
+bool Runtime::other_sets_want_round(bool after_progress) const {
+  for (const auto& set : sets_->all()) {
+    if (set->id == 0 || !set->member() || set->removed) continue;
+    if (set->queue.has_new() || set->negotiator->stall_check_due()) return true;
+    if (after_progress && !set->negotiator->idle()) return true;
+  }
+  return false;
+}
+
 void Runtime::await_round() {
-  bool sets_busy = false;  // another set made progress or has new requests: run a round
-  for (const auto& set : sets_->all())
-    if (set->id != 0 && set->member()) sets_busy |= !set->negotiator->idle() || set->queue.has_new();
   if (!world_negotiator().idle()) return;  // the last round made progress: go on at once
-  if (sets_busy) {
+  if (other_sets_want_round(/*after_progress=*/true)) {
     world_negotiator().announce();
     return;
   }
@@ -276,10 +282,8 @@ void Runtime::await_round() {
   IdleNaps naps;
   const auto in_flight_cap_us = static_cast<int64_t>(std::max(50.0, config_.cycle_time_ms * 1000.0));
   while (true) {
-    bool new_in_sets = false;
-    for (const auto& set : sets_->all())
-      if (set->id != 0 && set->member()) new_in_sets |= set->queue.has_new();
-    if (world_queue().has_new() || new_in_sets || shutdown_requested_.load() || world_negotiator().stall_check_due()) {
+    if (world_queue().has_new() || other_sets_want_round(/*after_progress=*/false) || shutdown_requested_.load() ||
+        world_negotiator().stall_check_due()) {
       linger_while_submitting();
       world_negotiator().announce();
       return;
@@ -308,6 +312,12 @@ void Runtime::linger_while_submitting() {
   }
 }
 
+bool Runtime::pending_anywhere() const {
+  for (const auto& set : sets_->all())
+    if (set->member() && set->queue.in_flight() > 0) return true;
+  return false;
+}
+
 void Runtime::background_loop() {
   std::string stop_reason = "Concord was shut down (shutdown() was called on some rank)";
   bool failed = false;
@@ -321,7 +331,7 @@ void Runtime::background_loop() {
           stop_reason = answer.shutdown_message;
           failed = true;
           CONCORD_LOG_ERROR("{}", stop_reason);
-        } else if (!shutdown_requested_.load() && world_queue().in_flight() > 0) {
+        } else if (!shutdown_requested_.load() && pending_anywhere()) {
           // A peer stopped (its shutdown() or its process's exit, e.g. after an exception)
           // while this rank still waits for collectives it will never join.
           stop_reason = detail::concat("Concord was shut down by ranks ", detail::rank_list(answer.shutdown_ranks),

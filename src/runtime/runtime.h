@@ -90,9 +90,15 @@ class Runtime {
   // One negotiation round of every set this rank is in; returns the world's answer.
   ResponseList negotiate_round();
   void background_loop();
+  // True while some set of this rank (the world included) has collectives in flight.
+  bool pending_anywhere() const;
   // Returns when the next negotiation round must start (see the file comment); announces
   // it to the other ranks when this rank is the one with a reason.
   void await_round();
+  // True when a member set other than the world has new requests or a due stall check (set
+  // rank 0), or, with `after_progress`, made progress in the last round: its next round
+  // runs within the world's, so the world's must run.
+  bool other_sets_want_round(bool after_progress) const;
   // Before this rank starts a round: waits (yielding) while its framework threads keep
   // submitting, for at most CONCORD_CYCLE_TIME, so a burst goes into one round.
   void linger_while_submitting();

@@ -1,4 +1,4 @@
-// Phase 4 load balancing of Ok-Topk (../shared/specs/oktopk.md, "Phase 4"; Li & Hoefler,
+// Phase 4 load balancing of Ok-Topk (Phase 4; Li & Hoefler,
 // PPoPP 2022, sec. 3.3): pure arithmetic, no communication.
 //
 // View the entries every rank contributes to an allgatherv as one rank-ordered array: rank

@@ -1,4 +1,4 @@
-// Base classes of the sparse baselines (../shared/specs/oktopk.md, "Baselines"):
+// Base classes of the sparse baselines (docs/algorithms.md, "Sparse baselines"):
 //   SparseBaseline   the argument handling every baseline shares: options validated at
 //                    construction, n <= 0 only takes part in the length check (so a
 //                    rank's n = 0 or n < 0 fails every rank instead of hanging them), and

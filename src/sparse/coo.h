@@ -1,5 +1,5 @@
 // COO (coordinate) blocks of a sparse float32 vector and their wire format
-// (../shared/specs/oktopk.md, "COO format on the wire"): a block of `count` entries is sent
+// (Li & Hoefler, PPoPP 2022; docs/algorithms.md): a block of `count` entries is sent
 // as `count` indices followed by `count` float32 values, indices int32 when the dense length
 // n < 2^31 and int64 otherwise. So one entry costs 8 bytes (2 words) on the wire for every
 // gradient below 2^31 elements, 12 bytes beyond.

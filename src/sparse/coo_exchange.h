@@ -1,5 +1,5 @@
 // Point-to-point COO exchanges of the split-and-reduce phase of Ok-Topk and TopkDSA
-// (../shared/specs/oktopk.md, "Phase 2"; Li & Hoefler, PPoPP 2022, sec. 3.2; Renggli et
+// (Phase 2; Li & Hoefler, PPoPP 2022, sec. 3.2; Renggli et
 // al., "SparCML", SC 2019): every rank holds one block of COO entries per destination rank
 // and receives the blocks addressed to it.
 //

@@ -1,5 +1,5 @@
 // Allgatherv of COO entries over a Communicator, with the optional load balancing of
-// Ok-Topk's Phase 4 (../shared/specs/oktopk.md; Li & Hoefler, PPoPP 2022, sec. 3.3).
+// Ok-Topk's Phase 4 (docs/algorithms.md; Li & Hoefler, PPoPP 2022, sec. 3.3).
 // Reusable by every sparse allreduce that ends with "everyone gets everyone's entries"
 // (Ok-Topk, TopkA, TopkDSA, Gaussiank).
 //

@@ -1,5 +1,5 @@
-// SparseAllreduceDense ("dense"), the dense baseline of the sparse comparison (spec
-// ../shared/specs/oktopk.md, "Baselines"): an ordinary allreduce of the whole accumulator.
+// SparseAllreduceDense ("dense"), the dense baseline of the sparse comparison
+// (docs/algorithms.md, "Sparse baselines"): an ordinary allreduce of the whole accumulator.
 //
 // Steps for P ranks, n entries:
 //   0. Length check (SparseBaseline::check_length): allgather of every rank's n; ranks

@@ -1,6 +1,6 @@
 // SparseAllreduceGaussianK ("gaussiank"), the Gaussiank baseline (Shi et al., "Understanding
 // Top-k Sparsification in Distributed Deep Learning", 2019; compared against in Li &
-// Hoefler, PPoPP 2022; spec ../shared/specs/oktopk.md, "Baselines"): each rank picks its
+// Hoefler, PPoPP 2022; docs/algorithms.md, "Sparse baselines"): each rank picks its
 // entries by a threshold estimated from a normal fit of acc instead of an exact top-k, so
 // the number selected varies per rank and call.
 //

@@ -1,7 +1,7 @@
 // SparseAllreduceGTopk ("gtopk"), global top-k sparse allreduce by tree reduction (Shi et
 // al., "A Distributed Synchronous SGD Algorithm with Global Top-k Sparsification for Low
-// Bandwidth Networks", ICDCS 2019), the gTopk baseline of Li & Hoefler (PPoPP 2022; spec
-// ../shared/specs/oktopk.md, "Baselines"). Any P (not only powers of two).
+// Bandwidth Networks", ICDCS 2019), the gTopk baseline of Li & Hoefler (PPoPP 2022;
+// docs/algorithms.md, "Sparse baselines"). Any P (not only powers of two).
 //
 // Steps for P ranks, n entries, k = topk_count(n, density) (k <= n, so every set below has
 // exactly k entries), on the binomial tree rooted at rank 0 (patterns/binomial_tree.h):

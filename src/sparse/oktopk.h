@@ -1,5 +1,5 @@
 // OkTopk: the Ok-Topk sparse allreduce (Li & Hoefler, "Near-Optimal Sparse Allreduce for
-// Distributed Deep Learning", PPoPP 2022; ../shared/specs/oktopk.md, every phase). One
+// Distributed Deep Learning", PPoPP 2022, every phase; docs/algorithms.md). One
 // blocking call on P ranks, n floats, k = topk_count(n, density):
 //
 // Phase 0 local selection: S_i = {j : |acc_i[j]| >= th} with th the exact k-th largest

@@ -1,4 +1,4 @@
-// Space repartition of Ok-Topk (../shared/specs/oktopk.md, "Phase 1"; Li & Hoefler,
+// Space repartition of Ok-Topk (Phase 1; Li & Hoefler,
 // PPoPP 2022, sec. 3.2): the index space [0, n) is cut into P contiguous regions, region q
 // owned (reduced) by rank q, so that each owner receives about the same number of
 // selected entries.

@@ -18,6 +18,7 @@ namespace {
 
 struct SparseEntry {
   const char* name;
+  const char* description;  ///< one line, shown by concord-info
   std::function<std::unique_ptr<SparseAllreduce>(Communicator&, const SparseOptions&)> create;
 };
 
@@ -29,12 +30,18 @@ std::unique_ptr<SparseAllreduce> create(Communicator& comm, const SparseOptions&
 
 const std::vector<SparseEntry>& entries() {
   static const std::vector<SparseEntry> table = {
-      {"oktopk", create<OkTopk>},
-      {"dense", create<SparseAllreduceDense>},
-      {"topka", create<SparseAllreduceTopkA>},
-      {"topkdsa", create<SparseAllreduceTopkDSA>},
-      {"gtopk", create<SparseAllreduceGTopk>},
-      {"gaussiank", create<SparseAllreduceGaussianK>},
+      {"oktopk", "Ok-Topk (Li & Hoefler, PPoPP 2022): threshold top-k, split-and-reduce over balanced regions, "
+                 "balanced allgatherv",
+       create<OkTopk>},
+      {"dense", "baseline: the dense allreduce of the whole accumulator", create<SparseAllreduceDense>},
+      {"topka", "baseline: exact local top-k, allgather of every rank's k entries, local sum",
+       create<SparseAllreduceTopkA>},
+      {"topkdsa", "baseline (SparCML): sparse reduce-scatter over fixed regions, allgatherv that turns dense",
+       create<SparseAllreduceTopkDSA>},
+      {"gtopk", "baseline (Shi et al., ICDCS 2019): global top-k by tree reduction, then broadcast",
+       create<SparseAllreduceGTopk>},
+      {"gaussiank", "baseline (Shi et al., 2019): threshold from a normal fit instead of an exact top-k, allgather",
+       create<SparseAllreduceGaussianK>},
   };
   return table;
 }
@@ -45,6 +52,12 @@ std::vector<std::string> sparse_allreduce_names() {
   std::vector<std::string> names;
   for (const auto& entry : entries()) names.push_back(entry.name);
   return names;
+}
+
+std::vector<SparseAlgorithmInfo> sparse_allreduce_algorithms() {
+  std::vector<SparseAlgorithmInfo> algorithms;
+  for (const auto& entry : entries()) algorithms.push_back({entry.name, entry.description});
+  return algorithms;
 }
 
 std::unique_ptr<SparseAllreduce> make_sparse_allreduce(const std::string& name, Communicator& comm,

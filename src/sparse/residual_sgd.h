@@ -1,5 +1,5 @@
 // Ok-Topk SGD's residual (error-feedback) bookkeeping around any sparse allreduce
-// (../shared/specs/oktopk.md, "Ok-Topk SGD (residuals)"; Li & Hoefler, PPoPP 2022,
+// (docs/algorithms.md, "Ok-Topk sparse allreduce"; Li & Hoefler, PPoPP 2022,
 // Algorithm 2). Each rank keeps its residual eps (n floats, zero at first); per step:
 //   paper form (sgd_step):   acc = eps + lr g; U = sparse_allreduce(acc); w -= U
 //   reference form (average): acc = eps + g;    U = sparse_allreduce(acc); the caller hands

@@ -1,5 +1,5 @@
 // The interface every sparse allreduce implements (Ok-Topk and its baselines,
-// ../shared/specs/oktopk.md): one call reduces the top-k-sparsified accumulators
+// docs/algorithms.md): one call reduces the top-k-sparsified accumulators
 // acc_i = residual_i + gradient_i of all ranks and leaves the new residual in place.
 // Blocking, on one Communicator's nonblocking point-to-point (its traffic counters count
 // every byte each algorithm sends). float32 values; COO on the wire with int32 indices
@@ -58,6 +58,13 @@ class SparseAllreduce {
 
 /// Names of every sparse allreduce, in registry order.
 std::vector<std::string> sparse_allreduce_names();
+
+struct SparseAlgorithmInfo {
+  std::string name;
+  std::string description;  ///< one line (concord-info)
+};
+/// Every sparse allreduce with its description, in registry order.
+std::vector<SparseAlgorithmInfo> sparse_allreduce_algorithms();
 
 /// The algorithm called `name` on `comm` (which must outlive it). Throws InvalidArgument
 /// for an unknown name (listing the known ones) or invalid options.

@@ -1,5 +1,5 @@
 // SplitReduce: the split-and-reduce phase shared by Ok-Topk (Phase 2) and TopkDSA
-// (../shared/specs/oktopk.md; Li & Hoefler, PPoPP 2022, sec. 3.2; Renggli et al.,
+// (docs/algorithms.md; Li & Hoefler, PPoPP 2022, sec. 3.2; Renggli et al.,
 // "SparCML", SC 2019): every rank splits its selected COO entries by the P regions,
 // exchanges counts, sends each block to the region's owner by the destination rotation
 // (sparse/coo_exchange.h) and the owner sums what it receives.

@@ -1,4 +1,4 @@
-// Top-k selection by magnitude for sparse allreduce (../shared/specs/oktopk.md, Phase 0;
+// Top-k selection by magnitude for sparse allreduce (Phase 0 of
 // Li & Hoefler, "Near-Optimal Sparse Allreduce for Distributed Deep Learning", PPoPP 2022).
 // float32 values, int64 indices. Every function is O(n) (no full sort) and vectorised
 // where it scans; results are deterministic (identical inputs give identical outputs).

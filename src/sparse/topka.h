@@ -1,5 +1,5 @@
-// SparseAllreduceTopkA ("topka"), the TopkA baseline of Li & Hoefler (PPoPP 2022; spec
-// ../shared/specs/oktopk.md, "Baselines"): every rank selects its exact local top-k and all
+// SparseAllreduceTopkA ("topka"), the TopkA baseline of Li & Hoefler (PPoPP 2022;
+// docs/algorithms.md, "Sparse baselines"): every rank selects its exact local top-k and all
 // ranks allgather everybody's k entries, then each sums them locally.
 //
 // Steps (SelectGatherSum, sparse/baseline.h) for P ranks, n entries, k = topk_count(n, d):

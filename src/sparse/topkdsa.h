@@ -1,8 +1,8 @@
 // SparseAllreduceTopkDSA ("topkdsa"), SparCML's dynamic sparse allreduce (Renggli et al.,
 // "SparCML: High-Performance Sparse Communication for Machine Learning", SC 2019) as the
-// TopkDSA baseline of Li & Hoefler (PPoPP 2022; spec ../shared/specs/oktopk.md,
-// "Baselines"): a sparse reduce-scatter over fixed equal regions, then an allgatherv that
-// switches to a dense representation once the reduced result is no longer sparse.
+// TopkDSA baseline of Li & Hoefler (PPoPP 2022; docs/algorithms.md, "Sparse baselines"): a
+// sparse reduce-scatter over fixed equal regions, then an allgatherv that switches to a dense
+// representation once the reduced result is no longer sparse.
 //
 // Steps for P ranks, n entries, k = topk_count(n, density), entry size e (8 bytes with
 // int32 indices, 12 with int64):

@@ -1,5 +1,5 @@
-// The transport interfaces, three separate capabilities (STYLE.md "Where Concord stands"
-// item 4; Horovod's Controller, gloo's transport):
+// The transport interfaces, three separate capabilities (Horovod's
+// Controller, gloo's transport):
 //   PointToPoint        nonblocking isend/irecv between ranks of one group: all that
 //                       Concord's algorithms use;
 //   ControlCollectives  the few small blocking collectives of the control plane

@@ -1,5 +1,5 @@
 // The communicators one Concord runtime runs on, made by the transport layer and injected
-// into the runtime (STYLE.md "Where Concord stands" item 4, Horovod's Controller): an MPI
+// into the runtime (as Horovod's Controller is): an MPI
 // job gets them from mpi_communicator_set() (src/transport/mpi_communicator.h), the unit
 // tests from split_communicator_set() over an in-process world, so the whole negotiate ->
 // fuse -> execute cycle also runs with threads as ranks.

@@ -1,5 +1,5 @@
-// How every algorithm posts and reaps its nonblocking requests (STYLE.md "Where Concord
-// stands" item 3, after gloo's and UCC's single completion path): a RequestSet holds the
+// How every algorithm posts and reaps its nonblocking requests (after gloo's and
+// UCC's single completion path): a RequestSet holds the
 // requests of one kind an operation has in flight (e.g. a ring's sends), and reap_one()
 // completes a single request kept in a slot of its own (e.g. the receive of a given
 // chunk, which the algorithm must consume in order). Nothing here blocks except wait().

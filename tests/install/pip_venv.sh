@@ -22,6 +22,12 @@ unset PYTHONPATH
 (cd "$source_dir" && CONCORD_PIP_BUILD_DIR="$workdir/cmake" CONCORD_PIP_JOBS="${CONCORD_PIP_JOBS:-2}" \
   "$venv/bin/python" -m pip install --no-build-isolation --no-deps --no-index --no-cache-dir \
   --disable-pip-version-check -q .)
+# The extension is built under $workdir/cmake and installed into the venv, never written into
+# the source tree (python/concord/ holds only sources).
+if built=$(find "$source_dir/python" -name '_core*.so' | grep .); then
+  echo "pip install wrote the extension into the source tree: $built" >&2
+  exit 1
+fi
 
 cd /
 "$venv/bin/python" - "$venv" "$version" <<'PY'
@@ -37,6 +43,7 @@ PY
 info=$("$venv/bin/concord-info" --version)
 [ "$info" = "concord-info $version" ] || { echo "concord-info --version printed '$info', expected 'concord-info $version'" >&2; exit 1; }
 "$venv/bin/concord-info" | grep CONCORD_FUSION_THRESHOLD >/dev/null
+"$venv/bin/concord-info" --json | "$venv/bin/python" -c "import json, sys; assert json.load(sys.stdin)[\"collectives\"]"
 if [ -e "$source_dir/python/concord/run.py" ]; then
   "$venv/bin/concord-run" --help >/dev/null
 fi

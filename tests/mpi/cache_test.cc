@@ -1,5 +1,5 @@
 // The response cache, bit-vector coordination, grouping and the stall inspector seen through
-// the public API under mpirun (concord_mpi_cache_tests; ../shared/specs/control-plane.md):
+// the public API under mpirun (concord_mpi_cache_tests; docs/algorithms.md, "Negotiation"):
 //  - a fixed tensor set reduced over many iterations, submitted in a different random order
 //    on every rank every iteration: results exact; once warm (capacity >= tensor count) the
 //    coordinator is never used again and every response comes from the cache

@@ -1,5 +1,5 @@
 """Grouped allreduce, grouped DistributedOptimizer, the response cache as seen from Python
-(coordination_stats) and the timeline (../shared/specs/control-plane.md)."""
+(coordination_stats) and the timeline (docs/architecture.md, "Timeline")."""
 
 import json
 import os

@@ -14,11 +14,6 @@ from concord_test_utils import expect_raises
 
 DYNAMIC = os.environ.get("CONCORD_DYNAMIC_PROCESS_SETS") == "1"
 
-# Known failure (h14a, unfinished at the session's end): after shutdown() and
-# init(process_sets=...) the first test hangs at 2 ranks; not debugged yet. Skipped so that
-# the suites stay green; remove this line to reproduce.
-pytestmark = pytest.mark.skip(reason="process sets: init(process_sets=...) hangs (unfinished, see h14a note)")
-
 
 def subsets(size):
     """Sets different from the world: even ranks, odd ranks, the last rank alone."""
@@ -37,7 +32,8 @@ def exercise(process_set, tag):
     members = process_set.ranks
     if not process_set.included():
         error = expect_raises(hvd.InvalidArgumentError, "allreduce on a set without this rank", hvd.allreduce,
-                              torch.ones(1), name=f"{tag}.outsider")
+                              torch.ones(1), name=f"{tag}.outsider",
+                              process_set=process_set)
         assert "not in process set" in str(error), str(error)
         return
     assert process_set.size() == len(members) and process_set.rank() == members.index(me)
@@ -87,6 +83,8 @@ def test_init_with_process_sets_and_every_collective_on_them():
                    for s in sets if s.included()]
         results = [hvd.synchronize(h) for h in handles]
         assert [r.item() for r in results] == [float(len(s.ranks)) for s in sets if s.included()]
+        # shutdown() stops every rank's runtime (as Horovod's): wait until all are done
+        hvd.barrier()
     finally:
         hvd.shutdown()
         hvd.init()
@@ -155,3 +153,64 @@ def test_distributed_optimizer_on_a_process_set():
         assert torch.allclose(model.weight, expected), f"rank {me}: {model.weight} != {expected}"
     if size > 1:
         hvd.remove_process_set(evens)
+
+
+def _evens_set():
+    """The even ranks as a registered set: added dynamically, or the world at 1 rank or
+    without CONCORD_DYNAMIC_PROCESS_SETS=1 (then the calls below run on the world)."""
+    if DYNAMIC and hvd.size() > 1:
+        return hvd.add_process_set(list(range(0, hvd.size(), 2)))
+    return hvd.global_process_set
+
+
+def _remove(process_set):
+    if process_set is not hvd.global_process_set:
+        hvd.remove_process_set(process_set)
+
+
+def test_objects_and_optimizer_state_on_a_process_set_take_global_roots():
+    """broadcast_object / broadcast_optimizer_state: root_rank is a GLOBAL rank (Horovod
+    compares it with hvd.rank()); allgather_object lists the set's ranks in order."""
+    me = hvd.rank()
+    evens = _evens_set()
+    members = evens.ranks if evens is not hvd.global_process_set else list(range(hvd.size()))
+    root = members[-1]
+    if evens.included():
+        got = hvd.broadcast_object({"from": me}, root_rank=root, name="ps.obj", process_set=evens)
+        gathered = hvd.allgather_object(("rank", me), name="ps.objs", process_set=evens)
+        model = torch.nn.Linear(2, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1 * (me + 1), momentum=0.9)
+        hvd.broadcast_optimizer_state(optimizer, root_rank=root, process_set=evens)
+        assert got == {"from": root}, f"rank {me}: broadcast_object from global rank {root}: {got}"
+        assert gathered == [("rank", q) for q in members], f"rank {me}: allgather_object {gathered}"
+        lr = optimizer.param_groups[0]["lr"]
+        assert abs(lr - 0.1 * (root + 1)) < 1e-12, f"rank {me}: lr {lr}, root {root}'s is {0.1 * (root + 1)}"
+    _remove(evens)
+
+
+def test_broadcast_gradient_on_a_process_set_reaches_the_global_root():
+    """Autograd broadcast: the backward reduces the gradient to the (global) root only."""
+    me = hvd.rank()
+    evens = _evens_set()
+    members = evens.ranks if evens is not hvd.global_process_set else list(range(hvd.size()))
+    if evens.included():
+        x = torch.ones(3, requires_grad=True)
+        y = hvd.broadcast(x * (me + 1), members[-1], name="ps.bcast.grad", process_set=evens)
+        y.sum().backward()
+        expected = float(len(members) * (me + 1)) if me == members[-1] else 0.0
+        assert torch.allclose(x.grad, torch.full((3,), expected)), f"rank {me}: grad {x.grad}, want {expected}"
+    _remove(evens)
+
+
+def test_mismatch_in_a_process_set_names_global_ranks_and_the_set():
+    me = hvd.rank()
+    evens = _evens_set()
+    members = evens.ranks if evens is not hvd.global_process_set else list(range(hvd.size()))
+    if evens.included() and len(members) > 1:
+        rows = 3 if me == members[-1] else 2
+        error = expect_raises(hvd.MismatchError, "shape mismatch in a set", hvd.allreduce, torch.ones(rows),
+                              name="ps.mismatch", process_set=evens)
+        assert f"[3] on ranks [{members[-1]}]" in str(error), str(error)
+        if evens is not hvd.global_process_set:
+            assert f"in process set {evens.process_set_id} (ranks " in str(error), str(error)
+    _remove(evens)

@@ -1,5 +1,5 @@
 """SparseDistributedOptimizer and SparseAllreducer (Ok-Topk sparse allreduce with residuals;
-Li & Hoefler, PPoPP 2022; ../shared/specs/oktopk.md).
+Li & Hoefler, PPoPP 2022; docs/algorithms.md).
 
 The exact-mode tests use gradients that are multiples of 2^-8 (or small integers) of
 moderate size, so every sum is exact in float32 and the one division by P rounds the same

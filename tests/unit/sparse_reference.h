@@ -1,5 +1,5 @@
 // Test-side reference of the sparse allreduce's exact-mode semantics
-// (../shared/specs/oktopk.md, "Exact-mode semantics"), written without the code under test
+// (docs/algorithms.md, "Ok-Topk sparse allreduce"), written without the code under test
 // (full sorts instead of selection): S_i = TopK(acc_i, k) (ties: larger |x|, then lower
 // index; zero entries dropped, as they change neither U nor the residual), R = sum of the
 // selected entries (exact zeros dropped), G = TopK(R, min(k, nnz R)), U = R|_G / P,

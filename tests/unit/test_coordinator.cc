@@ -143,6 +143,33 @@ TEST(Coordinator, MismatchArrivingThroughAddBecomesErrorResponse) {
   expect_error(responses[0], "Mismatched shape for tensor 'x': [3] on ranks [0, 2], [4] on ranks [1]");
 }
 
+// On a process set, messages name GLOBAL ranks (and broadcast roots) and the set.
+TEST(Coordinator, ProcessSetMessagesNameGlobalRanksAndTheSet) {
+  const RankNames names{{1, 4, 6}, " in process set 2 (ranks [1, 4, 6])"};
+  Coordinator coordinator(3, names);
+  coordinator.add(allreduce(2, "x", {3}));
+  coordinator.add(allreduce(1, "x", {4}));
+  coordinator.add(allreduce(0, "x", {3}));
+  coordinator.add(allreduce(0, "twice"));
+  coordinator.add(allreduce(0, "twice"));
+  coordinator.add(allreduce(1, "twice"));
+  coordinator.add(allreduce(2, "twice"));
+  const auto responses = coordinator.take_ready();
+  ASSERT_EQ(responses.size(), 2u);
+  expect_error(responses[0], "Mismatched shape for tensor 'x': [3] on ranks [1, 6], [4] on ranks [4] in process "
+                             "set 2 (ranks [1, 4, 6])");
+  EXPECT_NE(responses[1].error.find("twice by rank 1 before every rank had submitted it in process set 2"),
+            std::string::npos) << responses[1].error;
+  std::vector<Request> roots;
+  for (int r = 0; r < 3; ++r) {
+    roots.push_back(of_type(CollectiveType::kBroadcast, r, "x", {3}));
+    roots.back().root = r == 2 ? 2 : 0;  // set-relative, as the runtime translates them
+  }
+  expect_error(build_response(roots, 3, {}, names),
+               "Mismatched root rank for tensor 'x': 1 on ranks [1, 4], 6 on ranks [6] in process set 2 (ranks "
+               "[1, 4, 6])");
+}
+
 TEST(Coordinator, RankOutsideTheWorldIsInternalError) {
   Coordinator coordinator(2);
   EXPECT_THROW(coordinator.add(allreduce(2, "x")), InternalError);

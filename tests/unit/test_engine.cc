@@ -1,4 +1,4 @@
-// Dependency engine (src/engine/engine.h, ../shared/specs/engine-kvstore.md): semantics,
+// Dependency engine (src/engine/engine.h, docs/architecture.md): semantics,
 // not timing. Random DAGs must give exactly the sequential result for several pool sizes;
 // versions count writes; reads overlap (observed through a latch) while writes are
 // exclusive (error rules: test_engine_errors.cc);

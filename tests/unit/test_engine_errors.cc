@@ -1,4 +1,4 @@
-// Dependency engine (src/engine/engine.h, ../shared/specs/engine-kvstore.md): the error
+// Dependency engine (src/engine/engine.h, docs/architecture.md): the error
 // rules. An error is stored on the failed operation's written vars, inherited by skipped
 // dependents (or handed to their on_skip), and rethrown once by wait_for_var()/wait_all();
 // misuse (a var listed twice, waits from inside an operation, vars of another engine) is

@@ -1,6 +1,6 @@
 // OkTopk (src/sparse/oktopk.h) on the in-process transport: the spec's Vector A step by
 // step, the exact-mode semantics against a test-side reference (sparse_reference.h), the
-// properties every sparse allreduce must pass (../shared/specs/oktopk.md) at P = 1..8 over
+// properties every sparse allreduce must pass (docs/algorithms.md) at P = 1..8 over
 // several calls, the statistical quality of threshold reuse, edge sizes, bytes per rank
 // and errors. Failure messages name rank, P, n, call and element.
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Ok-Topk's communication volume with the residual carried over many calls, as in training
-// (src/sparse/oktopk.h, "Volume cap"; ../shared/specs/oktopk.md, "Communication volume"):
+// (src/sparse/oktopk.h, "Volume cap"; Li & Hoefler, PPoPP 2022, sec. 3.2):
 // from call 32 on, every rank sends fewer than 6k words (4-byte words, counted by the
 // in-process transport) on every threshold-reuse call, and on average over every whole
 // tau period including its re-evaluation calls, at P = 2..16. The same stream without the

@@ -56,6 +56,17 @@ TEST(StallInspectorWarning, ExactlyOneJustAfterWarningTimeNamingTensorRanksAndSe
   EXPECT_EQ(report.shutdown_message, "");
 }
 
+TEST(StallInspectorWarning, OnAProcessSetNamesGlobalRanksAndTheSet) {
+  StallInspector inspector(3, 60, 5, RankNames{{1, 4, 6}, " in process set 2 (ranks [1, 4, 6])"});
+  submit(inspector, "a", {2, 0}, 0);
+  const StallReport report = inspector.check(at(61.2));
+  ASSERT_EQ(report.warnings.size(), 1u);
+  EXPECT_PRED2(starts_with, report.warnings[0], "Tensor 'a' (allreduce) in process set 2 (ranks [1, 4, 6]) has been "
+                                                "submitted by ranks [1, 6] but not by ranks [4] for 61.2 s;");
+  EXPECT_EQ(report.shutdown_message, "Stall shutdown after 5 s (CONCORD_STALL_SHUTDOWN_TIME): tensor 'a' is missing "
+                                     "on ranks [4] in process set 2 (ranks [1, 4, 6])");
+}
+
 TEST(StallInspectorWarning, NoRepeatOnNextCallButAgainAfterAnotherPeriod) {
   StallInspector inspector(3, 60, 0);
   submit(inspector, "a", {1}, 0);

@@ -1,4 +1,4 @@
-// Top-k selection (src/sparse/topk.h, ../shared/specs/oktopk.md Phase 0 and Gaussiank):
+// Top-k selection (src/sparse/topk.h: Ok-Topk's Phase 0 and Gaussiank):
 // every function against a test-side reference built on std::sort / plain loops, over
 // n = 0, 1, odd and large (sampled path) sizes, k = 1..n, ties, signed zeros, strict and
 // non-strict thresholds, the feedback rule and Gaussiank's estimate on Gaussian data.

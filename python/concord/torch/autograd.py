@@ -161,8 +161,7 @@ class _Broadcast(torch.autograd.Function):
     def backward(ctx, grad_output):
         root_rank, name, kwargs = ctx.args
         grad = mpi_ops.allreduce(grad_output.contiguous(), name=_grad_name(name), op=mpi_ops.Sum, **kwargs)
-        rank, _ = _rank_and_size(kwargs)
-        if rank != root_rank:
+        if mpi_ops._core.rank() != root_rank:  # root_rank is global, with or without a process set
             grad.zero_()
         return grad, None, None, None
 

@@ -60,10 +60,10 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
         received_splits an int32 tensor of the rows received from each rank.
 
     Raises:
-        TypeError: splits of a non-integer type. InvalidArgumentError: a scalar, splits of
-        the wrong length, negative or not summing to dim 0. MismatchError from synchronize
-        when ranks disagree on dtype or trailing dims; InvalidArgumentError from synchronize
-        on every rank when some rank has joined.
+        TypeError: splits of a non-integer type.
+        InvalidArgumentError: a scalar, splits of the wrong length, negative or not summing
+            to dim 0; from synchronize, on every rank, when some rank has joined.
+        MismatchError: from synchronize, when ranks disagree on dtype or trailing dims.
     """
     name = _name(name, "alltoall")
     _check(tensor, name, "alltoall")
@@ -115,8 +115,9 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescal
         int: a handle; :func:`synchronize` returns this rank's rows.
 
     Raises:
-        InvalidArgumentError: a scalar, bool, another op; MismatchError from synchronize when
-        ranks disagree on shape, dtype, op or scale factors.
+        InvalidArgumentError: a scalar, bool, another op.
+        MismatchError: from synchronize, when ranks disagree on shape, dtype, op or scale
+            factors.
     """
     name = _name(name, "reducescatter")
     _check(tensor, name, "reducescatter")

@@ -16,8 +16,8 @@ def broadcast_parameters(params, root_rank):
         root_rank (int): rank whose values are kept.
 
     Raises:
-        ValueError: ``params`` is not a dict or an iterable of pairs; MismatchError if a
-        name has a different shape or dtype on some rank.
+        ValueError: ``params`` is not a dict or an iterable of pairs.
+        MismatchError: a name has a different shape or dtype on some rank.
     """
     if isinstance(params, dict):
         items = sorted(params.items())
@@ -54,7 +54,8 @@ def broadcast_optimizer_state(optimizer, root_rank, process_set=None):
     Args:
         optimizer (torch.optim.Optimizer): the same kind of optimizer over the same
             parameters on every rank (a DistributedOptimizer is fine).
-        root_rank (int): rank whose state is kept.
+        root_rank (int): GLOBAL rank whose state is kept (one of ``process_set``'s ranks
+            when one is given, as Horovod).
         process_set (ProcessSet, optional): the ranks taking part (default: all).
 
     Raises:
@@ -62,6 +63,5 @@ def broadcast_optimizer_state(optimizer, root_rank, process_set=None):
     """
     kwargs = {} if process_set is None else {"process_set": process_set}
     state = broadcast_object(optimizer.state_dict(), root_rank, name="broadcast_optimizer_state", **kwargs)
-    my_rank = rank() if process_set is None else process_set.rank()
-    if my_rank != root_rank:
+    if rank() != root_rank:
         optimizer.load_state_dict(state)

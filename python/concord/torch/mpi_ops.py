@@ -108,8 +108,9 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
 
     Raises:
         InvalidArgumentError: unsupported dtype/device, empty name, name already in flight.
-        StateError: not initialized. A mismatch across ranks raises MismatchError from
-        :func:`synchronize` on every rank.
+        StateError: not initialized.
+        MismatchError: from :func:`synchronize`, on every rank, when the ranks' requests
+            differ.
     """
     name = _name(name, "allreduce")
     # The new tensor comes from the output pool (concord.torch.output_pool): memory of a
@@ -196,8 +197,9 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
         int: one handle; :func:`synchronize` returns the list of result tensors.
 
     Raises:
-        ValueError: empty group; InvalidArgumentError: a bad member (then no member is
-        submitted); MismatchError from :func:`synchronize` if ranks group differently.
+        ValueError: the group is empty.
+        InvalidArgumentError: a bad member (then no member is submitted).
+        MismatchError: from :func:`synchronize`, if the ranks group the tensors differently.
     """
     name = _name(name, "grouped_allreduce")
     tensors = list(tensors)
@@ -268,7 +270,7 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=None):
 
     Raises:
         InvalidArgumentError: root_rank outside [0, size()) or not in the set, unsupported
-        dtype/device.
+            dtype/device.
     """
     name = _name(name, "broadcast")
     _check(tensor, name, "broadcast")
@@ -319,8 +321,8 @@ def synchronize(handle):
     return its result tensor. The handle is consumed.
 
     Raises:
-        MismatchError, StateError, CommError: the operation failed; ValueError: unknown
-        handle.
+        MismatchError, StateError, CommError: the operation failed.
+        ValueError: unknown handle.
     """
     with _lock:
         entry = _handles.pop(handle, None)

@@ -30,10 +30,6 @@ def _set_kwargs(process_set):
     return {} if process_set is None else {"process_set": process_set}
 
 
-def _rank(process_set):
-    return _core.rank() if process_set is None else process_set.rank()
-
-
 def broadcast_object(obj, root_rank=0, name=None, process_set=None):
     """Return root_rank's ``obj`` on every rank (of ``process_set``).
 
@@ -41,8 +37,8 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=None):
 
     Args:
         obj: any object cloudpickle (or pickle) can serialise; only root_rank's is read.
-        root_rank (int): rank whose object is returned (a rank of ``process_set`` when one
-            is given, as Horovod).
+        root_rank (int): GLOBAL rank whose object is returned; with ``process_set`` it must
+            be one of the set's ranks (as Horovod: ``rank() == root_rank`` picks the root).
         name (str, optional): prefix of the two broadcasts' tensor names (default
             ``broadcast_object``); the same on every rank.
         process_set (ProcessSet, optional): the ranks taking part (default: all).
@@ -51,12 +47,14 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=None):
         root_rank's object (the object itself on the root, a deserialised copy elsewhere).
 
     Raises:
-        InvalidArgumentError: root_rank out of range; MismatchError: ranks disagree on the
-        root; pickle.PicklingError on the root if ``obj`` cannot be serialised.
+        InvalidArgumentError: root_rank out of range or not in ``process_set``; this
+            rank not in ``process_set``.
+        MismatchError: ranks disagree on the root.
+        pickle.PicklingError: on the root, if ``obj`` cannot be serialised.
     """
     name = name or "broadcast_object"
     kwargs = _set_kwargs(process_set)
-    is_root = _rank(process_set) == root_rank
+    is_root = _core.rank() == root_rank  # a global rank, with or without a process set
     if is_root:
         payload = _dumps(obj)
         length = torch.tensor([payload.numel()], dtype=torch.int64)
@@ -82,8 +80,12 @@ def allgather_object(obj, name=None, process_set=None):
         process_set (ProcessSet, optional): the ranks taking part (default: all).
 
     Returns:
-        list: ``size`` objects; entry r is rank r's object (this rank's entry is a
-        deserialised copy too, as Horovod).
+        list: one object per rank of ``process_set`` (default: the world); entry i is the
+        object of the set's i-th rank, i.e. of global rank ``process_set.ranks[i]`` (this
+        rank's entry is a deserialised copy too, as Horovod).
+
+    Raises:
+        InvalidArgumentError: this rank is not in ``process_set``.
     """
     name = name or "allgather_object"
     kwargs = _set_kwargs(process_set)

@@ -263,8 +263,8 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
 
     Raises:
         ValueError: duplicate names, parameters missing from named_parameters, bad op,
-        backward_passes_per_step < 1, both num_groups and groups, a parameter in two groups
-        or not in the optimizer, overlap_forward without a model.
+            backward_passes_per_step < 1, both num_groups and groups, a parameter in two
+            groups or not in the optimizer, overlap_forward without a model.
         TypeError: ``model`` is not a torch.nn.Module.
     """
     if op not in (Average, Sum):

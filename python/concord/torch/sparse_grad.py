@@ -44,9 +44,10 @@ def sparse_allreduce_async(tensor, name=None, op=mpi_ops.Average, process_set=No
         process_set (ProcessSet, optional): the ranks taking part (default: all).
 
     Raises:
-        TypeError: ``tensor`` is not a sparse COO tensor; ValueError: op other than Sum or
-        Average; MismatchError (from synchronize, every rank): dtype, sparse dimensions or
-        dense value shape differ between ranks.
+        TypeError: ``tensor`` is not a sparse COO tensor.
+        ValueError: op other than Sum or Average.
+        MismatchError: from synchronize, on every rank, when dtype, sparse dimensions or
+            dense value shape differ between ranks.
     """
     if not isinstance(tensor, torch.Tensor) or tensor.layout != torch.sparse_coo:
         raise TypeError(f"sparse_allreduce_async of '{name}': expected a sparse COO tensor, got "

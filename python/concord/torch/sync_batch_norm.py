@@ -100,7 +100,7 @@ class SyncBatchNorm(torch.nn.modules.batchnorm._BatchNorm):
 
     Raises:
         ValueError: input of fewer than 2 dimensions, or a global batch with at most one
-        value per channel in training (as torch's BatchNorm), raised on every rank.
+            value per channel in training (as torch's BatchNorm), raised on every rank.
     """
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,

@@ -1,0 +1,35 @@
+// What this build of Concord offers, in one place: the version, every CONCORD_* setting
+// (src/common/config.cc) with its default and current value, every registered algorithm
+// of every collective (src/algorithms/registry.cc, the device-buffer and sparse
+// registries), the cost-model constants in effect (CostParams::from_env) and the CUDA
+// status. concord-info prints it (tools/concord_info.cc), concord._core.build_info_json()
+// and build_info_text() give it to Python (the pip-installed concord-info,
+// python/concord/info.py), and scripts/docs_lists.py writes the lists of README.md and
+// docs/ from the JSON form, so the docs cannot drift from the code (test docs.lists).
+//
+// The JSON document (an object):
+//   "version":    "X.Y.Z" (project(Concord VERSION) in CMakeLists.txt)
+//   "settings":   [{"name", "default", "value", "type", "shared", "doc"}] in table order;
+//                 "value" as the environment sets it now, "shared" true when every rank
+//                 adopts rank 0's value
+//   "collectives": [{"collective", "setting", "algorithms": [{"name", "description"}]}] in
+//                 registry order; "setting" is the CONCORD_*_ALGORITHM variable that forces
+//                 one, or null
+//   "cost_model": {"alpha", "beta", ...} seconds and seconds per byte (CostParams)
+//   "cuda":       {"built", "devices", "reason", "summary"}
+#pragma once
+
+#include <string>
+
+namespace concord {
+
+/// The JSON document described above, indented by `indent` spaces (-1: one line). Reads
+/// the environment (current values, cost-model file); throws InvalidArgument when the
+/// cost-model file or a CONCORD_COST_* value is malformed.
+std::string build_info_json(int indent = 2);
+
+/// concord-info's text form of the same document: one entry per setting (value, default,
+/// type, doc), one block per collective's algorithms, the cost model and the CUDA line.
+std::string build_info_text();
+
+}  // namespace concord
