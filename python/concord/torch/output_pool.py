@@ -16,6 +16,7 @@ place (``resize_`` to a larger size raises), like any tensor over external memor
 """
 
 import collections
+import json
 import threading
 import weakref
 
@@ -27,9 +28,10 @@ MIN_BYTES = 1 << 20  # smaller results come from the C allocator's heap, already
 
 
 def _configured_capacity():
-    for name, _default, _type, _doc, value in _core.config_table():
-        if name == "CONCORD_OUTPUT_POOL_BYTES":
-            return int(value)
+    """CONCORD_OUTPUT_POOL_BYTES as the configuration table reads it (concord-info's JSON)."""
+    for setting in json.loads(_core.build_info_json())["settings"]:
+        if setting["name"] == "CONCORD_OUTPUT_POOL_BYTES":
+            return int(setting["value"])
     return 0
 
 
