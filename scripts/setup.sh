@@ -10,6 +10,7 @@ cd "$(dirname "$0")/.."
 packages=(
   g++ cmake ninja-build pkg-config
   clang-14 libclang-rt-14-dev  # libFuzzer: scripts/fuzz.sh
+  clang-format-14  # scripts/format.sh (.clang-format)
   openmpi-bin libopenmpi-dev
   iproute2 util-linux  # ip netns, tc, unshare, flock: scripts/cluster.sh
   libgtest-dev libspdlog-dev libcli11-dev nlohmann-json3-dev

@@ -35,11 +35,18 @@ class ProcessSet:
         return len(_core.process_set_ranks(self.process_set_id))
 
     def rank(self):
-        """This process's rank within the set (-1 if not a member), or None if the set is
-        not registered."""
+        """This process's rank within the set (its index in ``ranks``), or None if the set
+        is not registered.
+
+        Raises:
+            InvalidArgumentError (a ValueError, as Horovod's): this process is not in the set.
+        """
         if self.process_set_id is None:
             return None
-        return _core.process_set_rank(self.process_set_id)
+        rank = _core.process_set_rank(self.process_set_id)
+        if rank < 0:
+            raise InvalidArgumentError(f"ProcessSet.rank(): rank {_core.rank()} is not in {self!r}")
+        return rank
 
     def included(self):
         """Whether this process is in the set, or None if the set is not registered."""

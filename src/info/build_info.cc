@@ -51,7 +51,8 @@ json document() {
           {"settings", settings},
           {"collectives", collectives},
           {"cost_model", json::parse(CostParams::from_env().encode())},
-          {"cuda", {{"built", cuda.built}, {"devices", cuda.devices}, {"reason", cuda.reason}, {"summary", cuda.summary()}}}};
+          {"cuda",
+           {{"built", cuda.built}, {"devices", cuda.devices}, {"reason", cuda.reason}, {"summary", cuda.summary()}}}};
 }
 
 // printf into `out`.
@@ -80,9 +81,8 @@ std::string build_info_text() {
   const json info = document();
   std::string out;
   for (const auto& var : info["settings"]) {
-    append(out, "%-26s = %-12s (default %s, %s%s)\n%28s%s\n", str(var["name"]), str(var["value"]),
-           str(var["default"]), str(var["type"]), var["shared"].get<bool>() ? "; every rank uses rank 0's" : "", "",
-           str(var["doc"]));
+    append(out, "%-26s = %-12s (default %s, %s%s)\n%28s%s\n", str(var["name"]), str(var["value"]), str(var["default"]),
+           str(var["type"]), var["shared"].get<bool>() ? "; every rank uses rank 0's" : "", "", str(var["doc"]));
   }
   for (const auto& group : info["collectives"]) {
     const bool forced = !group["setting"].is_null();

@@ -16,17 +16,26 @@ namespace {
 // Tags at and above this value are reserved for the control collectives below.
 constexpr int kControlTag = tags::kInProcessControl;
 
+// A posted receive: done when a send matched it. Throws CommError once a rank of the run
+// has failed and the message has not arrived (it may never).
 class FlagRequest : public TransportRequest {
  public:
-  FlagRequest(std::shared_ptr<bool> done, std::mutex& mutex) : done_(std::move(done)), mutex_(mutex) {}
+  FlagRequest(std::shared_ptr<bool> done, std::mutex& mutex, std::shared_ptr<std::atomic<bool>> failed, int source,
+              int tag)
+      : done_(std::move(done)), mutex_(mutex), failed_(std::move(failed)), source_(source), tag_(tag) {}
   bool test() override {
     std::lock_guard<std::mutex> lock(mutex_);
+    CONCORD_ENFORCE(*done_ || !*failed_, CommError, "in-process receive from rank ", source_, " (tag ", tag_,
+                    ") abandoned: a rank of this in-process world failed");
     return *done_;
   }
 
  private:
   std::shared_ptr<bool> done_;
   std::mutex& mutex_;
+  std::shared_ptr<std::atomic<bool>> failed_;
+  int source_;
+  int tag_;
 };
 
 class DoneRequest : public TransportRequest {
@@ -43,11 +52,13 @@ void deliver(void* destination, size_t expected, const void* payload, size_t byt
 
 }  // namespace
 
-InProcessWorld::InProcessWorld(int size) : mailboxes_(size) {}
+InProcessWorld::InProcessWorld(int size, std::shared_ptr<std::atomic<bool>> failed)
+    : mailboxes_(size), failed_(failed ? std::move(failed) : std::make_shared<std::atomic<bool>>(false)) {}
 
 void InProcessWorld::run(int size, const std::function<void(Communicator&)>& body) {
   auto world = std::make_shared<InProcessWorld>(size);
-  std::vector<std::exception_ptr> errors(size);
+  std::mutex errors_mutex;
+  std::vector<std::exception_ptr> errors;  // in the order they were thrown
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {
     threads.emplace_back([&, r] {
@@ -55,13 +66,14 @@ void InProcessWorld::run(int size, const std::function<void(Communicator&)>& bod
         InProcessCommunicator comm(world, r);
         body(comm);
       } catch (...) {
-        errors[r] = std::current_exception();
+        std::lock_guard<std::mutex> lock(errors_mutex);
+        errors.push_back(std::current_exception());
+        *world->failed_ = true;
       }
     });
   }
   for (auto& thread : threads) thread.join();
-  for (auto& error : errors)
-    if (error) std::rethrow_exception(error);
+  if (!errors.empty()) std::rethrow_exception(errors.front());
 }
 
 InProcessCommunicator::InProcessCommunicator(std::shared_ptr<InProcessWorld> world, int rank)
@@ -103,7 +115,7 @@ RequestPtr InProcessCommunicator::irecv(void* data, size_t bytes, int peer, int 
     }
   }
   box.posted.push_back({peer, tag, data, bytes, done});
-  return std::make_unique<FlagRequest>(done, world_->mutex_);
+  return std::make_unique<FlagRequest>(done, world_->mutex_, world_->failed_, peer, tag);
 }
 
 std::vector<std::vector<uint8_t>> InProcessCommunicator::gather_bytes(
@@ -203,7 +215,7 @@ std::pair<std::shared_ptr<InProcessWorld>, int> InProcessWorld::split(int rank, 
       std::vector<int> members;
       for (int r : order)
         if (round->colors[r] == round->colors[first]) members.push_back(r);
-      auto world = std::make_shared<InProcessWorld>(static_cast<int>(members.size()));
+      auto world = std::make_shared<InProcessWorld>(static_cast<int>(members.size()), failed_);
       for (size_t i = 0; i < members.size(); ++i) {
         round->worlds[members[i]] = world;
         round->new_ranks[members[i]] = static_cast<int>(i);
@@ -213,9 +225,13 @@ std::pair<std::shared_ptr<InProcessWorld>, int> InProcessWorld::split(int rank, 
     round->complete = true;
     split_round_.reset();
     split_done_.notify_all();
-  } else if (!split_done_.wait_for(lock, kSplitTimeout, [&] { return round->complete; })) {
-    CONCORD_THROW(CommError, "in-process split: rank ", rank, " waited ", kSplitTimeout.count(), " s but only ",
-                  round->arrived, " of ", size(), " ranks called split");
+  } else {
+    const auto deadline = std::chrono::steady_clock::now() + kSplitTimeout;
+    while (!round->complete && !*failed_ && std::chrono::steady_clock::now() < deadline)
+      split_done_.wait_for(lock, std::chrono::milliseconds(20));  // also notices a failed rank
+    CONCORD_ENFORCE(round->complete, CommError, "in-process split: rank ", rank, " gave up with only ",
+                    round->arrived, " of ", size(), " ranks arrived (",
+                    *failed_ ? "a rank failed" : "waited " + std::to_string(kSplitTimeout.count()) + " s", ")");
   }
   return {round->worlds[rank], round->new_ranks[rank]};
 }

@@ -4,6 +4,7 @@
 // to run every algorithm at 1..16 ranks without mpirun.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -44,11 +45,15 @@ class InProcessCommunicator : public Communicator {
 /// The shared state of `size` in-process ranks: one mailbox per rank.
 class InProcessWorld {
  public:
-  explicit InProcessWorld(int size);
+  /// `size` empty mailboxes. `failed` is shared with the worlds split from this one: set
+  /// once a rank's thread has thrown (a fresh flag when null).
+  explicit InProcessWorld(int size, std::shared_ptr<std::atomic<bool>> failed = nullptr);
   int size() const { return static_cast<int>(mailboxes_.size()); }
 
-  /// Runs body(communicator) on `size` threads, one per rank, and joins them. The first
-  /// exception thrown by any rank is rethrown after all threads have finished.
+  /// Runs body(communicator) on `size` threads, one per rank, and joins them. Once a rank
+  /// throws, the receives the others are waiting on fail with CommError (a dead rank never
+  /// sends; as MPI ends the job, the other ranks do not hang); the exception thrown first
+  /// is rethrown after all threads have finished.
   static void run(int size, const std::function<void(Communicator&)>& body);
 
   /// How long split() waits for the other ranks before giving up.
@@ -85,6 +90,7 @@ class InProcessWorld {
   };
   std::mutex mutex_;
   std::vector<Mailbox> mailboxes_;
+  std::shared_ptr<std::atomic<bool>> failed_;
   std::mutex split_mutex_;
   std::condition_variable split_done_;
   std::shared_ptr<SplitRound> split_round_;

@@ -65,9 +65,9 @@ class MpiCommunicator : public Communicator, public NativeCollectives {
   MPI_Op mpi_op(DataType dtype, ReduceOp op);
 
   MPI_Comm comm_ = MPI_COMM_NULL;
-  // User-defined ops (16-bit floats, 8-bit sums), by [dtype code][op code]; MPI_OP_NULL
+  // User-defined ops (16-bit floats, 8- and 16-bit integer sums), by [dtype code][op code]; MPI_OP_NULL
   // until first used.
-  MPI_Op user_ops_[8][5];
+  MPI_Op user_ops_[9][5];  // [dtype up to kInt16][op up to kProduct]
   int rank_ = 0;
   int size_ = 1;
 };

@@ -1,13 +1,14 @@
 // MpiCommunicator's native allreduce: MPI_Allreduce with MPI_IN_PLACE, the baseline that
 // Concord's own algorithms are measured against (AllreduceMpi, concord-bench "mpi").
 //
-// Types: float32/float64/int32/int64/int8/uint8 map to MPI_FLOAT, MPI_DOUBLE, MPI_INT32_T,
-// MPI_INT64_T, MPI_INT8_T, MPI_UINT8_T with the builtin MPI_SUM/MIN/MAX/PROD (kAverage is
+// Types: float32/float64/int32/int64/int16/int8/uint8 map to MPI_FLOAT, MPI_DOUBLE,
+// MPI_INT32_T, MPI_INT64_T, MPI_INT16_T, MPI_INT8_T, MPI_UINT8_T with the builtin MPI_SUM/MIN/MAX/PROD (kAverage is
 // MPI_SUM; the caller scales). MPI has no 16-bit float type, so float16 and bfloat16 travel
 // as MPI_UINT16_T with a commutative user-defined op (MPI-3.1 section 5.9.5) that calls
 // Concord's own reduce_inplace, rounding to nearest even once per combination. 8-bit sums
-// also use such an op: Open MPI 4.1's AVX reduction component saturates int8/uint8 sums
-// instead of wrapping (open-mpi/ompi#8045), and Concord's sums wrap.
+// and 16-bit integer sums also use such an op: Open MPI 4.1's AVX reduction component
+// saturates int8/uint8 (and, with the same instructions, int16) sums instead of wrapping
+// (open-mpi/ompi#8045), and Concord's sums wrap. bool is not reducible.
 #include <algorithm>
 #include <climits>
 
@@ -46,7 +47,7 @@ MPI_User_function* user_function(ReduceOp op) {
 bool needs_user_op(DataType dtype, ReduceOp op) {
   if (dtype == DataType::kFloat16 || dtype == DataType::kBFloat16) return true;
   const bool sum = op == ReduceOp::kSum || op == ReduceOp::kAverage;
-  return sum && (dtype == DataType::kInt8 || dtype == DataType::kUInt8);
+  return sum && (dtype == DataType::kInt8 || dtype == DataType::kUInt8 || dtype == DataType::kInt16);
 }
 
 MPI_User_function* user_function(DataType dtype, ReduceOp op) {
@@ -55,6 +56,7 @@ MPI_User_function* user_function(DataType dtype, ReduceOp op) {
     case DataType::kBFloat16: return user_function<DataType::kBFloat16>(op);
     case DataType::kInt8: return user_function<DataType::kInt8>(op);
     case DataType::kUInt8: return user_function<DataType::kUInt8>(op);
+    case DataType::kInt16: return user_function<DataType::kInt16>(op);
     default: return nullptr;
   }
 }
@@ -89,7 +91,7 @@ MPI_Op builtin_op(ReduceOp op) {
 
 bool known_op(ReduceOp op) { return static_cast<int>(op) <= static_cast<int>(ReduceOp::kProduct); }
 
-bool known_dtype(DataType dtype) { return static_cast<int>(dtype) <= static_cast<int>(DataType::kUInt8); }
+bool known_dtype(DataType dtype) { return static_cast<int>(dtype) <= static_cast<int>(DataType::kInt16); }
 
 }  // namespace
 

@@ -97,8 +97,10 @@ void elementwise(void* dst, const void* src, size_t n, DataType dtype, ReduceOp 
     case DataType::kFloat64: return elementwise<double>(dst, src, n, dtype, op);
     case DataType::kInt32: return elementwise<int32_t>(dst, src, n, dtype, op);
     case DataType::kInt64: return elementwise<int64_t>(dst, src, n, dtype, op);
+    case DataType::kInt16: return elementwise<int16_t>(dst, src, n, dtype, op);
     case DataType::kInt8: return elementwise<int8_t>(dst, src, n, dtype, op);
     case DataType::kUInt8: return elementwise<uint8_t>(dst, src, n, dtype, op);
+    case DataType::kBool: break;  // not reducible
   }
 }
 
@@ -175,12 +177,14 @@ TEST(Elementwise, ScaleMatchesScaleBuffer) {
           case DataType::kFloat64: put(scale_element<double, double>(get(double{}), factor)); break;
           case DataType::kInt32: put(scale_element<int32_t, double>(get(int32_t{}), factor)); break;
           case DataType::kInt64: put(scale_element<int64_t, double>(get(int64_t{}), factor)); break;
+          case DataType::kInt16: put(scale_element<int16_t, double>(get(int16_t{}), factor)); break;
           case DataType::kInt8: put(scale_element<int8_t, double>(get(int8_t{}), factor)); break;
           case DataType::kUInt8: put(scale_element<uint8_t, double>(get(uint8_t{}), factor)); break;
           case DataType::kFloat16: put(scale_half_element<Float16>(get(uint16_t{}), static_cast<float>(factor))); break;
           case DataType::kBFloat16:
             put(scale_half_element<BFloat16>(get(uint16_t{}), static_cast<float>(factor)));
             break;
+          case DataType::kBool: break;  // not reducible
         }
       }
       // Integer products beyond the dtype's range are not defined (common/reduce.h): skip them.

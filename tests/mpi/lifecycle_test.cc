@@ -78,7 +78,7 @@ TEST(Lifecycle, ShutdownFailsPendingCallsThrowAndInitRestarts) {
   }
 
   // Restart with options: fusion disabled, a shorter cycle.
-  init(InitOptions{0.5, 0});
+  init(InitOptions{0.5, 0, {}});
   EXPECT_TRUE(is_initialized()) << here("is_initialized() after the second init()");
   EXPECT_EQ(concord::rank(), rank) << here("rank() after re-init");
   EXPECT_EQ(concord::size(), size) << here("size() after re-init");

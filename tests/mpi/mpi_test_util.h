@@ -81,8 +81,10 @@ inline Real load(DataType dtype, const void* data, int64_t i) {
     case DataType::kBFloat16: return bfloat16_to_float(static_cast<const uint16_t*>(data)[i]);
     case DataType::kInt32: return static_cast<const int32_t*>(data)[i];
     case DataType::kInt64: return static_cast<Real>(static_cast<const int64_t*>(data)[i]);
+    case DataType::kInt16: return static_cast<const int16_t*>(data)[i];
     case DataType::kInt8: return static_cast<const int8_t*>(data)[i];
-    case DataType::kUInt8: return static_cast<const uint8_t*>(data)[i];
+    case DataType::kUInt8:
+    case DataType::kBool: return static_cast<const uint8_t*>(data)[i];
   }
   return 0;
 }
@@ -102,8 +104,10 @@ inline void store(DataType dtype, void* data, int64_t i, T value) {
       return;
     case DataType::kInt32: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(value); return;
     case DataType::kInt64: static_cast<int64_t*>(data)[i] = static_cast<int64_t>(value); return;
+    case DataType::kInt16: static_cast<int16_t*>(data)[i] = static_cast<int16_t>(value); return;
     case DataType::kInt8: static_cast<int8_t*>(data)[i] = static_cast<int8_t>(value); return;
     case DataType::kUInt8: static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(value); return;
+    case DataType::kBool: static_cast<uint8_t*>(data)[i] = value != 0; return;
   }
 }
 
@@ -183,6 +187,8 @@ inline T additive_value(DataType dtype, int rank, int64_t index, uint64_t seed, 
       return static_cast<T>(static_cast<int64_t>(h % 41) - 20) * binade;
     case DataType::kInt8: return static_cast<T>(static_cast<int64_t>(h % 41) - 20);
     case DataType::kUInt8: return static_cast<T>(h % 41);
+    case DataType::kBool: return static_cast<T>(h % 2);
+    case DataType::kInt16: return static_cast<T>(static_cast<int64_t>(h % 2001) - 1000);
     case DataType::kInt32: return static_cast<T>(static_cast<int64_t>(h % 2000001) - 1000000);
     case DataType::kInt64: {
       int64_t v = static_cast<int64_t>(h % 2000001) - 1000000;
@@ -203,7 +209,8 @@ inline T multiplicative_value(DataType dtype, int rank, int64_t index, uint64_t 
   static constexpr T kWide[] = {1, -1, 2, -2, 3, -3, 5, 7, 0, 1};
   const uint64_t h = mix(rank, index, seed) % 10;
   switch (dtype) {
-    case DataType::kInt8: return kSigned[h];
+    case DataType::kInt8:
+    case DataType::kInt16: return kSigned[h];
     case DataType::kUInt8: return kUnsigned[h];
     case DataType::kInt32:
     case DataType::kInt64: return kWide[h];

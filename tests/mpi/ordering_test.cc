@@ -113,6 +113,8 @@ void run_batch(const std::vector<Spec>& specs, int iteration, bool two_threads) 
       case CollectiveType::kBroadcast:
         live[k].handle = broadcast_async(s.name, live[k].input.view(), BroadcastOptions{s.root});
         break;
+      default:  // the specs hold only the three types above (make_specs)
+        ADD_FAILURE() << describe_spec(s, iteration) << ": unexpected collective type";
     }
   };
   auto submit_every = [&](size_t first, size_t stride) {
@@ -167,6 +169,8 @@ void run_batch(const std::vector<Spec>& specs, int iteration, bool two_threads) 
         expect_elements(context, s.dtype, live[k].input.data(), expected);
         break;
       }
+      default:
+        ADD_FAILURE() << context << ": unexpected collective type";
     }
   }
 }

@@ -31,6 +31,7 @@ def exercise(process_set, tag):
     me = hvd.rank()
     members = process_set.ranks
     if not process_set.included():
+        expect_raises(hvd.InvalidArgumentError, "rank() outside the set (Horovod: ValueError)", process_set.rank)
         error = expect_raises(hvd.InvalidArgumentError, "allreduce on a set without this rank", hvd.allreduce,
                               torch.ones(1), name=f"{tag}.outsider",
                               process_set=process_set)
@@ -121,8 +122,16 @@ def test_dynamic_add_exercise_remove():
         process_set = hvd.add_process_set(ranks)
         assert process_set.process_set_id > 0
         exercise(process_set, f"dyn.{process_set.process_set_id}")
+        stale = hvd.ProcessSet(ranks)
+        stale.process_set_id = process_set.process_set_id  # a copy that misses the removal
         assert hvd.remove_process_set(process_set)
         assert process_set.process_set_id is None and process_set.size() is None
+        error = expect_raises(hvd.InvalidArgumentError, "collective on a removed set", hvd.allreduce, torch.ones(1),
+                              name="dyn.gone", process_set=process_set)
+        assert "not registered" in str(error), str(error)
+        error = expect_raises(hvd.InvalidArgumentError, "collective on a removed id", hvd.allreduce, torch.ones(1),
+                              name="dyn.gone", process_set=stale)
+        assert f"no process set with id {stale.process_set_id}" in str(error), str(error)
     expect_raises(hvd.InvalidArgumentError, "remove the global set", hvd.remove_process_set, hvd.global_process_set)
     if size > 1:
         first = hvd.add_process_set([0])
@@ -214,3 +223,34 @@ def test_mismatch_in_a_process_set_names_global_ranks_and_the_set():
         if evens is not hvd.global_process_set:
             assert f"in process set {evens.process_set_id} (ranks " in str(error), str(error)
     _remove(evens)
+
+
+def test_set_and_world_collectives_from_two_threads_at_once():
+    """A thread reduces on the world while the main thread reduces on a set: each set
+    negotiates on its own communicator, so neither waits for the other."""
+    import threading
+    me, size = hvd.rank(), hvd.size()
+    evens = _evens_set()
+    members = evens.ranks if evens is not hvd.global_process_set else list(range(size))
+    world_results, errors = [], []
+
+    def world_loop():
+        try:
+            for i in range(10):
+                world_results.append(hvd.allreduce(torch.full((4,), float(me)), name=f"thr.world.{i}", op=hvd.Sum))
+        except Exception as error:  # reported below, on the main thread
+            errors.append(error)
+
+    thread = threading.Thread(target=world_loop)
+    thread.start()
+    set_results = []
+    if evens.included():
+        for i in range(10):
+            set_results.append(hvd.allreduce(torch.full((3,), float(me)), name=f"thr.set.{i}", op=hvd.Sum,
+                                             process_set=evens))
+    thread.join()
+    _remove(evens)
+    assert not errors, f"rank {me}: world thread failed: {errors}"
+    assert all(torch.equal(r, torch.full((4,), float(sum(range(size))))) for r in world_results), world_results
+    assert len(world_results) == 10
+    assert all(torch.equal(r, torch.full((3,), float(sum(members)))) for r in set_results), set_results

@@ -53,8 +53,10 @@ inline int64_t load_exact(const void* buffer, size_t i, DataType dtype) {
     case DataType::kBFloat16: return static_cast<int64_t>(bfloat16_to_float(get(uint16_t{})));
     case DataType::kInt32: return get(int32_t{});
     case DataType::kInt64: return get(int64_t{});
+    case DataType::kInt16: return get(int16_t{});
     case DataType::kInt8: return get(int8_t{});
-    case DataType::kUInt8: return get(uint8_t{});
+    case DataType::kUInt8:
+    case DataType::kBool: return get(uint8_t{});
   }
   return 0;
 }

@@ -28,8 +28,8 @@ using testlists::all_dtypes;
 using testlists::all_ops;
 
 inline bool is_integer(DataType dtype) {
-  return dtype == DataType::kInt32 || dtype == DataType::kInt64 || dtype == DataType::kInt8 ||
-         dtype == DataType::kUInt8;
+  return dtype == DataType::kInt32 || dtype == DataType::kInt64 || dtype == DataType::kInt16 ||
+         dtype == DataType::kInt8 || dtype == DataType::kUInt8 || dtype == DataType::kBool;
 }
 
 /// Rounds `x` to the nearest value of a binary floating-point format with `precision`
@@ -71,8 +71,10 @@ inline void store(void* buffer, size_t index, DataType dtype, double value) {
     case DataType::kBFloat16: return put(float_to_bfloat16(static_cast<float>(value)));
     case DataType::kInt32: return put(static_cast<int32_t>(static_cast<int64_t>(value)));
     case DataType::kInt64: return put(static_cast<int64_t>(value));
+    case DataType::kInt16: return put(static_cast<int16_t>(static_cast<int64_t>(value)));
     case DataType::kInt8: return put(static_cast<int8_t>(static_cast<int64_t>(value)));
     case DataType::kUInt8: return put(static_cast<uint8_t>(static_cast<int64_t>(value)));
+    case DataType::kBool: return put(static_cast<uint8_t>(value != 0));
   }
 }
 
@@ -92,8 +94,10 @@ inline double load(const void* buffer, size_t index, DataType dtype) {
     case DataType::kBFloat16: return bfloat16_to_float(get(uint16_t{}));
     case DataType::kInt32: return get(int32_t{});
     case DataType::kInt64: return static_cast<double>(get(int64_t{}));
+    case DataType::kInt16: return get(int16_t{});
     case DataType::kInt8: return get(int8_t{});
-    case DataType::kUInt8: return get(uint8_t{});
+    case DataType::kUInt8:
+    case DataType::kBool: return get(uint8_t{});
   }
   return NAN;
 }
@@ -113,7 +117,13 @@ inline int64_t load_int(const void* buffer, size_t index, DataType dtype) {
   const auto* p = static_cast<const uint8_t*>(buffer) + index * dtype_size(dtype);
   switch (dtype) {
     case DataType::kInt8: return static_cast<int8_t>(*p);
-    case DataType::kUInt8: return *p;
+    case DataType::kUInt8:
+    case DataType::kBool: return *p;
+    case DataType::kInt16: {
+      int16_t v;
+      std::memcpy(&v, p, sizeof v);
+      return v;
+    }
     case DataType::kInt32: {
       int32_t v;
       std::memcpy(&v, p, sizeof v);

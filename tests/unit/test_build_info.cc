@@ -49,7 +49,8 @@ TEST(BuildInfo, SettingsAreTheConfigurationTableWithCurrentValues) {
     EXPECT_EQ(settings[i].at("type"), table[i].type);
     EXPECT_EQ(settings[i].at("doc"), table[i].doc);
     EXPECT_EQ(settings[i].at("shared"), table[i].shared != nullptr);
-    const std::string expected = std::string(table[i].name) == "CONCORD_FUSION_THRESHOLD" ? "4096" : table[i].default_value;
+    const std::string expected =
+        std::string(table[i].name) == "CONCORD_FUSION_THRESHOLD" ? "4096" : table[i].default_value;
     EXPECT_EQ(settings[i].at("value"), expected);
   }
 }
@@ -93,8 +94,7 @@ TEST(BuildInfo, TextHasALinePerSettingAndAlgorithm) {
       std::string line = "  " + name;
       line.append(name.size() < 20 ? 20 - name.size() : 0, ' ').append(" ");
       line.append(entry.at("description").get<std::string>()).append("\n");
-      EXPECT_NE(text.find(line), std::string::npos)
-          << group.at("collective") << " " << name;
+      EXPECT_NE(text.find(line), std::string::npos) << group.at("collective") << " " << name;
     }
   }
   EXPECT_NE(text.find("\ncost model: alpha "), std::string::npos);

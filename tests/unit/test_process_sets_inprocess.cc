@@ -19,6 +19,7 @@
 #include "concord/errors.h"
 #include "rank_runner.h"
 #include "runtime/runtime.h"
+#include "test_support/process_set_lists.h"
 #include "transport/communicator_set.h"
 
 namespace concord {
@@ -57,17 +58,7 @@ void wait(const Handle& handle, const std::string& what) {
   handle.wait();
 }
 
-// Sets different from the world, as test_process_sets.py: even ranks, odd ranks, the last rank alone.
-std::vector<std::vector<int>> subsets(int P) {
-  std::vector<std::vector<int>> candidates(2), result;
-  for (int r = 0; r < P; ++r) candidates[r % 2].push_back(r);
-  candidates.push_back({P - 1});
-  for (const auto& ranks : candidates)
-    if (!ranks.empty() && static_cast<int>(ranks.size()) < P &&
-        std::find(result.begin(), result.end(), ranks) == result.end())
-      result.push_back(ranks);
-  return result;
-}
+using testlists::process_subsets;
 
 bool contains(const std::vector<int>& ranks, int rank) {
   return std::find(ranks.begin(), ranks.end(), rank) != ranks.end();
@@ -120,7 +111,7 @@ class ProcessSetsInProcess : public ::testing::TestWithParam<int> {};
 
 TEST_P(ProcessSetsInProcess, InitialSetsRunCollectivesAmongTheirMembersOnly) {
   const int P = GetParam();
-  const auto sets = subsets(P);
+  const auto sets = process_subsets(P);
   const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
     Runtime runtime(split_communicator_set(world), test_config(), sets);
     const int me = runtime.rank();
@@ -159,7 +150,7 @@ TEST_P(ProcessSetsInProcess, InitialSetsRunCollectivesAmongTheirMembersOnly) {
 
 TEST_P(ProcessSetsInProcess, SetCollectivesRunConcurrentlyWithWorldCollectivesFromSeveralThreads) {
   const int P = GetParam();
-  const auto sets = subsets(P);
+  const auto sets = process_subsets(P);
   constexpr int kIterations = 15;
   const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
     Runtime runtime(split_communicator_set(world), test_config(), sets);
@@ -228,7 +219,7 @@ TEST_P(ProcessSetsInProcess, MismatchInASetNamesGlobalRanksAndTheSet) {
 
 TEST_P(ProcessSetsInProcess, DynamicAddRemoveAndMisuseErrors) {
   const int P = GetParam();
-  const auto sets = subsets(P);
+  const auto sets = process_subsets(P);
   const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
     Runtime runtime(split_communicator_set(world), test_config(/*dynamic=*/true));
     const int me = runtime.rank();

@@ -43,6 +43,7 @@ double input_value(DataType dtype, int which, size_t i) {
   if (is_integer(dtype)) {
     switch (dtype) {
       case DataType::kInt8: return static_cast<int8_t>(mixed >> 40);
+      case DataType::kInt16: return static_cast<int16_t>(mixed >> 40);
       case DataType::kUInt8: return static_cast<uint8_t>(mixed >> 40);
       case DataType::kInt32: return static_cast<int32_t>(mixed >> 20);
       default: return static_cast<double>(static_cast<int32_t>(mixed >> 11)) * 4099.0;  // int64

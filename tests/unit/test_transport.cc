@@ -127,6 +127,45 @@ TEST(InProcessTransport, RunRethrowsARanksExceptionAfterJoiningAll) {
   EXPECT_EQ(finished.load(), 4) << "run() returned before every other rank finished";
 }
 
+// A rank that dies before sending must not hang the others: their receives (point-to-point,
+// inside a control collective, and inside split()) fail with CommError, and run() rethrows
+// the rank's own error, not the CommErrors it caused.
+TEST(InProcessTransport, AFailedRankFailsTheOthersWaitsInsteadOfHangingThem) {
+  for (int P : {2, 3, 5}) {
+    std::atomic<int> comm_errors{0};
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_THROW(InProcessWorld::run(P,
+                                     [&](Communicator& comm) {
+                                       if (comm.rank() == 0) {
+                                         std::this_thread::sleep_for(std::chrono::milliseconds(20));
+                                         throw MismatchError("rank 0 failed before the broadcast");
+                                       }
+                                       try {
+                                         if (comm.rank() % 3 == 1) {
+                                           std::vector<uint8_t> data;
+                                           comm.broadcast_bytes(data, 0);
+                                         } else if (comm.rank() % 3 == 2) {
+                                           comm.split(0, comm.rank());
+                                         } else {
+                                           uint8_t byte = 0;
+                                           RequestSet requests;
+                                           requests.post(comm.irecv(&byte, 1, 0, 7));
+                                           requests.wait();
+                                         }
+                                       } catch (const CommError& error) {
+                                         EXPECT_NE(std::string(error.what()).find("failed"), std::string::npos)
+                                             << "P " << P << " rank " << comm.rank() << ": " << error.what();
+                                         ++comm_errors;
+                                         throw;
+                                       }
+                                     }),
+                 MismatchError)
+        << "P " << P;
+    EXPECT_EQ(comm_errors.load(), P - 1) << "P " << P << ": every surviving rank's wait fails";
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30)) << "P " << P;
+  }
+}
+
 TEST(InProcessTransport, GatherBytesToEveryRoot) {
   constexpr int P = 6;
   for (int root = 0; root < P; ++root) {

@@ -93,17 +93,26 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._register_hook(p)
 
     def _register_hook(self, p):
+        # The check runs on p's incoming gradient, before it is added to p.grad: a pass too
+        # many must not touch a p.grad whose in-place allreduce may still be in flight.
+        p.register_hook(self._make_check(p))
         # The AccumulateGrad node of p: its hook runs once p.grad holds this backward's sum.
         accumulator = p.expand_as(p).grad_fn.next_functions[0][0]
         accumulator.register_hook(self._make_hook(p))
         self._grad_accumulators.append(accumulator)
 
-    def _make_hook(self, p):
-        def hook(*_):
-            if self._allreduce_delay[p] <= 0:
+    def _make_check(self, p):
+        def check(_gradient):
+            # A parameter whose overlap_forward update is pending has its own, more precise
+            # error (overlap.py _refuse_if_pending).
+            if self._allreduce_delay[p] <= 0 and p not in getattr(self, "_overlap_pending", ()):
                 raise AssertionError(
                     "Gradients were computed more than backward_passes_per_step times before step(); "
                     "raise backward_passes_per_step to accumulate gradients locally")
+        return check
+
+    def _make_hook(self, p):
+        def hook(*_):
             self._allreduce_delay[p] -= 1
             if self._allreduce_delay[p] > 0:
                 return

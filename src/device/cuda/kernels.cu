@@ -122,10 +122,12 @@ cudaError_t launch_reduce(void* dst, const void* src, size_t count, DataType dty
     case DataType::kFloat64: return reduce_typed<double>(dst, src, count, op, stream);
     case DataType::kInt32: return reduce_typed<int32_t>(dst, src, count, op, stream);
     case DataType::kInt64: return reduce_typed<int64_t>(dst, src, count, op, stream);
+    case DataType::kInt16: return reduce_typed<int16_t>(dst, src, count, op, stream);
     case DataType::kInt8: return reduce_typed<int8_t>(dst, src, count, op, stream);
     case DataType::kUInt8: return reduce_typed<uint8_t>(dst, src, count, op, stream);
     case DataType::kFloat16: return reduce_half<Float16>(dst, src, count, op, stream);
     case DataType::kBFloat16: return reduce_half<BFloat16>(dst, src, count, op, stream);
+    case DataType::kBool: break;  // not reducible: the runtime refuses bool reductions at enqueue
   }
   return cudaErrorInvalidValue;
 }
@@ -137,10 +139,12 @@ cudaError_t launch_scale(void* dst, const void* src, size_t count, DataType dtyp
     case DataType::kFloat64: return scale_typed<double, double>(dst, src, count, factor, stream);
     case DataType::kInt32: return scale_typed<int32_t, double>(dst, src, count, factor, stream);
     case DataType::kInt64: return scale_typed<int64_t, double>(dst, src, count, factor, stream);
+    case DataType::kInt16: return scale_typed<int16_t, double>(dst, src, count, factor, stream);
     case DataType::kInt8: return scale_typed<int8_t, double>(dst, src, count, factor, stream);
     case DataType::kUInt8: return scale_typed<uint8_t, double>(dst, src, count, factor, stream);
     case DataType::kFloat16: return scale_half<Float16>(dst, src, count, static_cast<float>(factor), stream);
     case DataType::kBFloat16: return scale_half<BFloat16>(dst, src, count, static_cast<float>(factor), stream);
+    case DataType::kBool: break;
   }
   return cudaErrorInvalidValue;
 }
