@@ -206,8 +206,9 @@ int join();
 /// takes `process_set` in its options (0 = every rank); the sizes, ranks and splits of a
 /// collective on a set are those of the set (rank r of the set = its r-th member), roots
 /// are global ranks. Each set negotiates on its own communicators with its own response
-/// cache. A rank submitting to a set it is not in, or to an unknown id, gets
-/// InvalidArgument at submission.
+/// cache. A rank submitting to a set it is not in, or to an unknown or removed id, gets
+/// InvalidArgument at submission (the other ranks are not affected). Errors formed inside
+/// a set (mismatches, duplicate names, stall warnings) name global ranks and the set.
 ///
 /// add_process_set: collective over all ranks (each passes the same ranks, ascending,
 /// distinct); returns the new set's id. Needs CONCORD_DYNAMIC_PROCESS_SETS=1
