@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "bind_mpi.h"
 #include "common/enforce.h"
 #include "concord/concord.h"
 #include "sparse/sparse_allreduce.h"
@@ -22,19 +23,6 @@ namespace py = pybind11;
 
 namespace concord {
 namespace {
-
-/// Throws StateError unless MPI allows calls from several threads at once: the runtime's
-/// background thread calls MPI while concord.init() is active, and a SparseAllreducer
-/// calls it from the Python thread.
-void require_thread_multiple_if_runtime_active(const char* what) {
-  if (!is_initialized()) return;
-  int provided = MPI_THREAD_SINGLE;
-  MPI_Query_thread(&provided);
-  CONCORD_ENFORCE(provided == MPI_THREAD_MULTIPLE, StateError, what,
-                  ": MPI provides thread level ", provided, " but a SparseAllreducer calls MPI from "
-                  "the Python thread while Concord's background thread runs, which needs "
-                  "MPI_THREAD_MULTIPLE (", MPI_THREAD_MULTIPLE, ")");
-}
 
 /// (lo, hi, factor) of a threshold feedback rule.
 sparse::ThresholdFeedback feedback_from(const py::handle& value, const std::string& key) {

@@ -19,6 +19,7 @@ void bind_sparse(py::module_& m);  // bind_sparse.cc
 void bind_engine(py::module_& m);  // bind_engine.cc
 void bind_kvstore(py::module_& m);  // bind_kvstore.cc
 void bind_collectives(py::module_& m);  // bind_collectives.cc
+void bind_algorithm(py::module_& m);  // bind_algorithm.cc
 
 namespace {
 
@@ -152,4 +153,5 @@ PYBIND11_MODULE(_core, m) {
   bind_engine(m);
   bind_kvstore(m);
   bind_collectives(m);
+  bind_algorithm(m);
 }

@@ -12,6 +12,14 @@ Sections (``--sections``, comma-separated, default all):
              reorder, so they issue the same order on every rank (async ops, then wait).
              Concord's row also gives the breakdown: submit (Python wrapper + binding +
              enqueue, per tensor), wait, and negotiation rounds per iteration.
+  outofplace at each of ``--oop-mib`` MiB (default 1,4,16,64), float32 Sum, the calls
+             interleaved one by one so that load changes hit them alike: ``hvd.allreduce``
+             (out of place, the result dropped each call), ``hvd.allreduce_`` (in place), the
+             C++ algorithm the runtime picks run alone in place on its own communicator
+             (``_core.AlgorithmAllreducer``: what concord-bench times, no runtime) and mpi4py's
+             MPI_Allreduce (in place); medians and minima of ``--oop-iters``, then the ratios
+             out-of-place / in-place (target <= 1.15), in-place / algorithm (target <= 1.1)
+             and MPI / in-place, MPI / out-of-place (target >= 1.5 at >= 16 MiB, 2 ranks).
   idle       CPU time of this process (utime + stime from /proc/self/stat) while
              ``concord.torch`` is initialised and nothing is submitted for ``--idle-seconds``,
              as a percentage of one core (the background thread must block when idle).
@@ -21,6 +29,7 @@ Every time is the slowest rank's median over ``--iters`` repetitions after ``--w
 Run (the launcher's rank variables give torch.distributed its rank and world size):
     scripts/mpirun.sh -np 2 /usr/bin/python3 tools/latency_bench.py
     scripts/mpirun.sh -np 4 /usr/bin/python3 tools/latency_bench.py --sections iteration
+    scripts/mpirun.sh -np 2 /usr/bin/python3 tools/latency_bench.py --sections outofplace
 """
 
 import argparse
@@ -50,7 +59,7 @@ except ImportError:  # python3-mpi4py missing: its column says so
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sections", default="latency,iteration,idle")
+    parser.add_argument("--sections", default="latency,iteration,outofplace,idle")
     parser.add_argument("--min-bytes", type=int, default=4, help="smallest latency size (default 4 B)")
     parser.add_argument("--max-bytes", type=int, default=1 << 20, help="largest latency size (default 1 MiB)")
     parser.add_argument("--iters", type=int, default=200, help="timed repetitions per size (default 200)")
@@ -58,6 +67,8 @@ def parse_args(argv=None):
     parser.add_argument("--tensors", type=int, default=150, help="tensors per iteration (default 150)")
     parser.add_argument("--elements", type=int, default=1024, help="float32 per tensor (default 1024)")
     parser.add_argument("--iteration-iters", type=int, default=50, help="timed iterations (default 50)")
+    parser.add_argument("--oop-mib", default="1,4,16,64", help="outofplace sizes in MiB (default 1,4,16,64)")
+    parser.add_argument("--oop-iters", type=int, default=30, help="outofplace timed rounds per size (default 30)")
     parser.add_argument("--idle-seconds", type=float, default=10.0, help="idle measurement (default 10 s)")
     parser.add_argument("--port", type=int, default=29533, help="MASTER_PORT of the Gloo rendezvous")
     return parser.parse_args(argv)
@@ -137,6 +148,47 @@ def iteration_rows(args, rank):
     return result
 
 
+def out_of_place_rows(args):
+    """Two rows per size: (statistic, bytes, algorithm name, {variant: slowest rank's
+    seconds}), statistic "median" then "min" (the least disturbed call: on a loaded machine
+    the median mostly measures scheduling delays).
+
+    The variants run interleaved, one call each per round, after 3 warm-up rounds.
+    """
+    # An install older than the binding (a "before" run) has no algorithm column.
+    allreducer = concord._core.AlgorithmAllreducer() if hasattr(concord._core, "AlgorithmAllreducer") else None
+    forced = os.environ.get("CONCORD_ALLREDUCE_ALGORITHM", "auto")
+    rows = []
+    for mib in [float(m) for m in args.oop_mib.split(",") if m]:
+        n = int(mib * (1 << 20)) // 4
+        tensor, target, alone = torch.ones(n), torch.ones(n), torch.ones(n)
+        array = np.ones(n, dtype=np.float32)
+        name = f"oop.{n}"
+        variants = {
+            "out_of_place": lambda: hvd.allreduce(tensor, name=name + ".oop", op=hvd.Sum),
+            "in_place": lambda: hvd.allreduce_(target, name=name, op=hvd.Sum),
+        }
+        algorithm = "n/a"
+        if allreducer:
+            algorithm = allreducer.choose(n, "float32", hvd.Sum) if forced == "auto" or ":" in forced else forced
+            variants["algorithm"] = lambda: allreducer.allreduce(algorithm, alone.data_ptr(), n, "float32", hvd.Sum)
+        if MPI:
+            variants["mpi4py"] = lambda: MPI.COMM_WORLD.Allreduce(MPI.IN_PLACE, array, op=MPI.SUM)
+        times = {key: [] for key in variants}
+        for round_ in range(3 + args.oop_iters):
+            for key, call in variants.items():
+                start = time.perf_counter()
+                call()
+                if round_ >= 3:
+                    times[key].append(time.perf_counter() - start)
+        for statistic in (statistics.median, min):
+            result = {key: slowest(statistic(values)) for key, values in times.items()}
+            result.setdefault("mpi4py", float("nan"))
+            result.setdefault("algorithm", float("nan"))
+            rows.append((statistic.__name__, n * 4, algorithm, result))
+    return rows
+
+
 def idle_cpu_percent(seconds):
     """Percent of one core this process used while idle for `seconds` (utime + stime)."""
     def cpu_seconds():
@@ -154,7 +206,7 @@ def main(argv=None):
     rank, size = init_gloo(args.port)
     hvd.init()
     sections = [s for s in args.sections.split(",") if s]
-    unknown = set(sections) - {"latency", "iteration", "idle"}
+    unknown = set(sections) - {"latency", "iteration", "outofplace", "idle"}
     if unknown:
         raise SystemExit(f"latency_bench: unknown sections {sorted(unknown)}")
     say = print if rank == 0 else (lambda *a, **k: None)
@@ -174,6 +226,17 @@ def main(argv=None):
         say(f"{'concord':>10} {'gloo':>10} {'mpi4py':>10} | submit us/tensor  wait ms  rounds/iter")
         say(f"{r['concord'] * 1e3:10.2f} {r['gloo'] * 1e3:10.2f} {r['mpi'] * 1e3:10.2f} | "
             f"{r['submit_us_per_tensor']:16.1f} {r['wait_ms']:8.2f} {r['rounds']:12.0f}")
+    if "outofplace" in sections:
+        rows = out_of_place_rows(args)
+        say(f"# out of place vs in place vs the algorithm alone vs MPI_Allreduce, float32 sum, median and "
+            f"min of {args.oop_iters} interleaved rounds, slowest rank (ms); load {os.getloadavg()[0]:.2f}")
+        say(f"{'stat':>6} {'bytes':>9} {'algorithm':>18} {'oop':>9} {'inplace':>9} {'alg':>9} {'mpi4py':>9} | "
+            f"{'oop/inpl':>8} {'inpl/alg':>8} {'mpi/inpl':>8} {'mpi/oop':>8}")
+        for statistic, nbytes, algorithm, t in rows:
+            oop, inplace, alg, mpi = t["out_of_place"], t["in_place"], t["algorithm"], t["mpi4py"]
+            say(f"{statistic:>6} {nbytes:>9} {algorithm:>18} {oop * 1e3:9.2f} {inplace * 1e3:9.2f} "
+                f"{alg * 1e3:9.2f} {mpi * 1e3:9.2f} | {oop / inplace:8.2f} {inplace / alg:8.2f} "
+                f"{mpi / inplace:8.2f} {mpi / oop:8.2f}")
     if "idle" in sections:
         dist.barrier()
         percent = slowest(idle_cpu_percent(args.idle_seconds))

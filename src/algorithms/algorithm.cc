@@ -1,8 +1,15 @@
 #include "algorithms/algorithm.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace concord {
+
+void AllreduceAlgorithm::start_out_of_place(const void* input, void* output, size_t count, DataType dtype,
+                                            ReduceOp op) {
+  if (input != output && count > 0) std::memcpy(output, input, count * dtype_size(dtype));
+  start(output, count, dtype, op);
+}
 
 void run_to_completion(Algorithm& algorithm) {
   Backoff backoff;

@@ -43,6 +43,16 @@ class AllreduceAlgorithm : public Algorithm {
  public:
   virtual void start(void* data, size_t count, DataType dtype, ReduceOp op) = 0;
 
+  /// Out of place: the same allreduce of the `count` elements at `input`, its result
+  /// written to `output` (per-range offsets are from `output`); `input` is only read and
+  /// must stay unchanged and valid until kDone. input == output is start(output, ...);
+  /// otherwise the two must not overlap. This default copies input to output and then
+  /// reduces in place (one extra pass over the data); AllreduceRing and the exchange
+  /// schedules (halving-doubling, recursive doubling) override it to read `input` where
+  /// the in-place algorithm first reads its buffer and write every element of `output`
+  /// once, so out of place costs what in place costs.
+  virtual void start_out_of_place(const void* input, void* output, size_t count, DataType dtype, ReduceOp op);
+
   /// Appends to `out` the byte ranges of `data` (offsets from `data`) that became final on
   /// this rank since the last call in this operation (start() begins a new operation).
   /// Contract: a range is appended only once its bytes hold the final result in memory

@@ -1,6 +1,7 @@
 #include "algorithms/allreduce_ring.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "common/reduce.h"
 #include "transport/tags.h"
@@ -18,7 +19,12 @@ AllreduceRing::AllreduceRing(Communicator& comm, ScratchBuffer& scratch, size_t 
       ring_{comm.rank(), comm.size()} {}
 
 void AllreduceRing::start(void* data, size_t count, DataType dtype, ReduceOp op) {
-  data_ = static_cast<uint8_t*>(data);
+  start_out_of_place(data, data, count, dtype, op);
+}
+
+void AllreduceRing::start_out_of_place(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) {
+  data_ = static_cast<uint8_t*>(output);
+  input_ = static_cast<const uint8_t*>(input);
   count_ = count;
   dtype_ = dtype;
   op_ = op;
@@ -33,6 +39,7 @@ void AllreduceRing::start(void* data, size_t count, DataType dtype, ReduceOp op)
   final_.reset(count * element_size_);
   if (ring_.size == 1 || count == 0) {  // nothing to exchange: done at once
     step_ = 2 * ring_.steps();            // (progress() must not look at the empty receives_)
+    if (input_ != data_ && count > 0) std::memcpy(data_, input_, count * element_size_);
     final_.finish();
     return;
   }
@@ -74,9 +81,10 @@ void AllreduceRing::post_receives(int step) {
 
 void AllreduceRing::post_send(int step, int index) {
   if (in_reduce_scatter(step)) {
+    // Step 0 sends a segment this rank has not reduced yet: straight from the input.
     const Chunk piece = chunk(ring_.reduce_scatter_send(step), index);
-    reduce_scatter_sends_.post(
-        comm_.isend(data_ + piece.offset, piece.bytes, ring_.right(), kDataTag));
+    const uint8_t* source = step == 0 ? input_ : data_;
+    reduce_scatter_sends_.post(comm_.isend(source + piece.offset, piece.bytes, ring_.right(), kDataTag));
   } else {
     const Chunk piece = chunk(ring_.allgather_send(step - ring_.steps()), index);
     sends_.post(comm_.isend(data_ + piece.offset, piece.bytes, ring_.right(), kDataTag));
@@ -98,8 +106,9 @@ Progress AllreduceRing::progress() {
     }
     if (in_reduce_scatter(step_)) {
       const Chunk piece = chunk(ring_.reduce_scatter_recv(step_), next_chunk_);
-      reduce_inplace(data_ + piece.offset, receive_slot(step_, next_chunk_),
-                     piece.bytes / element_size_, dtype_, op_);
+      // Each segment is reduced once per rank: output = op(input, received).
+      reduce_into(data_ + piece.offset, input_ + piece.offset, receive_slot(step_, next_chunk_),
+                  piece.bytes / element_size_, dtype_, op_);
       // The last reduce-scatter step completes this rank's own segment.
       if (step_ + 1 == ring_.steps()) final_.add(piece.offset, piece.bytes);
     } else {

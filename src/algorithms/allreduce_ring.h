@@ -36,6 +36,10 @@ class AllreduceRing : public AllreduceAlgorithm {
   /// (kAverage reduces as kSum; the caller scales). Every rank must call it with the same
   /// count, dtype and op. `data` must stay valid until progress() returns kDone.
   void start(void* data, size_t count, DataType dtype, ReduceOp op) override;
+  /// Out of place without an extra pass: the first reduce-scatter send reads `input`, each
+  /// reduce-scatter step writes output = op(input, received) (the in-place operands, so
+  /// bit-identical), and the allgather receives fill the rest of `output`.
+  void start_out_of_place(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) override;
   Progress progress() override;
   /// Per-range completion (AllreduceAlgorithm::take_final_ranges): each chunk of this
   /// rank's own segment once the last reduce-scatter step has reduced it, each chunk of
@@ -62,6 +66,7 @@ class AllreduceRing : public AllreduceAlgorithm {
   size_t chunk_bytes_;
   patterns::Ring ring_;
   uint8_t* data_ = nullptr;
+  const uint8_t* input_ = nullptr;  // == data_ in place
   size_t count_ = 0;
   size_t element_size_ = 1;
   DataType dtype_ = DataType::kFloat32;

@@ -39,7 +39,16 @@ ExchangeSchedule::ExchangeSchedule(Communicator& comm, ScratchBuffer& scratch, i
     : comm_(comm), scratch_(scratch), tag_(tag) {}
 
 void ExchangeSchedule::start(uint8_t* buffer, std::vector<ExchangeStep> steps, DataType dtype, ReduceOp op) {
+  start_out_of_place(buffer, buffer, 0, std::move(steps), dtype, op);
+}
+
+void ExchangeSchedule::start_out_of_place(const uint8_t* input, uint8_t* buffer, size_t buffer_bytes,
+                                          std::vector<ExchangeStep> steps, DataType dtype, ReduceOp op) {
   buffer_ = buffer;
+  input_ = input;
+  buffer_bytes_ = input == buffer ? 0 : buffer_bytes;
+  written_.clear();
+  if (steps.empty()) materialize(0, buffer_bytes_);  // nothing to exchange: the copy is the result
   steps_ = std::move(steps);
   dtype_ = dtype;
   op_ = op;
@@ -55,23 +64,80 @@ void ExchangeSchedule::start(uint8_t* buffer, std::vector<ExchangeStep> steps, D
   scratch_.get(scratch_bytes);
 }
 
+bool ExchangeSchedule::unwritten(size_t offset, size_t bytes) const {
+  if (input_ == buffer_) return false;
+  return std::none_of(written_.begin(), written_.end(), [&](const ByteRange& range) {
+    return range.offset < offset + bytes && offset < range.offset + range.bytes;
+  });
+}
+
+void ExchangeSchedule::materialize(size_t offset, size_t bytes) {
+  if (input_ == buffer_ || bytes == 0) return;
+  size_t cursor = offset;
+  const size_t end = offset + bytes;
+  for (const ByteRange& range : written_) {  // sorted by offset, never overlapping
+    if (range.offset >= end) break;
+    if (range.offset > cursor) std::memcpy(buffer_ + cursor, input_ + cursor, range.offset - cursor);
+    cursor = std::max(cursor, range.offset + range.bytes);
+  }
+  if (cursor < end) std::memcpy(buffer_ + cursor, input_ + cursor, end - cursor);
+  mark_written(offset, bytes);
+}
+
+void ExchangeSchedule::mark_written(size_t offset, size_t bytes) {
+  if (input_ == buffer_ || bytes == 0) return;
+  // Insert, then merge the ranges that now overlap or touch.
+  written_.push_back({offset, bytes});
+  std::sort(written_.begin(), written_.end(), [](const ByteRange& a, const ByteRange& b) { return a.offset < b.offset; });
+  std::vector<ByteRange> merged;
+  for (const ByteRange& range : written_) {
+    if (!merged.empty() && range.offset <= merged.back().offset + merged.back().bytes) {
+      const size_t end = std::max(merged.back().offset + merged.back().bytes, range.offset + range.bytes);
+      merged.back().bytes = end - merged.back().offset;
+    } else {
+      merged.push_back(range);
+    }
+  }
+  written_ = std::move(merged);
+}
+
 void ExchangeSchedule::post(const ExchangeStep& step) {
   if (step.recv_peer >= 0) {
     uint8_t* into = step.combine == Combine::kCopy ? buffer_ + step.recv_offset : scratch_.get(step.recv_bytes);
     recv_ = comm_.irecv(into, step.recv_bytes, step.recv_peer, tag_);
   }
-  if (step.send_peer >= 0) send_ = comm_.isend(buffer_ + step.send_offset, step.send_bytes, step.send_peer, tag_);
+  if (step.send_peer >= 0) {
+    // Out of place, a range no step has written yet is sent straight from the input.
+    const uint8_t* source = buffer_;
+    if (unwritten(step.send_offset, step.send_bytes)) {
+      source = input_;
+    } else {
+      materialize(step.send_offset, step.send_bytes);
+    }
+    send_ = comm_.isend(source + step.send_offset, step.send_bytes, step.send_peer, tag_);
+  }
   posted_ = true;
 }
 
 void ExchangeSchedule::combine(const ExchangeStep& step) {
-  if (step.recv_peer < 0 || step.combine == Combine::kCopy) return;
+  if (step.recv_peer < 0) return;
+  if (step.combine == Combine::kCopy) return mark_written(step.recv_offset, step.recv_bytes);
   const size_t element = dtype_size(dtype_);
   CONCORD_ENFORCE(step.recv_bytes % element == 0, InternalError, "exchange step reduces ", step.recv_bytes,
                   " bytes, not a whole number of ", dtype_name(dtype_), " elements");
   uint8_t* received = scratch_.get(step.recv_bytes);
   uint8_t* target = buffer_ + step.recv_offset;
   const size_t count = step.recv_bytes / element;
+  if (unwritten(step.recv_offset, step.recv_bytes)) {  // out of place, first touch: no copy pass
+    const uint8_t* source = input_ + step.recv_offset;
+    if (step.combine == Combine::kReduce) {
+      reduce_into(target, source, received, count, dtype_, op_);
+    } else {
+      reduce_into(target, received, source, count, dtype_, op_);
+    }
+    return mark_written(step.recv_offset, step.recv_bytes);
+  }
+  materialize(step.recv_offset, step.recv_bytes);
   if (step.combine == Combine::kReduce) {
     reduce_inplace(target, received, count, dtype_, op_);
   } else {
@@ -91,6 +157,7 @@ Progress ExchangeSchedule::progress() {
     if (step.recv_final && step.recv_peer >= 0) final_.add(step.recv_offset, step.recv_bytes);
     posted_ = false;
     ++step_;
+    if (step_ == steps_.size()) materialize(0, buffer_bytes_);  // out of place: what no step wrote
   }
   return Progress::kDone;
 }

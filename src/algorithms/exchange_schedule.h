@@ -74,6 +74,13 @@ class ExchangeSchedule {
   /// valid until progress() returns kDone.
   void start(uint8_t* buffer, std::vector<ExchangeStep> steps, DataType dtype = DataType::kUInt8,
              ReduceOp op = ReduceOp::kSum);
+  /// Out of place: runs `steps` as if `buffer` (`buffer_bytes` long) held a copy of `input`
+  /// (not overlapping it, or equal to it = start()), without making that copy: a range of
+  /// the buffer no step has written yet is sent from `input`, reduced as op(input,
+  /// received) straight into the buffer, and only the ranges still unwritten when a step
+  /// needs them partly written, or when the schedule ends, are copied from `input`.
+  void start_out_of_place(const uint8_t* input, uint8_t* buffer, size_t buffer_bytes, std::vector<ExchangeStep> steps,
+                          DataType dtype, ReduceOp op);
   /// Advances as far as completed messages allow; never blocks. Throws CommError on
   /// transport failure.
   Progress progress();
@@ -84,11 +91,20 @@ class ExchangeSchedule {
  private:
   void post(const ExchangeStep& step);
   void combine(const ExchangeStep& step);
+  // Out of place: true when no byte of [offset, offset + bytes) of the buffer has been
+  // written yet (it still stands for `input`); then the caller may read input instead.
+  bool unwritten(size_t offset, size_t bytes) const;
+  // Out of place: copies the parts of [offset, offset + bytes) not written yet from input.
+  void materialize(size_t offset, size_t bytes);
+  void mark_written(size_t offset, size_t bytes);
 
   Communicator& comm_;
   ScratchBuffer& scratch_;
   int tag_;
   uint8_t* buffer_ = nullptr;
+  const uint8_t* input_ = nullptr;  // == buffer_ in place
+  size_t buffer_bytes_ = 0;
+  std::vector<ByteRange> written_;  // out of place: the ranges of buffer_ written so far, sorted
   std::vector<ExchangeStep> steps_;
   DataType dtype_ = DataType::kUInt8;
   ReduceOp op_ = ReduceOp::kSum;
@@ -112,6 +128,14 @@ class ScheduledReduction : public Interface {
   void start(void* data, size_t count, DataType dtype, ReduceOp op) override {
     schedule_.start(static_cast<uint8_t*>(data), Derived::steps(comm_.rank(), comm_.size(), count, dtype_size(dtype)),
                     dtype, op);
+  }
+  /// Out of place through ExchangeSchedule::start_out_of_place (no copy pass for the
+  /// allreduce schedules, whose steps write every byte). It overrides
+  /// AllreduceAlgorithm::start_out_of_place; ReduceScatterAlgorithm has no such member.
+  void start_out_of_place(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) {
+    schedule_.start_out_of_place(static_cast<const uint8_t*>(input), static_cast<uint8_t*>(output),
+                                 count * dtype_size(dtype),
+                                 Derived::steps(comm_.rank(), comm_.size(), count, dtype_size(dtype)), dtype, op);
   }
   Progress progress() override { return schedule_.progress(); }
   /// The ranges of the steps marked recv_final; this overrides

@@ -84,6 +84,11 @@ const std::vector<ConfigVar>& config_table() {
        "largest fused allreduce in bytes; ready tensors are packed into the fusion buffer up "
        "to this size (0 disables fusion)",
        parse_int<&Config::fusion_threshold_bytes, 0>, format_int<&Config::fusion_threshold_bytes>},
+      {"CONCORD_OUTPUT_POOL_BYTES", "268435456", "bytes",
+       "concord.torch: the most bytes of released out-of-place results (hvd.allreduce and "
+       "friends, tensors of >= 1 MiB) kept for reuse by later results of the same size, so "
+       "a new result does not pay for fresh page faults (0 = allocate every result anew)",
+       parse_int<&Config::output_pool_bytes, 0>},
       {"CONCORD_RING_CHUNK_BYTES", "524288", "bytes",
        "bytes per pipelined message of the chunked algorithms (ring, the tree allreduces, "
        "hierarchical, the chain broadcast): data is sent in chunks of at most this size",

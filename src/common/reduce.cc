@@ -33,10 +33,15 @@ using reduce_ops::Min;
 using reduce_ops::Product;
 using reduce_ops::Sum;
 
-// Plain dtypes: dst[i] = combine(dst[i], src[i]).
+// Plain dtypes: dst[i] = combine(dst[i], src[i]), or out of place (a != dst)
+// dst[i] = combine(a[i], src[i]). Two loops so that each one's pointers are restrict.
 template <typename T, typename Combine>
 void combine_loop(T* __restrict dst, const T* __restrict src, size_t n, Combine combine) {
   for (size_t i = 0; i < n; ++i) dst[i] = combine(dst[i], src[i]);
+}
+template <typename T, typename Combine>
+void combine_into_loop(T* __restrict dst, const T* __restrict a, const T* __restrict src, size_t n, Combine combine) {
+  for (size_t i = 0; i < n; ++i) dst[i] = combine(a[i], src[i]);
 }
 
 // 16-bit floats: widen to float32, combine, round back to nearest even, in one pass; the
@@ -44,6 +49,11 @@ void combine_loop(T* __restrict dst, const T* __restrict src, size_t n, Combine 
 template <typename Half, typename Combine>
 void combine_half_loop(uint16_t* __restrict dst, const uint16_t* __restrict src, size_t n, Combine combine) {
   for (size_t i = 0; i < n; ++i) dst[i] = reduce_ops::combine_half<Half>(dst[i], src[i], combine);
+}
+template <typename Half, typename Combine>
+void combine_half_into_loop(uint16_t* __restrict dst, const uint16_t* __restrict a, const uint16_t* __restrict src,
+                            size_t n, Combine combine) {
+  for (size_t i = 0; i < n; ++i) dst[i] = reduce_ops::combine_half<Half>(a[i], src[i], combine);
 }
 
 // Calls loop(combine) with the combination of `op` on T. Throws InvalidArgument for an
@@ -61,43 +71,75 @@ void with_combine(ReduceOp op, Loop&& loop) {
   CONCORD_THROW(InvalidArgument, "reduce op code ", static_cast<int>(op), " has no element-wise kernel");
 }
 
+// dst = op(a, src); a == dst is the in-place loop.
 template <typename T>
-void reduce_typed(void* dst, const void* src, size_t n, ReduceOp op) {
-  with_combine<T>(op, [&](auto combine) { combine_loop(static_cast<T*>(dst), static_cast<const T*>(src), n, combine); });
+void reduce_typed(void* dst, const void* a, const void* src, size_t n, ReduceOp op) {
+  with_combine<T>(op, [&](auto combine) {
+    if (a == dst) {
+      combine_loop(static_cast<T*>(dst), static_cast<const T*>(src), n, combine);
+    } else {
+      combine_into_loop(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(src), n, combine);
+    }
+  });
 }
 
 template <typename Half>
-void reduce_half(void* dst, const void* src, size_t n, ReduceOp op) {
+void reduce_half(void* dst, const void* a, const void* src, size_t n, ReduceOp op) {
   with_combine<float>(op, [&](auto combine) {
-    combine_half_loop<Half>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n, combine);
+    auto* d = static_cast<uint16_t*>(dst);
+    const auto* s = static_cast<const uint16_t*>(src);
+    if (a == dst) {
+      combine_half_loop<Half>(d, s, n, combine);
+    } else {
+      combine_half_into_loop<Half>(d, static_cast<const uint16_t*>(a), s, n, combine);
+    }
   });
 }
 
 // One cloned entry point per dtype (the clones inline everything below them).
-CONCORD_KERNEL void reduce_float32(void* d, const void* s, size_t n, ReduceOp op) { reduce_typed<float>(d, s, n, op); }
-CONCORD_KERNEL void reduce_float64(void* d, const void* s, size_t n, ReduceOp op) { reduce_typed<double>(d, s, n, op); }
-CONCORD_KERNEL void reduce_int32(void* d, const void* s, size_t n, ReduceOp op) { reduce_typed<int32_t>(d, s, n, op); }
-CONCORD_KERNEL void reduce_int64(void* d, const void* s, size_t n, ReduceOp op) { reduce_typed<int64_t>(d, s, n, op); }
-CONCORD_KERNEL void reduce_int8(void* d, const void* s, size_t n, ReduceOp op) { reduce_typed<int8_t>(d, s, n, op); }
-CONCORD_KERNEL void reduce_uint8(void* d, const void* s, size_t n, ReduceOp op) { reduce_typed<uint8_t>(d, s, n, op); }
-CONCORD_KERNEL void reduce_int16(void* d, const void* s, size_t n, ReduceOp op) { reduce_typed<int16_t>(d, s, n, op); }
-CONCORD_KERNEL void reduce_float16(void* d, const void* s, size_t n, ReduceOp op) { reduce_half<Float16>(d, s, n, op); }
-CONCORD_KERNEL void reduce_bfloat16(void* d, const void* s, size_t n, ReduceOp op) { reduce_half<BFloat16>(d, s, n, op); }
+CONCORD_KERNEL void reduce_float32(void* d, const void* a, const void* s, size_t n, ReduceOp op) {
+  reduce_typed<float>(d, a, s, n, op);
+}
+CONCORD_KERNEL void reduce_float64(void* d, const void* a, const void* s, size_t n, ReduceOp op) {
+  reduce_typed<double>(d, a, s, n, op);
+}
+CONCORD_KERNEL void reduce_int32(void* d, const void* a, const void* s, size_t n, ReduceOp op) {
+  reduce_typed<int32_t>(d, a, s, n, op);
+}
+CONCORD_KERNEL void reduce_int64(void* d, const void* a, const void* s, size_t n, ReduceOp op) {
+  reduce_typed<int64_t>(d, a, s, n, op);
+}
+CONCORD_KERNEL void reduce_int8(void* d, const void* a, const void* s, size_t n, ReduceOp op) {
+  reduce_typed<int8_t>(d, a, s, n, op);
+}
+CONCORD_KERNEL void reduce_uint8(void* d, const void* a, const void* s, size_t n, ReduceOp op) {
+  reduce_typed<uint8_t>(d, a, s, n, op);
+}
+CONCORD_KERNEL void reduce_int16(void* d, const void* a, const void* s, size_t n, ReduceOp op) {
+  reduce_typed<int16_t>(d, a, s, n, op);
+}
+CONCORD_KERNEL void reduce_float16(void* d, const void* a, const void* s, size_t n, ReduceOp op) {
+  reduce_half<Float16>(d, a, s, n, op);
+}
+CONCORD_KERNEL void reduce_bfloat16(void* d, const void* a, const void* s, size_t n, ReduceOp op) {
+  reduce_half<BFloat16>(d, a, s, n, op);
+}
 
 #if CONCORD_X86_KERNELS
 // float16 with the F16C conversions (VCVTPH2PS / VCVTPS2PH, round to nearest even; both
 // quiet a NaN exactly as half.h does), 8 elements per step; the tail goes through half.h.
+// dst = op(left, src); left may be dst (each step loads before it stores).
 template <typename Combine>
-__attribute__((target("avx2,f16c"))) void combine_float16_f16c(uint16_t* __restrict dst, const uint16_t* __restrict src,
-                                                               size_t n, Combine combine) {
+__attribute__((target("avx2,f16c"))) void combine_float16_f16c(uint16_t* dst, const uint16_t* left,
+                                                               const uint16_t* src, size_t n, Combine combine) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(dst + i)));
+    const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(left + i)));
     const __m256 b = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
                      _mm256_cvtps_ph(combine(a, b), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
-  for (; i < n; ++i) dst[i] = float_to_float16(combine(float16_to_float(dst[i]), float16_to_float(src[i])));
+  for (; i < n; ++i) dst[i] = float_to_float16(combine(float16_to_float(left[i]), float16_to_float(src[i])));
 }
 
 // The ops on 8 floats, with the scalar ops' exact semantics: MINPS(b, a) = b < a ? b : a.
@@ -118,24 +160,26 @@ struct MaxF16c {
   float operator()(float a, float b) const { return b > a ? b : a; }
 };
 
-// True when the CPU has F16C and AVX2; then reduces float16 and returns true.
-bool reduce_float16_f16c(void* dst, const void* src, size_t n, ReduceOp op) {
+// True when the CPU has F16C and AVX2; then reduces float16 (dst = op(a, src)) and
+// returns true.
+bool reduce_float16_f16c(void* dst, const void* a, const void* src, size_t n, ReduceOp op) {
   static const bool supported = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
   if (!supported) return false;
   auto* d = static_cast<uint16_t*>(dst);
+  const auto* l = static_cast<const uint16_t*>(a);
   const auto* s = static_cast<const uint16_t*>(src);
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAverage: combine_float16_f16c(d, s, n, SumF16c{}); return true;
-    case ReduceOp::kProduct: combine_float16_f16c(d, s, n, ProductF16c{}); return true;
-    case ReduceOp::kMin: combine_float16_f16c(d, s, n, MinF16c{}); return true;
-    case ReduceOp::kMax: combine_float16_f16c(d, s, n, MaxF16c{}); return true;
+    case ReduceOp::kAverage: combine_float16_f16c(d, l, s, n, SumF16c{}); return true;
+    case ReduceOp::kProduct: combine_float16_f16c(d, l, s, n, ProductF16c{}); return true;
+    case ReduceOp::kMin: combine_float16_f16c(d, l, s, n, MinF16c{}); return true;
+    case ReduceOp::kMax: combine_float16_f16c(d, l, s, n, MaxF16c{}); return true;
     case ReduceOp::kAdasum: break;
   }
   return false;  // unknown op: the portable kernel reports it
 }
 #else
-bool reduce_float16_f16c(void*, const void*, size_t, ReduceOp) { return false; }
+bool reduce_float16_f16c(void*, const void*, const void*, size_t, ReduceOp) { return false; }
 #endif
 
 template <typename T, typename Compute>
@@ -150,25 +194,33 @@ void scale_half(uint16_t* dst, const uint16_t* src, size_t n, float factor) {
 
 }  // namespace
 
-void reduce_inplace_portable(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) {
+void reduce_into_portable(void* dst, const void* a, const void* src, size_t count, DataType dtype, ReduceOp op) {
   switch (dtype) {
-    case DataType::kFloat32: return reduce_float32(dst, src, count, op);
-    case DataType::kFloat64: return reduce_float64(dst, src, count, op);
-    case DataType::kInt32: return reduce_int32(dst, src, count, op);
-    case DataType::kInt64: return reduce_int64(dst, src, count, op);
-    case DataType::kInt8: return reduce_int8(dst, src, count, op);
-    case DataType::kUInt8: return reduce_uint8(dst, src, count, op);
-    case DataType::kInt16: return reduce_int16(dst, src, count, op);
+    case DataType::kFloat32: return reduce_float32(dst, a, src, count, op);
+    case DataType::kFloat64: return reduce_float64(dst, a, src, count, op);
+    case DataType::kInt32: return reduce_int32(dst, a, src, count, op);
+    case DataType::kInt64: return reduce_int64(dst, a, src, count, op);
+    case DataType::kInt8: return reduce_int8(dst, a, src, count, op);
+    case DataType::kUInt8: return reduce_uint8(dst, a, src, count, op);
+    case DataType::kInt16: return reduce_int16(dst, a, src, count, op);
     case DataType::kBool: break;  // no reduction: the runtime refuses bool reductions at enqueue
-    case DataType::kFloat16: return reduce_float16(dst, src, count, op);
-    case DataType::kBFloat16: return reduce_bfloat16(dst, src, count, op);
+    case DataType::kFloat16: return reduce_float16(dst, a, src, count, op);
+    case DataType::kBFloat16: return reduce_bfloat16(dst, a, src, count, op);
   }
   CONCORD_THROW(InvalidArgument, "unknown dtype code ", static_cast<int>(dtype));
 }
 
+void reduce_into(void* dst, const void* a, const void* src, size_t count, DataType dtype, ReduceOp op) {
+  if (dtype == DataType::kFloat16 && reduce_float16_f16c(dst, a, src, count, op)) return;
+  reduce_into_portable(dst, a, src, count, dtype, op);
+}
+
+void reduce_inplace_portable(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) {
+  reduce_into_portable(dst, dst, src, count, dtype, op);
+}
+
 void reduce_inplace(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) {
-  if (dtype == DataType::kFloat16 && reduce_float16_f16c(dst, src, count, op)) return;
-  reduce_inplace_portable(dst, src, count, dtype, op);
+  reduce_into(dst, dst, src, count, dtype, op);
 }
 
 void scale_buffer(void* dst, const void* src, size_t count, DataType dtype, double factor) {

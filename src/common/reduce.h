@@ -18,6 +18,14 @@ void reduce_inplace(void* dst, const void* src, size_t count, DataType dtype, Re
 /// tests and concord-kernelbench.
 void reduce_inplace_portable(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op);
 
+/// Out of place: dst[i] = op(a[i], src[i]) for i < count (a is the left operand, as dst is
+/// in reduce_inplace, so both give bit-identical results). a == dst is reduce_inplace;
+/// otherwise dst must not overlap a or src. Same rules and errors as reduce_inplace.
+void reduce_into(void* dst, const void* a, const void* src, size_t count, DataType dtype, ReduceOp op);
+
+/// reduce_into() through the portable loops only (see reduce_inplace_portable).
+void reduce_into_portable(void* dst, const void* a, const void* src, size_t count, DataType dtype, ReduceOp op);
+
 /// dst[i] = src[i] * factor for i < count, computed in float64 for float64 and integer
 /// dtypes (integers truncate toward zero; int64 values are exact only below 2^53 in
 /// magnitude, and a product outside the dtype's range is not defined), float32 otherwise.

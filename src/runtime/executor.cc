@@ -156,13 +156,17 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
 
   const size_t total = std::accumulate(response.sizes.begin(), response.sizes.end(), size_t{0});
   uint8_t* buffer = nullptr;
-  if (entries.size() == 1) {  // reduce in the output tensor itself
+  const void* source = nullptr;  // what the algorithm reads: == buffer unless out of place
+  if (entries.size() == 1) {  // reduce in the output tensor itself, no fusion buffer
     TensorEntry& entry = entries[0];
     buffer = static_cast<uint8_t*>(entry.output.data);
-    if (prescale != 1.0) {
+    source = buffer;
+    if (prescale != 1.0) {  // the scaling pass writes the output: then in place
       scale_buffer(buffer, entry.input.data, total, dtype, prescale);
-    } else if (entry.input.data != entry.output.data && total > 0) {
-      std::memcpy(buffer, entry.input.data, total * element);
+    } else if (op == ReduceOp::kAdasum) {
+      if (entry.input.data != buffer && total > 0) std::memcpy(buffer, entry.input.data, total * element);
+    } else {  // out of place: the algorithm reads the input and writes the output itself
+      source = entry.input.data;
     }
   } else {  // pack into the fusion buffer
     mark(response, "MEMCPY_IN_FUSION_BUFFER");
@@ -178,6 +182,7 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
       offset += n * element;
     }
     unmark(response);
+    source = buffer;
   }
 
   if (op == ReduceOp::kAdasum) return adasum(response, entries, buffer, postscale);
@@ -192,7 +197,7 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
       choose("allreduce", allreduce_algorithms(), allreduce_rules_, allreduce_problem, tree_chunks), activity,
       tree_chunks);
   mark(response, activity);
-  algorithm.start(buffer, total, dtype, op);
+  algorithm.start_out_of_place(source, buffer, total, dtype, op);
   if (entries.size() == 1) {  // the result is already in place: complete at the end
     run_to_completion(algorithm);
     unmark(response);

@@ -2,6 +2,10 @@
 // tensor queue, packs allreduce inputs into the persistent fusion buffer (applying the
 // prescale factor), runs the collective's algorithm over the data communicator, unpacks
 // (applying the postscale factor, and 1/size for kAverage) and completes the handles.
+// A response of one allreduce tensor skips the fusion buffer: the algorithm reads the
+// input and writes the handle's output directly (AllreduceAlgorithm::start_out_of_place;
+// in place when they are the same buffer; a prescale pass or Adasum writes the output
+// first and reduces it in place), so out of place costs what in place costs.
 // Per-range completion: a fused allreduce copies out and completes each tensor as soon as
 // the algorithm reports its whole range final (AllreduceAlgorithm::take_final_ranges),
 // before the rest of the fused operation has finished.

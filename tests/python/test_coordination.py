@@ -50,6 +50,9 @@ def test_cache_keeps_rank0_out_of_steady_state(rank, size, tname):
     order = list(range(12))
     for iteration in range(6):
         if iteration == 2:
+            # Every rank is past iteration 1 (and past any earlier test's collectives), so no
+            # uncached request of anyone's can start a coordinator round from here on.
+            hvd.barrier()
             before = hvd.coordination_stats()
         generator = torch.Generator().manual_seed(rank * 100 + iteration)
         order = torch.randperm(12, generator=generator).tolist()

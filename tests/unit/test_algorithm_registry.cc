@@ -2,7 +2,8 @@
 // transport (threads as ranks):
 //   - allreduce: P = 1..16 x dtype, each with every op and the sizes 0, 1, P-1, P+1, 7,
 //     1023 (and 100003 for sum), against a float64 / modular reference; every rank
-//     bit-identical to rank 0; tiny pipeline chunks too;
+//     bit-identical to rank 0; tiny pipeline chunks too; out of place
+//     (start_out_of_place into a garbage-filled output: the input must stay unchanged);
 //   - every collective: the exact message and byte counts its cost() predicts equal the
 //     transport's counters (busiest rank and sum over ranks);
 //   - selection: forced names, declining algorithms falling back, unknown names.
@@ -97,23 +98,38 @@ using AllreduceParam = std::tuple<std::string, int, DataType>;
 
 class RegistryAllreduce : public ::testing::TestWithParam<AllreduceParam> {};
 
-void check_allreduce(const AllreduceEntry& entry, int P, size_t n, DataType dtype, ReduceOp op, size_t chunk) {
+// In place on a copy of each rank's input, or out of place from a separate input (with a
+// guard after it) into a garbage-filled output.
+void check_allreduce(const AllreduceEntry& entry, int P, size_t n, DataType dtype, ReduceOp op, size_t chunk,
+                     bool out_of_place = false) {
   if (!entry.declines(make_problem(P, n, dtype, op, chunk)).empty()) return;
   const std::string what = cat(entry.name, " P=", P, " n=", n, " dtype=", dtype_name(dtype), " op=",
-                               reduce_op_name(op), " chunk_bytes=", chunk);
+                               reduce_op_name(op), " chunk_bytes=", chunk, out_of_place ? " out of place" : "");
   SCOPED_TRACE(what);
   const size_t element = dtype_size(dtype);
   constexpr size_t kGuard = 16;
-  std::vector<std::vector<uint8_t>> inputs(P), results(P);
+  std::vector<std::vector<uint8_t>> inputs(P), results(P), sources(P);
   for (int r = 0; r < P; ++r) {
     inputs[r].assign(n * element, 0);
     fill_input(inputs[r].data(), n, dtype, op, r);
     results[r] = inputs[r];
+    if (out_of_place) std::fill(results[r].begin(), results[r].end(), 0xA5);
     results[r].resize(n * element + kGuard, 0x5A);
+    sources[r] = inputs[r];
+    sources[r].resize(n * element + kGuard, 0x5A);
   }
   run_entry(entry, P, chunk, [&](AllreduceAlgorithm& algorithm, int rank) {
-    algorithm.start(results[rank].data(), n, dtype, op);
+    if (out_of_place) {
+      algorithm.start_out_of_place(sources[rank].data(), results[rank].data(), n, dtype, op);
+    } else {
+      algorithm.start(results[rank].data(), n, dtype, op);
+    }
   });
+  for (int r = 0; r < P; ++r) {
+    sources[r].resize(n * element);
+    const long changed = testing_util::first_difference(sources[r], inputs[r], element);
+    ASSERT_EQ(changed, -1) << entry.name << ": rank " << r << " changed its input at element " << changed;
+  }
   for (int r = 0; r < P; ++r)
     for (size_t b = n * element; b < n * element + kGuard; ++b)
       ASSERT_EQ(results[r][b], 0x5A) << entry.name << ": rank " << r << " wrote past the end (byte " << b << ")";
@@ -137,6 +153,24 @@ std::string allreduce_param_name(const ::testing::TestParamInfo<AllreduceParam>&
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, RegistryAllreduce,
                          ::testing::Combine(::testing::ValuesIn(names(allreduce_algorithms())),
                                             ::testing::Range(1, 17), ::testing::ValuesIn(all_dtypes())),
+                         allreduce_param_name);
+
+// Out of place: the result lands in a separate output, the input is only read.
+class RegistryAllreduceOutOfPlace : public ::testing::TestWithParam<AllreduceParam> {};
+
+TEST_P(RegistryAllreduceOutOfPlace, MatchesReferenceAndLeavesTheInput) {
+  const auto& [name, P, dtype] = GetParam();
+  const auto& entry = find_algorithm(allreduce_algorithms(), name);
+  const size_t sizes[] = {0, 1, static_cast<size_t>(P + 1), 7, 1023};
+  for (ReduceOp op : all_ops())
+    for (size_t n : sizes) check_allreduce(entry, P, n, dtype, op, size_t{1} << 19, true);
+  check_allreduce(entry, P, 10007, dtype, ReduceOp::kSum, 256, true);  // pipelined in many chunks
+}
+
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, RegistryAllreduceOutOfPlace,
+                         ::testing::Combine(::testing::ValuesIn(names(allreduce_algorithms())),
+                                            ::testing::Values(1, 2, 3, 4, 5, 8, 13, 16),
+                                            ::testing::ValuesIn(all_dtypes())),
                          allreduce_param_name);
 
 // Tiny chunks: many pipelined messages per step, some of them empty.

@@ -4,9 +4,12 @@
 // (two nodes) at P = 1..16 and sizes 0, 1, odd, large, every reported range is non-empty,
 // whole elements, inside the buffer, disjoint from every other, and at the moment it is
 // reported its bytes already equal the final result (an int32 sum computed beforehand); at
-// kDone the ranges cover the buffer. Also FinalRanges / FinalRangeCollector bookkeeping.
+// kDone the ranges cover the buffer. The same in place and out of place
+// (start_out_of_place: the ranges are of the output, the input is left unchanged and the
+// output starts as garbage). Also FinalRanges / FinalRangeCollector bookkeeping.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <sstream>
@@ -75,8 +78,9 @@ std::unique_ptr<AllreduceAlgorithm> make(Kind kind, Communicator& comm, ScratchB
 int32_t input(int rank, size_t i) { return static_cast<int32_t>(static_cast<uint32_t>(mix(rank, i, 7))); }
 
 // Runs one int32 sum allreduce of `count` elements on P ranks, checking every range at the
-// moment it is reported. Returns "" or the first rank's failure.
-std::string check_ranges(Kind kind, int P, size_t count) {
+// moment it is reported; out of place from a separate input into a garbage-filled buffer.
+// Returns "" or the first rank's failure.
+std::string check_ranges(Kind kind, int P, size_t count, bool out_of_place) {
   std::vector<int32_t> expected(count, 0);
   for (size_t i = 0; i < count; ++i) {
     uint32_t sum = 0;
@@ -88,18 +92,29 @@ std::string check_ranges(Kind kind, int P, size_t count) {
   return run_ranks(P, [&](Communicator& comm, const AbortFlag& aborted) {
     const int rank = comm.rank();
     std::vector<int32_t>& buffer = data[rank];
-    for (size_t i = 0; i < count; ++i) buffer[i] = input(rank, i);
+    std::vector<int32_t> source(count);
+    for (size_t i = 0; i < count; ++i) source[i] = input(rank, i);
+    if (out_of_place) {
+      std::fill(buffer.begin(), buffer.end(), int32_t{0x5A5A5A5A});
+    } else {
+      buffer = source;
+    }
     auto algorithm = make(kind, comm, scratch[rank]);
     const auto where = [&] {
       std::ostringstream s;
-      s << "rank " << rank << " " << kind_name(kind) << " P=" << P << " n=" << count;
+      s << "rank " << rank << " " << kind_name(kind) << " P=" << P << " n=" << count
+        << (out_of_place ? " out of place" : " in place");
       return s.str();
     };
     const size_t bytes = count * sizeof(int32_t);
     std::vector<bool> covered(count, false);
     size_t covered_elements = 0;
     std::vector<ByteRange> ranges;
-    algorithm->start(buffer.data(), count, DataType::kInt32, ReduceOp::kSum);
+    if (out_of_place) {
+      algorithm->start_out_of_place(source.data(), buffer.data(), count, DataType::kInt32, ReduceOp::kSum);
+    } else {
+      algorithm->start(buffer.data(), count, DataType::kInt32, ReduceOp::kSum);
+    }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     for (;;) {
       const Progress state = algorithm->progress();
@@ -134,9 +149,12 @@ std::string check_ranges(Kind kind, int P, size_t count) {
       throw std::runtime_error(where() + ": at kDone " + std::to_string(covered_elements) +
                                " elements reported final, first missing element " + std::to_string(first));
     }
-    for (size_t i = 0; i < count; ++i)
+    for (size_t i = 0; i < count; ++i) {
       if (buffer[i] != expected[i])
         throw std::runtime_error(where() + ": wrong result at element " + std::to_string(i));
+      if (out_of_place && source[i] != input(rank, i))
+        throw std::runtime_error(where() + ": the input changed at element " + std::to_string(i));
+    }
   });
 }
 
@@ -145,10 +163,11 @@ class FinalRangesTest : public ::testing::TestWithParam<std::tuple<Kind, int>> {
 TEST_P(FinalRangesTest, ReportedOnlyWhenFinalDisjointAndComplete) {
   const auto [kind, P] = GetParam();
   const size_t large = kind == Kind::kRing || kind == Kind::kHalvingDoubling ? 100003 : 20011;
-  for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}, large}) {
-    const std::string error = check_ranges(kind, P, count);
-    EXPECT_EQ(error, "") << kind_name(kind) << " P=" << P << " n=" << count;
-  }
+  for (bool out_of_place : {false, true})
+    for (size_t count : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}, large}) {
+      const std::string error = check_ranges(kind, P, count, out_of_place);
+      EXPECT_EQ(error, "") << kind_name(kind) << " P=" << P << " n=" << count << " out_of_place=" << out_of_place;
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, FinalRangesTest,

@@ -18,9 +18,12 @@ using testing_util::all_dtypes;
 using testing_util::all_ops;
 
 const std::vector<CollectiveType> kCollectives = {
-    CollectiveType::kAllreduce, CollectiveType::kAllgather, CollectiveType::kBroadcast};
-const std::vector<ResponseType> kResponseTypes = {ResponseType::kAllreduce, ResponseType::kAllgather,
-                                                  ResponseType::kBroadcast, ResponseType::kError};
+    CollectiveType::kAllreduce, CollectiveType::kAllgather, CollectiveType::kBroadcast, CollectiveType::kReducescatter,
+    CollectiveType::kAlltoall,  CollectiveType::kBarrier,   CollectiveType::kJoin,      CollectiveType::kProcessSet};
+const std::vector<ResponseType> kResponseTypes = {
+    ResponseType::kAllreduce, ResponseType::kAllgather, ResponseType::kBroadcast,
+    ResponseType::kError,     ResponseType::kReducescatter, ResponseType::kAlltoall,
+    ResponseType::kBarrier,   ResponseType::kJoin,      ResponseType::kProcessSet};
 
 Request sample_request() {
   Request r;
@@ -78,7 +81,7 @@ TEST(MessageRoundTrip, RequestWithEveryEnumCombination) {
         r.op = op;
         list.requests.push_back(r);
       }
-  ASSERT_EQ(list.requests.size(), 3u * 8u * 5u);
+  ASSERT_EQ(list.requests.size(), kCollectives.size() * all_dtypes().size() * all_ops().size());
   const RequestList decoded = round_trip(list);
   ASSERT_EQ(decoded.requests.size(), list.requests.size());
   for (size_t i = 0; i < list.requests.size(); ++i)
@@ -98,7 +101,7 @@ TEST(MessageRoundTrip, ResponseWithEveryEnumCombination) {
         if (type == ResponseType::kError) r.error = "Mismatched shape for tensor 'a': [3] on ranks [0]";
         list.responses.push_back(r);
       }
-  ASSERT_EQ(list.responses.size(), 4u * 8u * 5u);
+  ASSERT_EQ(list.responses.size(), kResponseTypes.size() * all_dtypes().size() * all_ops().size());
   EXPECT_EQ(round_trip(list), list);
 }
 

@@ -15,6 +15,7 @@ import torch
 from concord import _core
 from concord._core import InvalidArgumentError
 from concord.process_sets import set_id as _set_id
+from concord.torch.output_pool import pool as _output_pool
 
 Sum = _core.SUM
 Average = _core.AVERAGE
@@ -112,7 +113,10 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
             differ.
     """
     name = _name(name, "allreduce")
-    output = torch.empty_like(tensor, memory_format=torch.contiguous_format) if isinstance(tensor, torch.Tensor) else tensor
+    # The new tensor comes from the output pool (concord.torch.output_pool): memory of a
+    # released result of the same size, already faulted in; the algorithm then reads
+    # `tensor` and writes it directly (no copy, Executor's single-tensor path).
+    output = _output_pool.empty_like(tensor) if isinstance(tensor, torch.Tensor) else tensor
     return _allreduce_into(tensor, output, name, _resolve_op(average, op), prescale_factor, postscale_factor,
                            process_set)
 
@@ -199,7 +203,7 @@ def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_
     """
     name = _name(name, "grouped_allreduce")
     tensors = list(tensors)
-    outputs = [torch.empty_like(t, memory_format=torch.contiguous_format) for t in tensors]
+    outputs = [_output_pool.empty_like(t) if isinstance(t, torch.Tensor) else t for t in tensors]
     return _grouped_allreduce_into(tensors, outputs, [f"{name}.{i}" for i in range(len(tensors))],
                                    _resolve_op(average, op), prescale_factor, postscale_factor, process_set)
 

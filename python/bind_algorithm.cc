@@ -1,0 +1,100 @@
+// concord._core.AlgorithmAllreducer: one of the registry's allreduce algorithms run alone,
+// in place, from Python, on its own duplicate of MPI_COMM_WORLD: no runtime, no
+// negotiation, no handle; what concord-bench times for the same algorithm and size. It is
+// the baseline tools/latency_bench.py compares the concord.torch path against, in the same
+// processes. allreduce() blocks with the GIL released.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "algorithms/cost_model.h"
+#include "algorithms/registry.h"
+#include "algorithms/tree_chunking.h"
+#include "bind_mpi.h"
+#include "common/config.h"
+#include "transport/mpi_communicator.h"
+
+namespace py = pybind11;
+
+namespace concord {
+namespace {
+
+class AlgorithmAllreducer {
+ public:
+  /// Collective over MPI_COMM_WORLD (duplicates it, exchanges node indices). Settings
+  /// (ring chunk, tree chunks, cost model) as the runtime reads them from the environment.
+  AlgorithmAllreducer()
+      : comm_((ensure_mpi_initialized(), MPI_COMM_WORLD)),
+        config_(Config::from_env()),
+        context_{comm_, scratch_, static_cast<size_t>(config_.ring_chunk_bytes), node_of_every_rank(MPI_COMM_WORLD),
+                 CostParams::from_env()} {}
+
+  /// The registry entry the runtime's cost model picks for `count` elements of `dtype`
+  /// with `op` (CONCORD_ALLREDUCE_ALGORITHM and measured selection aside).
+  std::string choose(size_t count, const std::string& dtype, int op) const {
+    const Problem problem = make_problem(context_, count, dtype_from_name(dtype), static_cast<ReduceOp>(op));
+    return select_algorithm(allreduce_algorithms(), problem, context_.cost_params, "", problem_for()).name;
+  }
+
+  /// In-place allreduce of `count` elements of `dtype` at address `data` with `op` by the
+  /// registry entry `name` ("auto" = choose()). Collective. Throws InvalidArgument for an
+  /// unknown name or one that declines the problem, CommError on transport failure.
+  void allreduce(const std::string& name, uintptr_t data, size_t count, const std::string& dtype, int op) {
+    require_thread_multiple_if_runtime_active("AlgorithmAllreducer.allreduce");
+    const DataType type = dtype_from_name(dtype);
+    const auto reduce_op = static_cast<ReduceOp>(op);
+    const std::string chosen = name == "auto" ? choose(count, dtype, op) : name;
+    const Problem problem = problem_for()(chosen, make_problem(context_, count, type, reduce_op));
+    const auto& entry = find_algorithm(allreduce_algorithms(), chosen);
+    const std::string declined = entry.declines ? entry.declines(problem) : "";
+    CONCORD_ENFORCE(declined.empty(), InvalidArgument, "AlgorithmAllreducer: ", chosen, " declines ", count, " ",
+                    dtype, " elements: ", declined);
+    Instance& slot = instances_[chosen];
+    if (!slot.algorithm || slot.chunk_bytes != problem.chunk_bytes) {
+      AlgorithmContext context = context_;
+      context.chunk_bytes = problem.chunk_bytes;
+      slot.algorithm = entry.create(context);
+      slot.chunk_bytes = problem.chunk_bytes;
+    }
+    slot.algorithm->start(reinterpret_cast<void*>(data), count, type, reduce_op);
+    run_to_completion(*slot.algorithm);
+  }
+
+  int rank() const { return comm_.rank(); }
+  int size() const { return comm_.size(); }
+
+ private:
+  // As the executor: the tree allreduces get their chunking from CONCORD_TREE_CHUNKS.
+  ProblemForEntry problem_for() const {
+    return [this](const std::string& name, const Problem& p) {
+      return tree_chunked_problem(name, p, config_.tree_chunks, context_.cost_params);
+    };
+  }
+
+  struct Instance {
+    std::unique_ptr<AllreduceAlgorithm> algorithm;
+    size_t chunk_bytes = 0;
+  };
+  MpiCommunicator comm_;
+  Config config_;
+  ScratchBuffer scratch_;
+  AlgorithmContext context_;
+  std::map<std::string, Instance> instances_;
+};
+
+}  // namespace
+}  // namespace concord
+
+void bind_algorithm(py::module_& m) {
+  using concord::AlgorithmAllreducer;
+  py::class_<AlgorithmAllreducer>(m, "AlgorithmAllreducer")
+      .def(py::init<>(), py::call_guard<py::gil_scoped_release>())
+      .def("choose", &AlgorithmAllreducer::choose, py::arg("count"), py::arg("dtype"), py::arg("op"))
+      .def("allreduce", &AlgorithmAllreducer::allreduce, py::arg("name"), py::arg("data"), py::arg("count"),
+           py::arg("dtype"), py::arg("op"), py::call_guard<py::gil_scoped_release>())
+      .def_property_readonly("rank", &AlgorithmAllreducer::rank)
+      .def_property_readonly("size", &AlgorithmAllreducer::size);
+}
