@@ -7,7 +7,8 @@
 // (contiguous in its input, rows being ordered by destination) as block j of a P b send
 // buffer, the algorithm exchanges the blocks, and rank r copies S[i][r] rows out of
 // received block i, in rank order. Bytes on the wire: (P - 1) b row bytes per rank, so
-// skewed splits pay for the padding (an alltoallv algorithm would not).
+// skewed splits pay for the padding (an alltoallv algorithm would not). Without padding
+// (equal splits) the input is sent and the output received in place, no copy.
 // Joined ranks have no rows to send: an alltoall while some rank has joined fails on
 // every rank with InvalidArgument.
 #include <algorithm>
@@ -32,13 +33,32 @@ void Executor::alltoall(const Response& response, TensorEntry& entry) {
                   " split entries for ", P, " ranks");
   const size_t row_bytes = static_cast<size_t>(response.row_elements.at(0)) * dtype_size(response.dtype);
   const size_t block = static_cast<size_t>(*std::max_element(S.begin(), S.end())) * row_bytes;
-  uint8_t* send = fusion_buffer_.get(P * block);
-  uint8_t* receive = receive_buffer_.get(P * block);
-  const auto* input = static_cast<const uint8_t*>(entry.input.data);
+  // Blocks that need no padding are exchanged in place: the input is the send buffer when
+  // this rank sends `block` bytes to every rank, the output the receive buffer when it gets
+  // `block` bytes from every rank (equal splits), so a large alltoall costs no staging copy.
+  bool sends_equal = true, receives_equal = true;
   for (size_t j = 0; j < P; ++j) {
-    const size_t bytes = static_cast<size_t>(S[me * P + j]) * row_bytes;
-    if (bytes > 0) std::memcpy(send + j * block, input, bytes);
-    input += bytes;
+    sends_equal = sends_equal && static_cast<size_t>(S[me * P + j]) * row_bytes == block;
+    receives_equal = receives_equal && static_cast<size_t>(S[j * P + me]) * row_bytes == block;
+  }
+  auto& state = *entry.handle;
+  const auto* input = static_cast<const uint8_t*>(entry.input.data);
+  const uint8_t* send = input;
+  if (!sends_equal) {
+    uint8_t* packed = fusion_buffer_.get(P * block);
+    for (size_t j = 0; j < P; ++j) {
+      const size_t bytes = static_cast<size_t>(S[me * P + j]) * row_bytes;
+      if (bytes > 0) std::memcpy(packed + j * block, input, bytes);
+      input += bytes;
+    }
+    send = packed;
+  }
+  uint8_t* receive = nullptr;
+  if (receives_equal) {
+    state.output_bytes.resize(P * block);
+    receive = state.output_bytes.data();
+  } else {
+    receive = receive_buffer_.get(P * block);
   }
   std::string activity = "alltoall";
   auto& algorithm = this->algorithm(alltoall_algorithms(), problem(P * block, DataType::kUInt8, ReduceOp::kSum), "",
@@ -48,7 +68,6 @@ void Executor::alltoall(const Response& response, TensorEntry& entry) {
   run_to_completion(algorithm);
   unmark(response);
 
-  auto& state = *entry.handle;
   state.received_splits.clear();
   int64_t rows = 0;
   for (size_t i = 0; i < P; ++i) {
@@ -57,6 +76,7 @@ void Executor::alltoall(const Response& response, TensorEntry& entry) {
   }
   state.output_shape = entry.input.shape;
   state.output_shape.at(0) = rows;
+  if (receives_equal) return;  // received in place
   state.output_bytes.resize(static_cast<size_t>(rows) * row_bytes);
   size_t out = 0;
   for (size_t i = 0; i < P; ++i) {

@@ -30,6 +30,7 @@ void Communicator::record_received(uint64_t bytes, uint64_t messages) {
 void Communicator::adopt(Communicator& child) const {
   child.ancestors_ = ancestors_;
   child.ancestors_.push_back(counters_);
+  child.max_message_bytes_ = max_message_bytes_;
 }
 
 }  // namespace concord

@@ -112,13 +112,23 @@ class Communicator : public PointToPoint, public ControlCollectives {
   /// Zeroes this communicator's counters (not its ancestors').
   void reset_counters() { *counters_ = {}; }
 
+  /// Largest message the transport sends in one piece: isend/irecv of more bytes go as
+  /// several consecutive pieces (src/transport/message_split.h). MpiCommunicator: 1 GiB
+  /// (MPI counts are ints); InProcessCommunicator: unlimited. Each counts as one message
+  /// in counters(). Communicators split from this one inherit it.
+  size_t max_message_bytes() const { return max_message_bytes_; }
+  /// Sets max_message_bytes() (>= 1; clamped). Every rank of the group must set the same
+  /// value before any message is posted: a receive cut differently from its send fails.
+  /// Tests set it small to exercise the splitting with small buffers.
+  void set_max_message_bytes(size_t bytes) { max_message_bytes_ = bytes == 0 ? 1 : bytes; }
+
  protected:
   /// Records `messages` messages of `bytes` bytes in total sent, here and in every ancestor.
   void record_sent(uint64_t bytes, uint64_t messages = 1);
   /// Records `messages` messages of `bytes` bytes in total received, here and in ancestors.
   void record_received(uint64_t bytes, uint64_t messages = 1);
   /// Makes `child` (a communicator split from this one) credit its traffic to this
-  /// communicator and its ancestors as well.
+  /// communicator and its ancestors as well, and take this one's max_message_bytes().
   void adopt(Communicator& child) const;
 
  private:
@@ -128,6 +138,7 @@ class Communicator : public PointToPoint, public ControlCollectives {
 
   std::shared_ptr<TrafficCounters> counters_ = std::make_shared<TrafficCounters>();
   std::vector<std::shared_ptr<TrafficCounters>> ancestors_;
+  size_t max_message_bytes_ = SIZE_MAX;
 };
 
 }  // namespace concord

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/enforce.h"
+#include "transport/message_split.h"
 #include "transport/request_set.h"
 #include "transport/tags.h"
 
@@ -85,6 +86,21 @@ RequestPtr InProcessCommunicator::isend(const void* data, size_t bytes, int peer
   CONCORD_ENFORCE(peer >= 0 && peer < size(), InvalidArgument, "send to rank ", peer,
                   " outside [0, ", size(), ")");
   record_sent(bytes);
+  const auto* p = static_cast<const uint8_t*>(data);
+  return post_in_pieces(bytes, max_message_bytes(),
+                        [&](size_t offset, size_t n) { return send_piece(p + offset, n, peer, tag); });
+}
+
+RequestPtr InProcessCommunicator::irecv(void* data, size_t bytes, int peer, int tag) {
+  CONCORD_ENFORCE(peer >= 0 && peer < size(), InvalidArgument, "receive from rank ", peer,
+                  " outside [0, ", size(), ")");
+  record_received(bytes);
+  auto* p = static_cast<uint8_t*>(data);
+  return post_in_pieces(bytes, max_message_bytes(),
+                        [&](size_t offset, size_t n) { return receive_piece(p + offset, n, peer, tag); });
+}
+
+RequestPtr InProcessCommunicator::send_piece(const uint8_t* data, size_t bytes, int peer, int tag) {
   std::lock_guard<std::mutex> lock(world_->mutex_);
   auto& box = world_->mailboxes_[peer];
   for (auto it = box.posted.begin(); it != box.posted.end(); ++it) {
@@ -95,15 +111,11 @@ RequestPtr InProcessCommunicator::isend(const void* data, size_t bytes, int peer
       return std::make_unique<DoneRequest>();
     }
   }
-  const auto* p = static_cast<const uint8_t*>(data);
-  box.unexpected.push_back({rank_, tag, std::vector<uint8_t>(p, p + bytes)});
+  box.unexpected.push_back({rank_, tag, std::vector<uint8_t>(data, data + bytes)});
   return std::make_unique<DoneRequest>();
 }
 
-RequestPtr InProcessCommunicator::irecv(void* data, size_t bytes, int peer, int tag) {
-  CONCORD_ENFORCE(peer >= 0 && peer < size(), InvalidArgument, "receive from rank ", peer,
-                  " outside [0, ", size(), ")");
-  record_received(bytes);
+RequestPtr InProcessCommunicator::receive_piece(uint8_t* data, size_t bytes, int peer, int tag) {
   auto done = std::make_shared<bool>(false);
   std::lock_guard<std::mutex> lock(world_->mutex_);
   auto& box = world_->mailboxes_[rank_];

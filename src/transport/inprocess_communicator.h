@@ -1,7 +1,8 @@
 // A multi-rank transport inside one process: each rank is a thread holding an
 // InProcessCommunicator of a shared InProcessWorld. Sends are eager (the payload is copied
 // at isend), receives match in MPI order (source, tag, post order). Used by the unit tests
-// to run every algorithm at 1..16 ranks without mpirun.
+// to run every algorithm at 1..16 ranks without mpirun. Messages above
+// max_message_bytes() (unlimited unless a test sets it) travel in pieces, as over MPI.
 #pragma once
 
 #include <atomic>
@@ -38,6 +39,11 @@ class InProcessCommunicator : public Communicator {
   std::unique_ptr<Communicator> split(int color, int key) override;
 
  private:
+  // One piece of a message (transport/message_split.h): delivered to a matching posted
+  // receive or queued as unexpected; received from the unexpected queue or posted.
+  RequestPtr send_piece(const uint8_t* data, size_t bytes, int peer, int tag);
+  RequestPtr receive_piece(uint8_t* data, size_t bytes, int peer, int tag);
+
   std::shared_ptr<InProcessWorld> world_;
   int rank_;
 };

@@ -7,26 +7,27 @@
 #include <cstdlib>
 
 #include "common/enforce.h"
+#include "transport/message_split.h"
 
 namespace concord {
 namespace {
 
-// MPI counts are ints: messages above this are split into several MPI requests.
+// MPI counts are ints: messages above this are split into several MPI requests
+// (max_message_bytes(), transport/message_split.h).
 constexpr size_t kMaxMessageBytes = size_t{1} << 30;
 
+// One MPI_Isend or MPI_Irecv (a piece of a message: transport/message_split.h).
 class MpiRequest : public TransportRequest {
  public:
-  std::vector<MPI_Request> requests;
+  MPI_Request request = MPI_REQUEST_NULL;
   bool test() override {
+    if (request == MPI_REQUEST_NULL) return true;
     int flag = 0;
-    check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &flag,
-                          MPI_STATUSES_IGNORE),
-              "MPI_Testall");
+    check_mpi(MPI_Test(&request, &flag, MPI_STATUS_IGNORE), "MPI_Test");
     return flag != 0;
   }
   ~MpiRequest() override {
-    for (auto& request : requests)
-      if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+    if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
   }
 };
 
@@ -80,6 +81,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, Adopt) : comm_(comm) {
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
+  set_max_message_bytes(kMaxMessageBytes);
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -102,33 +104,25 @@ std::unique_ptr<Communicator> MpiCommunicator::split(int color, int key) {
 }
 
 RequestPtr MpiCommunicator::isend(const void* data, size_t bytes, int peer, int tag) {
-  auto request = std::make_unique<MpiRequest>();
   const char* p = static_cast<const char*>(data);
-  size_t offset = 0;
-  do {
-    const size_t n = std::min(kMaxMessageBytes, bytes - offset);
-    request->requests.emplace_back(MPI_REQUEST_NULL);
-    check_mpi(MPI_Isend(p + offset, static_cast<int>(n), MPI_BYTE, peer, tag, comm_,
-                        &request->requests.back()),
+  auto request = post_in_pieces(bytes, std::min<size_t>(max_message_bytes(), INT_MAX), [&](size_t offset, size_t n) {
+    auto piece = std::make_unique<MpiRequest>();
+    check_mpi(MPI_Isend(p + offset, static_cast<int>(n), MPI_BYTE, peer, tag, comm_, &piece->request),
               "MPI_Isend");
-    offset += n;
-  } while (offset < bytes);
+    return RequestPtr(std::move(piece));
+  });
   record_sent(bytes);
   return request;
 }
 
 RequestPtr MpiCommunicator::irecv(void* data, size_t bytes, int peer, int tag) {
-  auto request = std::make_unique<MpiRequest>();
   char* p = static_cast<char*>(data);
-  size_t offset = 0;
-  do {
-    const size_t n = std::min(kMaxMessageBytes, bytes - offset);
-    request->requests.emplace_back(MPI_REQUEST_NULL);
-    check_mpi(MPI_Irecv(p + offset, static_cast<int>(n), MPI_BYTE, peer, tag, comm_,
-                        &request->requests.back()),
+  auto request = post_in_pieces(bytes, std::min<size_t>(max_message_bytes(), INT_MAX), [&](size_t offset, size_t n) {
+    auto piece = std::make_unique<MpiRequest>();
+    check_mpi(MPI_Irecv(p + offset, static_cast<int>(n), MPI_BYTE, peer, tag, comm_, &piece->request),
               "MPI_Irecv");
-    offset += n;
-  } while (offset < bytes);
+    return RequestPtr(std::move(piece));
+  });
   record_received(bytes);
   return request;
 }
