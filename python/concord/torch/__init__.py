@@ -18,10 +18,8 @@ from concord.capabilities import (ccl_built, cuda_built, ddl_built, gloo_built, 
                                   mpi_built, mpi_enabled, nccl_built, rocm_built)
 from concord.process_sets import (ProcessSet, add_process_set, global_process_set,
                                   remove_process_set)
-from concord.torch.collectives import (alltoall, alltoall_async, barrier, grouped_allgather,
-                                       grouped_allgather_async, grouped_reducescatter,
-                                       grouped_reducescatter_async, join, reducescatter,
-                                       reducescatter_async)
+from concord.torch.collectives import (alltoall_async, barrier, grouped_allgather_async,
+                                       grouped_reducescatter_async, join, reducescatter_async)
 from concord.torch.compression import Compression
 from concord.torch.functions import broadcast_optimizer_state, broadcast_parameters
 from concord.torch.objects import allgather_object, broadcast_object
@@ -32,6 +30,8 @@ from concord.torch.mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allg
                                    grouped_allreduce_async_, poll, synchronize)
 from concord.torch.autograd import (allgather, allreduce, broadcast,  # differentiable forms
                                     grouped_allreduce)
+from concord.torch.autograd_scatter import (alltoall, grouped_allgather,  # differentiable forms
+                                            grouped_reducescatter, reducescatter)
 from concord.torch.optimizer import DistributedOptimizer
 from concord.torch.sparse_grad import sparse_allreduce, sparse_allreduce_async
 from concord.torch.sync_batch_norm import SyncBatchNorm

@@ -1,7 +1,9 @@
 """Differentiable collectives: ``hvd.allreduce``, ``hvd.grouped_allreduce``,
 ``hvd.allgather`` and ``hvd.broadcast``
 as ``torch.autograd.Function`` objects whose backward is the adjoint collective, as
-Horovod's ``HorovodAllreduce`` / ``HorovodAllgather`` / ``HorovodBroadcast``.
+Horovod's ``HorovodAllreduce`` / ``HorovodAllgather`` / ``HorovodBroadcast``
+(alltoall, reducescatter and the grouped allgather/reducescatter:
+:mod:`concord.torch.autograd_scatter`).
 
 Convention (Horovod's): the objective being differentiated is the *sum over ranks* of each
 rank's loss, ``F = sum_r L_r(y_r)`` where ``y_r`` is rank r's output of the collective.
