@@ -26,10 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::vector<uint8_t> bytes(data + 1, data + size);
   try {
-    if (data[0] & 1)
-      round_trip(bytes, [](const std::vector<uint8_t>& b) { return concord::decode_response_list(b); });
-    else
-      round_trip(bytes, [](const std::vector<uint8_t>& b) { return concord::decode_request_list(b); });
+    if (data[0] & 1) round_trip(bytes, [](const std::vector<uint8_t>& b) { return concord::decode_response_list(b); });
+    else round_trip(bytes, [](const std::vector<uint8_t>& b) { return concord::decode_request_list(b); });
   } catch (const concord::Error&) {
   }
   return 0;

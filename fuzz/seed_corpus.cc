@@ -15,8 +15,8 @@ namespace {
 
 void write(const std::filesystem::path& dir, const std::string& name, const std::vector<uint8_t>& bytes) {
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                                     static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(dir / name, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
 std::vector<uint8_t> with_selector(uint8_t selector, std::vector<uint8_t> bytes) {
@@ -57,10 +57,10 @@ int main(int argc, char** argv) {
   write(root / "fuzz_control_messages", "seed_responses", with_selector(1, encode(responses)));
 
   kvstore::Verdict verdict;
-  verdict.root = kvstore::KeyHeader::describe(3, kvstore::KeyOperation::kPush, DataType::kFloat32, {4, 5},
-                                              ReduceOp::kSum);
-  verdict.bad = kvstore::KeyHeader::describe(3, kvstore::KeyOperation::kPush, DataType::kFloat16, {4, 5, 1},
-                                             ReduceOp::kMax);
+  verdict.root =
+      kvstore::KeyHeader::describe(3, kvstore::KeyOperation::kPush, DataType::kFloat32, {4, 5}, ReduceOp::kSum);
+  verdict.bad =
+      kvstore::KeyHeader::describe(3, kvstore::KeyOperation::kPush, DataType::kFloat16, {4, 5, 1}, ReduceOp::kMax);
   verdict.bad_rank = 1;
   verdict.num_bad = 1;
   verdict.listed[0] = 1;

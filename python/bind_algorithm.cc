@@ -50,8 +50,8 @@ class AlgorithmAllreducer {
     const Problem problem = problem_for()(chosen, make_problem(context_, count, type, reduce_op));
     const auto& entry = find_algorithm(allreduce_algorithms(), chosen);
     const std::string declined = entry.declines ? entry.declines(problem) : "";
-    CONCORD_ENFORCE(declined.empty(), InvalidArgument, "AlgorithmAllreducer: ", chosen, " declines ", count, " ",
-                    dtype, " elements: ", declined);
+    CONCORD_ENFORCE(declined.empty(), InvalidArgument, "AlgorithmAllreducer: ", chosen, " declines ", count, " ", dtype,
+                    " elements: ", declined);
     Instance& slot = instances_[chosen];
     if (!slot.algorithm || slot.chunk_bytes != problem.chunk_bytes) {
       AlgorithmContext context = context_;

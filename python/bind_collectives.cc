@@ -34,9 +34,8 @@ void bind_collectives(py::module_& m) {
             name, as_view(input, dtype, shape), as_view(output, dtype, output_shape),
             scatter_options("reducescatter of tensor '" + name + "'", op, prescale, postscale, process_set));
       },
-      py::arg("name"), py::arg("input"), py::arg("output"), py::arg("dtype"), py::arg("shape"),
-      py::arg("output_shape"), py::arg("op"), py::arg("prescale_factor"), py::arg("postscale_factor"),
-      py::arg("process_set") = 0,
+      py::arg("name"), py::arg("input"), py::arg("output"), py::arg("dtype"), py::arg("shape"), py::arg("output_shape"),
+      py::arg("op"), py::arg("prescale_factor"), py::arg("postscale_factor"), py::arg("process_set") = 0,
       py::call_guard<py::gil_scoped_release>());
   m.def(
       "grouped_reducescatter_async",
@@ -53,14 +52,12 @@ void bind_collectives(py::module_& m) {
           in.push_back(as_view(inputs[i], dtypes[i], shapes[i]));
           out.push_back(as_view(outputs[i], dtypes[i], output_shapes[i]));
         }
-        return grouped_reducescatter_async(names, in, out,
-                                           scatter_options("grouped_reducescatter", op, prescale, postscale,
-                                                           process_set));
+        return grouped_reducescatter_async(
+            names, in, out, scatter_options("grouped_reducescatter", op, prescale, postscale, process_set));
       },
       py::arg("names"), py::arg("inputs"), py::arg("outputs"), py::arg("dtypes"), py::arg("shapes"),
       py::arg("output_shapes"), py::arg("op"), py::arg("prescale_factor"), py::arg("postscale_factor"),
-      py::arg("process_set") = 0,
-      py::call_guard<py::gil_scoped_release>());
+      py::arg("process_set") = 0, py::call_guard<py::gil_scoped_release>());
   m.def(
       "grouped_allgather_async",
       [](const std::vector<std::string>& names, const std::vector<uintptr_t>& inputs,
@@ -80,8 +77,7 @@ void bind_collectives(py::module_& m) {
         return alltoall_async(name, as_view(input, dtype, shape), AlltoallOptions{splits, process_set});
       },
       py::arg("name"), py::arg("input"), py::arg("dtype"), py::arg("shape"), py::arg("splits"),
-      py::arg("process_set") = 0,
-      py::call_guard<py::gil_scoped_release>());
+      py::arg("process_set") = 0, py::call_guard<py::gil_scoped_release>());
   m.def("reducescatter_rows", &reducescatter_rows, py::arg("rows"), py::arg("ranks"), py::arg("rank"));
   m.def("barrier_async", &barrier_async, py::arg("process_set") = 0, py::call_guard<py::gil_scoped_release>());
   m.def("barrier", &barrier, py::arg("process_set") = 0, py::call_guard<py::gil_scoped_release>());

@@ -118,8 +118,8 @@ void push(Engine& engine, py::function fn, const std::vector<std::shared_ptr<PyV
   auto callable = share_with_gil(std::move(fn));
   py::gil_scoped_release release;
   if (asynchronous) {
-    engine.push_async([callable](OnComplete done) { call_python(callable, PyCompletion{std::move(done)}); },
-                      r, w, options);
+    engine.push_async([callable](OnComplete done) { call_python(callable, PyCompletion{std::move(done)}); }, r, w,
+                      options);
   } else {
     engine.push_sync([callable] { call_python(callable); }, r, w, options);
   }
@@ -140,11 +140,10 @@ void bind_engine(py::module_& m) {
                            "on_complete(exc=None) of an asynchronous engine operation: call it once.")
       .def("__call__", &PyCompletion::call, py::arg("exc") = py::none());
 
-  py::class_<PyVar, std::shared_ptr<PyVar>>(m, "EngineVar",
-                                            "A tag for one piece of data, made by Engine.new_var().");
+  py::class_<PyVar, std::shared_ptr<PyVar>>(m, "EngineVar", "A tag for one piece of data, made by Engine.new_var().");
 
   py::class_<Engine, std::unique_ptr<Engine, ReleaseGilDelete>>(m, "Engine",
-                                                                 "Dependency engine (see concord/engine.py).")
+                                                                "Dependency engine (see concord/engine.py).")
       .def(py::init<int, int>(), py::arg("cpu_threads") = 2, py::arg("comm_threads") = 1)
       .def("new_var",
            [](Engine& e) {
@@ -155,33 +154,36 @@ void bind_engine(py::module_& m) {
              }
              return std::make_shared<PyVar>(PyVar{&e, var});
            })
-      .def("delete_var",
-           [](Engine& e, const std::shared_ptr<PyVar>& v) {
-             Var* var = unwrap(e, {v}, "delete_var")[0];
-             {
-               py::gil_scoped_release release;
-               e.delete_var(var);
-             }
-             v->deleted = true;
-           },
-           py::arg("var"))
+      .def(
+          "delete_var",
+          [](Engine& e, const std::shared_ptr<PyVar>& v) {
+            Var* var = unwrap(e, {v}, "delete_var")[0];
+            {
+              py::gil_scoped_release release;
+              e.delete_var(var);
+            }
+            v->deleted = true;
+          },
+          py::arg("var"))
       .def("push", &push, py::arg("fn"), py::arg("reads") = std::vector<std::shared_ptr<PyVar>>{},
-           py::arg("writes") = std::vector<std::shared_ptr<PyVar>>{}, py::arg("kind") = "cpu",
-           py::arg("priority") = 0, py::arg("name") = "", py::arg("asynchronous") = false)
-      .def("wait_for_var",
-           [](Engine& e, const std::shared_ptr<PyVar>& v) {
-             Var* var = unwrap(e, {v}, "wait_for_var")[0];
-             py::gil_scoped_release release;
-             e.wait_for_var(var);
-           },
-           py::arg("var"))
+           py::arg("writes") = std::vector<std::shared_ptr<PyVar>>{}, py::arg("kind") = "cpu", py::arg("priority") = 0,
+           py::arg("name") = "", py::arg("asynchronous") = false)
+      .def(
+          "wait_for_var",
+          [](Engine& e, const std::shared_ptr<PyVar>& v) {
+            Var* var = unwrap(e, {v}, "wait_for_var")[0];
+            py::gil_scoped_release release;
+            e.wait_for_var(var);
+          },
+          py::arg("var"))
       .def("wait_all", &Engine::wait_all, py::call_guard<py::gil_scoped_release>())
-      .def("version",
-           [](const Engine& e, const std::shared_ptr<PyVar>& v) {
-             Var* var = unwrap(e, {v}, "version")[0];
-             py::gil_scoped_release release;
-             return e.version(var);
-           },
-           py::arg("var"))
+      .def(
+          "version",
+          [](const Engine& e, const std::shared_ptr<PyVar>& v) {
+            Var* var = unwrap(e, {v}, "version")[0];
+            py::gil_scoped_release release;
+            return e.version(var);
+          },
+          py::arg("var"))
       .def("shutdown", &Engine::shutdown, py::call_guard<py::gil_scoped_release>());
 }

@@ -74,14 +74,16 @@ void bind_kvstore(py::module_& m) {
           "init", [view](PyKVStore& s, int key, const Tensor& value) { s.store().init(key, view(value)); },
           py::arg("key"), py::arg("value"), py::call_guard<py::gil_scoped_release>())
       .def(
-          "push", [view](PyKVStore& s, int key, const Tensor& grad, int priority) {
+          "push",
+          [view](PyKVStore& s, int key, const Tensor& grad, int priority) {
             s.store().push(key, view(grad), nullptr, priority);
           },
           py::arg("key"), py::arg("grad"), py::arg("priority"), py::call_guard<py::gil_scoped_release>())
       .def(
-          "pull", [view](PyKVStore& s, int key, const Tensor& out) { s.store().pull(key, view(out)); },
-          py::arg("key"), py::arg("out"), py::call_guard<py::gil_scoped_release>())
-      .def("barrier", [](PyKVStore& s) { s.store().barrier(); }, py::call_guard<py::gil_scoped_release>())
+          "pull", [view](PyKVStore& s, int key, const Tensor& out) { s.store().pull(key, view(out)); }, py::arg("key"),
+          py::arg("out"), py::call_guard<py::gil_scoped_release>())
+      .def(
+          "barrier", [](PyKVStore& s) { s.store().barrier(); }, py::call_guard<py::gil_scoped_release>())
       .def("rank", [](PyKVStore& s) { return s.store().rank(); })
       .def("num_workers", [](PyKVStore& s) { return s.store().num_workers(); })
       .def("type", [](PyKVStore& s) { return std::string(kvstore::kvstore_type_name(s.store().options().type)); })

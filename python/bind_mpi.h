@@ -18,7 +18,8 @@ inline void require_thread_multiple_if_runtime_active(const char* what) {
   MPI_Query_thread(&provided);
   CONCORD_ENFORCE(provided == MPI_THREAD_MULTIPLE, StateError, what, ": MPI provides thread level ", provided,
                   " but this object calls MPI from the Python thread while Concord's background thread "
-                  "runs, which needs MPI_THREAD_MULTIPLE (", MPI_THREAD_MULTIPLE, ")");
+                  "runs, which needs MPI_THREAD_MULTIPLE (",
+                  MPI_THREAD_MULTIPLE, ")");
 }
 
 }  // namespace concord

@@ -68,7 +68,8 @@ std::pair<float*, int64_t> float32_buffer(const py::object& acc) {
   if (py::isinstance<py::array>(acc)) {
     auto array = acc.cast<py::array>();
     CONCORD_ENFORCE(array.dtype().is(py::dtype::of<float>()), InvalidArgument,
-                    "SparseAllreducer.allreduce: acc must be float32, got ", py::str(array.dtype()).cast<std::string>());
+                    "SparseAllreducer.allreduce: acc must be float32, got ",
+                    py::str(array.dtype()).cast<std::string>());
     CONCORD_ENFORCE(array.flags() & py::array::c_style, InvalidArgument,
                     "SparseAllreducer.allreduce: acc must be C-contiguous");
     CONCORD_ENFORCE(array.writeable(), InvalidArgument, "SparseAllreducer.allreduce: acc must be writable");
@@ -76,8 +77,8 @@ std::pair<float*, int64_t> float32_buffer(const py::object& acc) {
   }
   if (py::hasattr(acc, "data_ptr")) {
     const auto dtype = py::str(acc.attr("dtype")).cast<std::string>();
-    CONCORD_ENFORCE(dtype == "torch.float32", InvalidArgument,
-                    "SparseAllreducer.allreduce: acc must be float32, got ", dtype);
+    CONCORD_ENFORCE(dtype == "torch.float32", InvalidArgument, "SparseAllreducer.allreduce: acc must be float32, got ",
+                    dtype);
     CONCORD_ENFORCE(acc.attr("is_contiguous")().cast<bool>(), InvalidArgument,
                     "SparseAllreducer.allreduce: acc must be contiguous");
     const auto device = py::str(acc.attr("device")).cast<std::string>();

@@ -14,12 +14,12 @@
 namespace py = pybind11;
 using namespace concord;
 
-void bind_topk(py::module_& m);  // bind_topk.cc
-void bind_sparse(py::module_& m);  // bind_sparse.cc
-void bind_engine(py::module_& m);  // bind_engine.cc
-void bind_kvstore(py::module_& m);  // bind_kvstore.cc
+void bind_topk(py::module_& m);         // bind_topk.cc
+void bind_sparse(py::module_& m);       // bind_sparse.cc
+void bind_engine(py::module_& m);       // bind_engine.cc
+void bind_kvstore(py::module_& m);      // bind_kvstore.cc
 void bind_collectives(py::module_& m);  // bind_collectives.cc
-void bind_algorithm(py::module_& m);  // bind_algorithm.cc
+void bind_algorithm(py::module_& m);    // bind_algorithm.cc
 
 namespace {
 
@@ -35,7 +35,8 @@ PYBIND11_MODULE(_core, m) {
 
   auto base = py::register_exception<Error>(m, "ConcordError", PyExc_RuntimeError);
   // A bad argument is also a ValueError, as Horovod users catch it.
-  py::register_exception<InvalidArgument>(m, "InvalidArgumentError", py::make_tuple(base, py::handle(PyExc_ValueError)));
+  py::register_exception<InvalidArgument>(m, "InvalidArgumentError",
+                                          py::make_tuple(base, py::handle(PyExc_ValueError)));
   py::register_exception<MismatchError>(m, "MismatchError", base.ptr());
   py::register_exception<StateError>(m, "StateError", base.ptr());
   py::register_exception<CommError>(m, "CommError", base.ptr());
@@ -47,8 +48,7 @@ PYBIND11_MODULE(_core, m) {
         init(InitOptions{cycle_time_ms, fusion_threshold_bytes, process_sets});
       },
       py::arg("cycle_time_ms") = -1.0, py::arg("fusion_threshold_bytes") = -1,
-      py::arg("process_sets") = std::vector<std::vector<int>>{},
-      py::call_guard<py::gil_scoped_release>());
+      py::arg("process_sets") = std::vector<std::vector<int>>{}, py::call_guard<py::gil_scoped_release>());
   m.def("shutdown", &shutdown, py::call_guard<py::gil_scoped_release>());
   m.def("shutdown_at_exit", &shutdown_at_exit, py::call_guard<py::gil_scoped_release>());
   m.def("is_initialized", &is_initialized);
@@ -83,33 +83,29 @@ PYBIND11_MODULE(_core, m) {
         return allreduce_async(name, view(input, dtype, shape), view(output, dtype, shape),
                                AllreduceOptions{static_cast<ReduceOp>(op), prescale, postscale, process_set});
       },
-      py::arg("name"), py::arg("input"), py::arg("output"), py::arg("dtype"), py::arg("shape"),
-      py::arg("op"), py::arg("prescale_factor"), py::arg("postscale_factor"), py::arg("process_set") = 0,
+      py::arg("name"), py::arg("input"), py::arg("output"), py::arg("dtype"), py::arg("shape"), py::arg("op"),
+      py::arg("prescale_factor"), py::arg("postscale_factor"), py::arg("process_set") = 0,
       py::call_guard<py::gil_scoped_release>());
   m.def(
       "allgather_async",
-      [](const std::string& name, uintptr_t input, const std::string& dtype,
-         const std::vector<int64_t>& shape, int process_set) {
-        return allgather_async(name, view(input, dtype, shape), AllgatherOptions{process_set});
-      },
+      [](const std::string& name, uintptr_t input, const std::string& dtype, const std::vector<int64_t>& shape,
+         int process_set) { return allgather_async(name, view(input, dtype, shape), AllgatherOptions{process_set}); },
       py::arg("name"), py::arg("input"), py::arg("dtype"), py::arg("shape"), py::arg("process_set") = 0,
       py::call_guard<py::gil_scoped_release>());
   m.def(
       "broadcast_async",
-      [](const std::string& name, uintptr_t tensor, const std::string& dtype,
-         const std::vector<int64_t>& shape, int root, int process_set) {
+      [](const std::string& name, uintptr_t tensor, const std::string& dtype, const std::vector<int64_t>& shape,
+         int root, int process_set) {
         return broadcast_async(name, view(tensor, dtype, shape), BroadcastOptions{root, process_set});
       },
       py::arg("name"), py::arg("tensor"), py::arg("dtype"), py::arg("shape"), py::arg("root"),
-      py::arg("process_set") = 0,
-      py::call_guard<py::gil_scoped_release>());
+      py::arg("process_set") = 0, py::call_guard<py::gil_scoped_release>());
 
   m.def(
       "grouped_allreduce_async",
       [](const std::vector<std::string>& names, const std::vector<uintptr_t>& inputs,
          const std::vector<uintptr_t>& outputs, const std::vector<std::string>& dtypes,
-         const std::vector<std::vector<int64_t>>& shapes, int op, double prescale, double postscale,
-         int process_set) {
+         const std::vector<std::vector<int64_t>>& shapes, int op, double prescale, double postscale, int process_set) {
         if (op < 0 || op > static_cast<int>(ReduceOp::kAdasum))
           throw InvalidArgument("grouped_allreduce: unknown reduce op " + std::to_string(op));
         if (inputs.size() != names.size() || outputs.size() != names.size() || dtypes.size() != names.size() ||
@@ -123,8 +119,8 @@ PYBIND11_MODULE(_core, m) {
         return grouped_allreduce_async(names, in, out,
                                        AllreduceOptions{static_cast<ReduceOp>(op), prescale, postscale, process_set});
       },
-      py::arg("names"), py::arg("inputs"), py::arg("outputs"), py::arg("dtypes"), py::arg("shapes"),
-      py::arg("op"), py::arg("prescale_factor"), py::arg("postscale_factor"), py::arg("process_set") = 0,
+      py::arg("names"), py::arg("inputs"), py::arg("outputs"), py::arg("dtypes"), py::arg("shapes"), py::arg("op"),
+      py::arg("prescale_factor"), py::arg("postscale_factor"), py::arg("process_set") = 0,
       py::call_guard<py::gil_scoped_release>());
   m.def("start_timeline", &start_timeline, py::arg("path"), py::call_guard<py::gil_scoped_release>());
   m.def("stop_timeline", &stop_timeline, py::call_guard<py::gil_scoped_release>());

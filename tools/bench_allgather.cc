@@ -14,8 +14,10 @@ namespace {
 class AllgatherRunner : public RunnerBase<AllgatherAlgorithm> {
  public:
   AllgatherRunner(BenchContext& context, const Resolution& resolution, const RowSpec& spec)
-      : RunnerBase(context, resolution, spec, allgather_algorithms()), block_(spec.count / context.size()),
-        block_bytes_(block_ * dtype_size(spec.dtype)), input_(spec.in_place ? 0 : block_bytes_),
+      : RunnerBase(context, resolution, spec, allgather_algorithms()),
+        block_(spec.count / context.size()),
+        block_bytes_(block_ * dtype_size(spec.dtype)),
+        input_(spec.in_place ? 0 : block_bytes_),
         output_(spec.count * dtype_size(spec.dtype)) {}
 
   void fill() override {

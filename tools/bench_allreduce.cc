@@ -18,14 +18,14 @@ namespace {
 class AllreduceRunner : public RunnerBase<AllreduceAlgorithm> {
  public:
   AllreduceRunner(BenchContext& context, const Resolution& resolution, const RowSpec& spec)
-      : RunnerBase(context, resolution, spec, allreduce_algorithms()), bytes_(spec.count * dtype_size(spec.dtype)),
-        input_(bytes_), output_(spec.in_place ? 0 : bytes_) {
+      : RunnerBase(context, resolution, spec, allreduce_algorithms()),
+        bytes_(spec.count * dtype_size(spec.dtype)),
+        input_(bytes_),
+        output_(spec.in_place ? 0 : bytes_) {
     if (resolution.kind == Resolution::Kind::kRuntime) context.start_runtime();
   }
 
-  void fill() override {
-    fill_reduction_input(input_.data(), 0, spec_.count, spec_.dtype, rank(), spec_.op);
-  }
+  void fill() override { fill_reduction_input(input_.data(), 0, spec_.count, spec_.dtype, rank(), spec_.op); }
 
   void run() override {
     uint8_t* result = spec_.in_place ? input_.data() : output_.data();

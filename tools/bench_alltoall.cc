@@ -16,8 +16,10 @@ namespace {
 class AlltoallRunner : public RunnerBase<AlltoallAlgorithm> {
  public:
   AlltoallRunner(BenchContext& context, const Resolution& resolution, const RowSpec& spec)
-      : RunnerBase(context, resolution, spec, alltoall_algorithms()), block_(spec.count / context.size()),
-        block_bytes_(block_ * dtype_size(spec.dtype)), send_(spec.in_place ? 0 : spec.count * dtype_size(spec.dtype)),
+      : RunnerBase(context, resolution, spec, alltoall_algorithms()),
+        block_(spec.count / context.size()),
+        block_bytes_(block_ * dtype_size(spec.dtype)),
+        send_(spec.in_place ? 0 : spec.count * dtype_size(spec.dtype)),
         recv_(spec.count * dtype_size(spec.dtype)) {}
 
   void fill() override {

@@ -16,8 +16,10 @@ constexpr int kRoot = 0;
 class BroadcastRunner : public RunnerBase<BroadcastAlgorithm> {
  public:
   BroadcastRunner(BenchContext& context, const Resolution& resolution, const RowSpec& spec)
-      : RunnerBase(context, resolution, spec, broadcast_algorithms()), bytes_(spec.count * dtype_size(spec.dtype)),
-        input_(bytes_), output_(spec.in_place ? 0 : bytes_) {}
+      : RunnerBase(context, resolution, spec, broadcast_algorithms()),
+        bytes_(spec.count * dtype_size(spec.dtype)),
+        input_(bytes_),
+        output_(spec.in_place ? 0 : bytes_) {}
 
   void fill() override {
     // Non-roots start from their own pattern, so a missed element is counted as wrong.

@@ -19,7 +19,8 @@ bool is_bench_name(const std::string& name) { return name == "mpi" || name == "r
 template <typename AlgorithmType>
 std::vector<std::string> registry_names(const std::vector<RegistryEntry<AlgorithmType>>& entries) {
   std::vector<std::string> names;
-  for (const auto& entry : entries) names.push_back(is_bench_name(entry.name) ? kRegistryPrefix + entry.name : entry.name);
+  for (const auto& entry : entries)
+    names.push_back(is_bench_name(entry.name) ? kRegistryPrefix + entry.name : entry.name);
   return names;
 }
 
@@ -70,8 +71,8 @@ Resolution BenchContext::resolve(const std::vector<RegistryEntry<AlgorithmType>>
     return result;
   }
   if (name == "auto") {
-    const bool any = std::any_of(entries.begin(), entries.end(),
-                                 [&](const auto& entry) { return entry.declines(problem).empty(); });
+    const bool any =
+        std::any_of(entries.begin(), entries.end(), [&](const auto& entry) { return entry.declines(problem).empty(); });
     if (!any) {
       result.skip_reason = "no registered algorithm accepts this problem";
       return result;
@@ -80,7 +81,8 @@ Resolution BenchContext::resolve(const std::vector<RegistryEntry<AlgorithmType>>
     result.registry_name = select_algorithm(entries, problem, cost_).name;
     return result;
   }
-  const std::string entry_name = name.rfind(kRegistryPrefix, 0) == 0 ? name.substr(std::string(kRegistryPrefix).size()) : name;
+  const std::string entry_name =
+      name.rfind(kRegistryPrefix, 0) == 0 ? name.substr(std::string(kRegistryPrefix).size()) : name;
   const auto& entry = find_algorithm(entries, entry_name);
   result.skip_reason = entry.declines(problem);
   if (result.skip_reason.empty()) {

@@ -18,16 +18,52 @@ double reduction_input(int rank, size_t i, ReduceOp op) {
 
 void store(uint8_t* p, DataType dtype, double v) {
   switch (dtype) {
-    case DataType::kFloat32: { const float x = static_cast<float>(v); std::memcpy(p, &x, 4); return; }
+    case DataType::kFloat32: {
+      const float x = static_cast<float>(v);
+      std::memcpy(p, &x, 4);
+      return;
+    }
     case DataType::kFloat64: std::memcpy(p, &v, 8); return;
-    case DataType::kFloat16: { const uint16_t x = float_to_float16(static_cast<float>(v)); std::memcpy(p, &x, 2); return; }
-    case DataType::kBFloat16: { const uint16_t x = float_to_bfloat16(static_cast<float>(v)); std::memcpy(p, &x, 2); return; }
-    case DataType::kInt32: { const int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); return; }
-    case DataType::kInt64: { const int64_t x = static_cast<int64_t>(v); std::memcpy(p, &x, 8); return; }
-    case DataType::kInt8: { const int8_t x = static_cast<int8_t>(v); std::memcpy(p, &x, 1); return; }
-    case DataType::kUInt8: { const uint8_t x = static_cast<uint8_t>(v); std::memcpy(p, &x, 1); return; }
-    case DataType::kInt16: { const int16_t x = static_cast<int16_t>(v); std::memcpy(p, &x, 2); return; }
-    case DataType::kBool: { const uint8_t x = v != 0; std::memcpy(p, &x, 1); return; }
+    case DataType::kFloat16: {
+      const uint16_t x = float_to_float16(static_cast<float>(v));
+      std::memcpy(p, &x, 2);
+      return;
+    }
+    case DataType::kBFloat16: {
+      const uint16_t x = float_to_bfloat16(static_cast<float>(v));
+      std::memcpy(p, &x, 2);
+      return;
+    }
+    case DataType::kInt32: {
+      const int32_t x = static_cast<int32_t>(v);
+      std::memcpy(p, &x, 4);
+      return;
+    }
+    case DataType::kInt64: {
+      const int64_t x = static_cast<int64_t>(v);
+      std::memcpy(p, &x, 8);
+      return;
+    }
+    case DataType::kInt8: {
+      const int8_t x = static_cast<int8_t>(v);
+      std::memcpy(p, &x, 1);
+      return;
+    }
+    case DataType::kUInt8: {
+      const uint8_t x = static_cast<uint8_t>(v);
+      std::memcpy(p, &x, 1);
+      return;
+    }
+    case DataType::kInt16: {
+      const int16_t x = static_cast<int16_t>(v);
+      std::memcpy(p, &x, 2);
+      return;
+    }
+    case DataType::kBool: {
+      const uint8_t x = v != 0;
+      std::memcpy(p, &x, 1);
+      return;
+    }
   }
 }
 
@@ -55,8 +91,7 @@ void fill_reduction_input(uint8_t* dst, size_t first, size_t count, DataType dty
   for (size_t i = 0; i < count; ++i) store(dst + i * element, dtype, reduction_input(rank, first + i, op));
 }
 
-long count_wrong_reduction(const uint8_t* result, size_t first, size_t count, DataType dtype, int ranks,
-                           ReduceOp op) {
+long count_wrong_reduction(const uint8_t* result, size_t first, size_t count, DataType dtype, int ranks, ReduceOp op) {
   return compare_in_pieces(result, first, count, dtype, [&](uint8_t* expected, size_t start, size_t n) {
     for (size_t i = 0; i < n; ++i) {
       double value = reduction_input(0, start + i, op);

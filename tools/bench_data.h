@@ -18,8 +18,7 @@ void fill_reduction_input(uint8_t* dst, size_t first, size_t count, DataType dty
 /// Elements of `result` (elements [first, first + count) of the whole vector) that differ
 /// bitwise from the exact reduction over `ranks` ranks of their inputs. kAverage expects
 /// the sum scaled by 1/ranks with scale_buffer, as concord-bench scales an averaged result.
-long count_wrong_reduction(const uint8_t* result, size_t first, size_t count, DataType dtype, int ranks,
-                           ReduceOp op);
+long count_wrong_reduction(const uint8_t* result, size_t first, size_t count, DataType dtype, int ranks, ReduceOp op);
 
 /// Writes element i of the data rank `rank` contributes to a data-moving collective
 /// (allgather, broadcast, alltoall) for i in [first, first + count): values in [0, 97)

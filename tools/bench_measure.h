@@ -15,12 +15,12 @@
 namespace concord::bench {
 
 struct Measurement {
-  bool measured = false;    ///< false: skipped, see skip_reason
+  bool measured = false;  ///< false: skipped, see skip_reason
   std::string skip_reason;
-  std::string chosen;       ///< the registry entry that ran ("auto": the cost model's choice)
-  double seconds = 0;       ///< mean time of one call, slowest rank, seconds
-  long wrong = -1;          ///< wrong result elements summed over ranks; -1 = not checked
-  double page_faults = 0;   ///< rank 0's minor page faults per timed call
+  std::string chosen;      ///< the registry entry that ran ("auto": the cost model's choice)
+  double seconds = 0;      ///< mean time of one call, slowest rank, seconds
+  long wrong = -1;         ///< wrong result elements summed over ranks; -1 = not checked
+  double page_faults = 0;  ///< rank 0's minor page faults per timed call
 };
 
 /// Measures `algorithm` on `spec` with options' iterations, warm-up and check. Collective

@@ -12,10 +12,11 @@ namespace concord::bench {
 namespace {
 
 const std::map<std::string, Collective>& collectives() {
-  static const std::map<std::string, Collective> names = {
-      {"allreduce", Collective::kAllreduce},           {"allgather", Collective::kAllgather},
-      {"broadcast", Collective::kBroadcast},           {"reduce_scatter", Collective::kReduceScatter},
-      {"alltoall", Collective::kAlltoall}};
+  static const std::map<std::string, Collective> names = {{"allreduce", Collective::kAllreduce},
+                                                          {"allgather", Collective::kAllgather},
+                                                          {"broadcast", Collective::kBroadcast},
+                                                          {"reduce_scatter", Collective::kReduceScatter},
+                                                          {"alltoall", Collective::kAlltoall}};
   return names;
 }
 
@@ -78,8 +79,7 @@ bool has_op(Collective collective) {
 size_t row_count(Collective collective, size_t bytes, size_t element_size, int ranks) {
   if (bytes == 0) return 0;
   const size_t count = bytes / element_size;
-  if (collective == Collective::kAllreduce || collective == Collective::kBroadcast)
-    return std::max<size_t>(count, 1);
+  if (collective == Collective::kAllreduce || collective == Collective::kBroadcast) return std::max<size_t>(count, 1);
   const size_t p = static_cast<size_t>(ranks);
   return std::max<size_t>(count / p, 1) * p;
 }
@@ -108,7 +108,8 @@ std::optional<BenchOptions> parse_options(const tools::MpiTool& mpi, int argc, c
   std::string min_bytes = "1K", max_bytes = "64M", dtype = "float32", collective = "allreduce";
   std::string algorithms = "auto,mpi";
   int check = 1;
-  app.add_option("-b,--minbytes", min_bytes, "smallest size (bytes; K, M, G suffixes)")->check(accepted_by(parse_size, "BYTES"));
+  app.add_option("-b,--minbytes", min_bytes, "smallest size (bytes; K, M, G suffixes)")
+      ->check(accepted_by(parse_size, "BYTES"));
   app.add_option("-e,--maxbytes", max_bytes, "largest size (bytes; K, M, G suffixes)")
       ->check(accepted_by(parse_size, "BYTES"));
   app.add_option("-f,--stepfactor", options.step_factor, "multiply the size by this factor between rows")

@@ -37,18 +37,18 @@ size_t row_count(Collective collective, size_t bytes, size_t element_size, int r
 /// Everything the flags set.
 struct BenchOptions {
   Collective collective = Collective::kAllreduce;
-  size_t min_bytes = 1024;        ///< -b, bytes
-  size_t max_bytes = 64u << 20;   ///< -e, bytes
-  double step_factor = 2;         ///< -f
-  int iterations = 20;            ///< -n, timed calls per row
-  int warmup = 5;                 ///< -w, untimed calls per row
-  bool check = true;              ///< -c 1: verify every element of one call's result
-  ReduceOp op = ReduceOp::kSum;   ///< -o
+  size_t min_bytes = 1024;       ///< -b, bytes
+  size_t max_bytes = 64u << 20;  ///< -e, bytes
+  double step_factor = 2;        ///< -f
+  int iterations = 20;           ///< -n, timed calls per row
+  int warmup = 5;                ///< -w, untimed calls per row
+  bool check = true;             ///< -c 1: verify every element of one call's result
+  ReduceOp op = ReduceOp::kSum;  ///< -o
   std::string op_name = "sum";
   DataType dtype = DataType::kFloat32;  ///< -d
   /// -a, as given: names, "all", or registry names prefixed "registry:".
   std::vector<std::string> algorithms;
-  std::string json_path;          ///< -J, "" = none
+  std::string json_path;  ///< -J, "" = none
 };
 
 /// Parses argv. Returns the options, or sets `exit_code` (0 for --help, CLI11's code for a

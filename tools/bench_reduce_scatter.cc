@@ -17,14 +17,13 @@ namespace {
 class ReduceScatterRunner : public RunnerBase<ReduceScatterAlgorithm> {
  public:
   ReduceScatterRunner(BenchContext& context, const Resolution& resolution, const RowSpec& spec)
-      : RunnerBase(context, resolution, spec, reduce_scatter_algorithms()), element_(dtype_size(spec.dtype)),
-        block_(spec.count / context.size()), input_(spec.count * element_),
-        output_(spec.in_place ? 0 : spec.count * element_) {
-  }
+      : RunnerBase(context, resolution, spec, reduce_scatter_algorithms()),
+        element_(dtype_size(spec.dtype)),
+        block_(spec.count / context.size()),
+        input_(spec.count * element_),
+        output_(spec.in_place ? 0 : spec.count * element_) {}
 
-  void fill() override {
-    fill_reduction_input(input_.data(), 0, spec_.count, spec_.dtype, rank(), spec_.op);
-  }
+  void fill() override { fill_reduction_input(input_.data(), 0, spec_.count, spec_.dtype, rank(), spec_.op); }
 
   void run() override {
     uint8_t* buffer = spec_.in_place ? input_.data() : output_.data();

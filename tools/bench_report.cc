@@ -51,12 +51,12 @@ std::string bench_name_of_choice(const Report& report, const std::string& choice
 void print_header(const Report& report) {
   const auto& o = report.options;
   std::printf("# concord-bench %s: %d ranks on %d node(s), %s, op %s, %d iterations, %d warm-up, check %s\n",
-              collective_name(o.collective), report.ranks, report.nodes, dtype_name(o.dtype),
-              op_column(report).c_str(), o.iterations, o.warmup, o.check ? "on" : "off");
+              collective_name(o.collective), report.ranks, report.nodes, dtype_name(o.dtype), op_column(report).c_str(),
+              o.iterations, o.warmup, o.check ? "on" : "off");
   std::printf("# busbw = algbw * %.3f (nccl-tests factor for %s)%s\n#\n", bus_factor(o.collective, report.ranks),
               collective_name(o.collective), o.collective == Collective::kBroadcast ? "; root 0" : "");
-  std::printf("#%11s %12s %9s %6s   %10s %8s %8s %6s   %10s %8s %8s %6s\n", "", "", "", "", "out-of-place", "", "",
-              "", "in-place", "", "", "");
+  std::printf("#%11s %12s %9s %6s   %10s %8s %8s %6s   %10s %8s %8s %6s\n", "", "", "", "", "out-of-place", "", "", "",
+              "in-place", "", "", "");
   std::printf("#%11s %12s %9s %6s   %10s %8s %8s %6s   %10s %8s %8s %6s\n", "size", "count", "type", "redop", "time",
               "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
   std::printf("#%11s %12s %9s %6s   %10s %8s %8s %6s   %10s %8s %8s %6s\n", "(B)", "(elements)", "", "", "(us)",
@@ -89,10 +89,11 @@ void print_row(const Report& report, const Record& out_of_place, const Record& i
 void print_comparison(const Report& report) {
   const bool in_place = compared_in_place(report);
   const bool with_mpi = std::find(report.algorithms.begin(), report.algorithms.end(), "mpi") != report.algorithms.end();
-  std::printf("#\n# comparison (%s times in us; x/mpi = mpi time / time, > 1 = faster than MPI; best excludes auto "
-              "and runtime; ok = the cost model's choice is within 10%% of the best; tuned ok = the same for "
-              "measured selection, CONCORD_AUTOTUNE)\n",
-              in_place ? "in-place" : "out-of-place");
+  std::printf(
+      "#\n# comparison (%s times in us; x/mpi = mpi time / time, > 1 = faster than MPI; best excludes auto "
+      "and runtime; ok = the cost model's choice is within 10%% of the best; tuned ok = the same for "
+      "measured selection, CONCORD_AUTOTUNE)\n",
+      in_place ? "in-place" : "out-of-place");
   std::printf("#%11s", "size");
   for (const auto& name : report.algorithms) std::printf(" %12s", name.c_str());
   if (with_mpi)
@@ -114,7 +115,8 @@ void print_comparison(const Report& report) {
         continue;
       }
       std::printf(" %12.2f", record->measurement.seconds * 1e6);
-      if (name != "auto" && name != "runtime" && (best == nullptr || record->measurement.seconds < best->measurement.seconds))
+      if (name != "auto" && name != "runtime" &&
+          (best == nullptr || record->measurement.seconds < best->measurement.seconds))
         best = record;
     }
     if (with_mpi)
@@ -197,8 +199,12 @@ void write_json(const Report& report, const std::string& path) {
                                {"nodes", report.nodes},
                                {"iterations", o.iterations},
                                {"warmup", o.warmup},
-                               {"units", {{"size", "bytes"}, {"time", "microseconds"}, {"algbw", "GB/s"},
-                                          {"busbw", "GB/s"}, {"page_faults", "minor faults per call, rank 0"}}},
+                               {"units",
+                                {{"size", "bytes"},
+                                 {"time", "microseconds"},
+                                 {"algbw", "GB/s"},
+                                 {"busbw", "GB/s"},
+                                 {"page_faults", "minor faults per call, rank 0"}}},
                                {"model_choices", choices},
                                {"results", results}};
   std::ofstream out(path);

@@ -47,8 +47,8 @@ Resolution resolve_row(const BenchContext& context, const std::string& algorithm
   return resolution;
 }
 
-std::unique_ptr<CollectiveRunner> make_runner(BenchContext& context, const std::string& algorithm,
-                                              const RowSpec& spec, Resolution& resolution) {
+std::unique_ptr<CollectiveRunner> make_runner(BenchContext& context, const std::string& algorithm, const RowSpec& spec,
+                                              Resolution& resolution) {
   resolution = resolve_row(context, algorithm, spec);
   if (resolution.kind == Resolution::Kind::kSkip) return nullptr;
   switch (spec.collective) {

@@ -60,8 +60,8 @@ class RunnerBase : public CollectiveRunner {
 /// skipped (the algorithm declines, MPI has no datatype for float16, in-place alltoall...).
 /// `resolution` also names the registry entry "auto" chose. Collective over the world
 /// when it creates an algorithm instance. Throws InvalidArgument for an unknown name.
-std::unique_ptr<CollectiveRunner> make_runner(BenchContext& context, const std::string& algorithm,
-                                              const RowSpec& spec, Resolution& resolution);
+std::unique_ptr<CollectiveRunner> make_runner(BenchContext& context, const std::string& algorithm, const RowSpec& spec,
+                                              Resolution& resolution);
 
 /// What `algorithm` means for `spec` (as make_runner decides, without creating anything).
 /// Throws InvalidArgument for an unknown name.

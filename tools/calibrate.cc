@@ -212,15 +212,18 @@ int main(int argc, char** argv) {
     if (comm.rank() == 0) {
       std::printf("# concord-calibrate: %d ranks on %d node(s), %zu-byte large messages\n", comm.size(),
                   *std::max_element(nodes.begin(), nodes.end()) + 1, large_bytes);
-      std::printf("alpha       %.3e s        (%s)\n", params.alpha, intra_measured ? "measured" : "no two ranks share a node: default");
+      std::printf("alpha       %.3e s        (%s)\n", params.alpha,
+                  intra_measured ? "measured" : "no two ranks share a node: default");
       std::printf("beta        %.3e s/B      (%.2f GB/s)\n", params.beta, 1e-9 / params.beta);
       std::printf("gamma       %.3e s/B      (%.2f GB/s float32 sum)\n", params.gamma, 1e-9 / params.gamma);
-      const char* inter_note = !several_nodes ? "one node: copied from the intra-node values"
-                               : inter_measured ? "measured" : "no inter-node pair: default";
+      const char* inter_note = !several_nodes   ? "one node: copied from the intra-node values"
+                               : inter_measured ? "measured"
+                                                : "no inter-node pair: default";
       std::printf("inter_alpha %.3e s        (%s)\n", params.inter_alpha, inter_note);
       std::printf("inter_beta  %.3e s/B      (%.2f GB/s)\n", params.inter_beta, 1e-9 / params.inter_beta);
       std::printf("mpi_alpha   %.3e s        (MPI_Allreduce latency per round)\n", params.mpi_alpha);
-      std::printf("mpi_beta    %.3e s/B      (MPI_Allreduce, %.2f GB/s per link)\n", params.mpi_beta, 1e-9 / params.mpi_beta);
+      std::printf("mpi_beta    %.3e s/B      (MPI_Allreduce, %.2f GB/s per link)\n", params.mpi_beta,
+                  1e-9 / params.mpi_beta);
       params.save(output);
       std::printf("# written to %s\n", output.c_str());
     }

@@ -94,8 +94,9 @@ int main(int argc, char** argv) {
     report.algorithms = expand_algorithms(options->algorithms, options->collective);
     try {  // unknown names fail here, on every rank alike
       for (const auto& name : report.algorithms)
-        resolve_row(context, name, RowSpec{options->collective, static_cast<size_t>(context.size()), options->dtype,
-                                           options->op, false});
+        resolve_row(
+            context, name,
+            RowSpec{options->collective, static_cast<size_t>(context.size()), options->dtype, options->op, false});
     } catch (const InvalidArgument& error) {
       if (mpi.rank() == 0) std::fprintf(stderr, "concord-bench: %s\n", error.what());
       return 2;

@@ -36,8 +36,8 @@ void print_sweep(const std::vector<SweepRow>& rows, bool best_only) {
   if (!best_only) {
     std::printf("%12s %6s %-20s %14s %10s %7s\n", "size", "P", "algorithm", "time(us)", "busbw", "method");
     for (const SweepRow& row : rows)
-      std::printf("%12zu %6d %-20s %14.2f %10.3f %7s\n", row.bytes, row.ranks, row.algorithm.c_str(),
-                  row.seconds * 1e6, row.busbw / 1e9, method_name(row.method));
+      std::printf("%12zu %6d %-20s %14.2f %10.3f %7s\n", row.bytes, row.ranks, row.algorithm.c_str(), row.seconds * 1e6,
+                  row.busbw / 1e9, method_name(row.method));
     std::printf("\n");
   }
   std::printf("# best algorithm per (size, P)\n%12s %6s %-20s %14s %10s\n", "size", "P", "best", "time(us)", "busbw");
@@ -152,9 +152,9 @@ int main(int argc, char** argv) {
     spec.ranks_per_node = ranks_per_node;
     spec.chunk_bytes = chunk_bytes;
     spec.options.max_messages = max_messages;
-    std::printf("# topology: %s\n", ranks_per_node == 1 ? "flat switch (inter-node constants)"
-                                                        : ("two-level, " + std::to_string(ranks_per_node) +
-                                                           " ranks per node").c_str());
+    std::printf("# topology: %s\n", ranks_per_node == 1
+                                        ? "flat switch (inter-node constants)"
+                                        : ("two-level, " + std::to_string(ranks_per_node) + " ranks per node").c_str());
     if (turnaround) {
       print_turnaround(spec, params);
       return 0;

@@ -24,8 +24,8 @@
 //   coord B     bytes sent + received by rank 0 on the control communicator (counters())
 //   worker B    the same for rank 1
 // A closing line gives the coordinator's bytes per iteration cache-off / cache-on.
-#include <CLI/CLI.hpp>
 #include <mpi.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -35,9 +35,9 @@
 #include <string>
 #include <vector>
 
-#include "tools/mpi_tool.h"
 #include "common/enforce.h"
 #include "control/negotiator.h"
+#include "tools/mpi_tool.h"
 #include "transport/mpi_communicator.h"
 
 using namespace concord;
@@ -90,8 +90,7 @@ std::vector<Request> tensor_set(int tensors, int rank) {
 // cut into `cycles` consecutive chunks of random sizes (possibly empty; the last takes the
 // rest). Seeded by (seed, rank, iteration) only, so both cache settings see the same one.
 std::vector<std::vector<int>> schedule(const Options& options, int rank, int iteration) {
-  std::seed_seq seq{static_cast<uint64_t>(options.seed), static_cast<uint64_t>(rank),
-                    static_cast<uint64_t>(iteration)};
+  std::seed_seq seq{static_cast<uint64_t>(options.seed), static_cast<uint64_t>(rank), static_cast<uint64_t>(iteration)};
   std::mt19937_64 rng(seq);
   std::vector<int> order(options.tensors);
   std::iota(order.begin(), order.end(), 0);
@@ -210,7 +209,8 @@ int main(int argc, char** argv) {
   CLI::App app{"concord-coordbench: control-plane (negotiation) cost with the response cache off and on"};
   Options options;
   app.add_option("-i,--iters", options.iterations, "timed iterations per cache setting")->check(CLI::PositiveNumber);
-  app.add_option("-w,--warmup_iters", options.warmup, "untimed iterations per cache setting (the cache fills in the first)")
+  app.add_option("-w,--warmup_iters", options.warmup,
+                 "untimed iterations per cache setting (the cache fills in the first)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("-t,--tensors", options.tensors, "tensors per iteration")->check(CLI::PositiveNumber);
   app.add_option("-k,--cycles", options.cycles, "cycles each rank spreads its submissions over")
@@ -226,12 +226,14 @@ int main(int argc, char** argv) {
     if (options.cache != "on") capacities.push_back(0);
     if (options.cache != "off") capacities.push_back(options.capacity);
     if (rank == 0) {
-      std::printf("# concord-coordbench: %d ranks, %d tensors/iteration over %d cycles, %d iterations after %d "
-                  "warm-up, seed %llu\n",
-                  size, options.tensors, options.cycles, options.iterations, options.warmup,
-                  static_cast<unsigned long long>(options.seed));
-      std::printf("# per iteration: gathers = coordinator rounds; time = negotiate() wall time, max over ranks;\n"
-                  "# coord B / worker B = bytes sent + received on the control communicator by rank 0 / rank 1\n");
+      std::printf(
+          "# concord-coordbench: %d ranks, %d tensors/iteration over %d cycles, %d iterations after %d "
+          "warm-up, seed %llu\n",
+          size, options.tensors, options.cycles, options.iterations, options.warmup,
+          static_cast<unsigned long long>(options.seed));
+      std::printf(
+          "# per iteration: gathers = coordinator rounds; time = negotiate() wall time, max over ranks;\n"
+          "# coord B / worker B = bytes sent + received on the control communicator by rank 0 / rank 1\n");
       std::printf("%6s %10s %8s %8s %8s %12s %12s %14s %14s\n", "ranks", "cache", "cycles", "gathers", "hits",
                   "time(us)", "us/cycle", "coord B", "worker B");
       std::fflush(stdout);
@@ -242,9 +244,9 @@ int main(int argc, char** argv) {
       results.push_back(r);
       if (rank != 0) continue;
       const std::string cache = capacity == 0 ? "off" : "on(" + std::to_string(capacity) + ")";
-      std::printf("%6d %10s %8.1f %8.2f %8.1f %12.1f %12.2f %14.0f %14.0f\n", size, cache.c_str(), r.cycles,
-                  r.gathers, r.hits, r.seconds * 1e6, r.cycles > 0 ? r.seconds * 1e6 / r.cycles : 0.0,
-                  r.coordinator_bytes, r.worker_bytes);
+      std::printf("%6d %10s %8.1f %8.2f %8.1f %12.1f %12.2f %14.0f %14.0f\n", size, cache.c_str(), r.cycles, r.gathers,
+                  r.hits, r.seconds * 1e6, r.cycles > 0 ? r.seconds * 1e6 / r.cycles : 0.0, r.coordinator_bytes,
+                  r.worker_bytes);
       std::fflush(stdout);
       if (capacity > 0 && capacity >= static_cast<uint32_t>(options.tensors) && r.max_gathers > 0) {
         std::fprintf(stderr, "concord-coordbench: %llu coordinator gathers in a timed iteration with the cache on\n",

@@ -18,8 +18,8 @@
 //   hidden = clamp((compute + comm - iteration) / comm, 0, 1).
 // Every mode starts from the same weights; afterwards the weights must be bit-identical on
 // all ranks (#wrong counts the modes where they are not; exit code 1 then). -J writes JSON.
-#include <CLI/CLI.hpp>
 #include <mpi.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -104,9 +104,7 @@ class RuntimeSync : public GradientSync {
     stop_ = true;
     poller_.join();
   }
-  void push(int layer, const TensorView& grad, Var* grad_var) override {
-    pending_grad_[layer] = {grad, grad_var};
-  }
+  void push(int layer, const TensorView& grad, Var* grad_var) override { pending_grad_[layer] = {grad, grad_var}; }
   void pull(int layer, const TensorView& out, Var* out_var) override {
     auto [grad, grad_var] = pending_grad_[layer];
     engine_.push_async(
@@ -230,7 +228,8 @@ class Model {
     engine_.wait_all();
     uint64_t h = 1469598103934665603ull;
     for (auto& w : weights_)
-      for (size_t i = 0; i < w.size() * sizeof(float); ++i) h = (h ^ reinterpret_cast<uint8_t*>(w.data())[i]) * 1099511628211ull;
+      for (size_t i = 0; i < w.size() * sizeof(float); ++i)
+        h = (h ^ reinterpret_cast<uint8_t*>(w.data())[i]) * 1099511628211ull;
     return h;
   }
 
@@ -306,8 +305,9 @@ Result run_mode(const std::string& mode, const Config& c, int rank) {
 int run(int argc, char** argv) {
   MpiTool mpi(argc, argv);
   Config c;
-  CLI::App app{"concord-dagbench: a training DAG on the engine, gradients through each KVStore design "
-               "and the runtime's allreduce; time per iteration and communication hidden behind compute"};
+  CLI::App app{
+      "concord-dagbench: a training DAG on the engine, gradients through each KVStore design "
+      "and the runtime's allreduce; time per iteration and communication hidden behind compute"};
   app.add_option("-L,--layers", c.layers, "layers (N x N float32 weights each)")->check(CLI::PositiveNumber);
   app.add_option("-N,--dim", c.dim, "layer width N")->check(CLI::PositiveNumber);
   app.add_option("-B,--batch", c.batch, "rows per rank and iteration")->check(CLI::PositiveNumber);
@@ -340,11 +340,15 @@ int run(int argc, char** argv) {
       std::printf("%-12s %14.3f %12.3f %12.3f %10.1f %8d\n", r.mode.c_str(), r.iteration_s * 1e3, r.compute_s * 1e3,
                   r.comm_s * 1e3, r.hidden * 100, r.consistent ? 0 : 1);
     if (!c.json.empty()) {
-      nlohmann::json out = {{"ranks", mpi.size()}, {"layers", c.layers}, {"dim", c.dim}, {"batch", c.batch},
-                            {"iterations", c.iterations}, {"results", nlohmann::json::array()}};
+      nlohmann::json out = {{"ranks", mpi.size()}, {"layers", c.layers},         {"dim", c.dim},
+                            {"batch", c.batch},    {"iterations", c.iterations}, {"results", nlohmann::json::array()}};
       for (const auto& r : results)
-        out["results"].push_back({{"mode", r.mode}, {"iteration_s", r.iteration_s}, {"compute_s", r.compute_s}, {"comm_s", r.comm_s},
-                                  {"hidden_share", r.hidden}, {"consistent", r.consistent}});
+        out["results"].push_back({{"mode", r.mode},
+                                  {"iteration_s", r.iteration_s},
+                                  {"compute_s", r.compute_s},
+                                  {"comm_s", r.comm_s},
+                                  {"hidden_share", r.hidden},
+                                  {"consistent", r.consistent}});
       std::ofstream(c.json) << out.dump(2) << "\n";
     }
   }

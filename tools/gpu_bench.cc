@@ -21,17 +21,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 void bench_kernels(concord::cuda::CudaDevice& device, size_t bytes, int iterations) {
   using namespace concord;
   std::printf("# kernels: reduce sum, %zu bytes, %d iterations; GB/s = 3 x bytes / time\n", bytes, iterations);
   std::printf("%-10s %12s %12s %8s\n", "dtype", "gpu_GB/s", "cpu_GB/s", "ratio");
   auto stream = device.create_stream();
-  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64,
-                         DataType::kInt32}) {
+  for (DataType dtype :
+       {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt32}) {
     const size_t count = bytes / dtype_size(dtype);
     std::vector<uint8_t> a(count * dtype_size(dtype), 1), b(a.size(), 2);
     DeviceBuffer da(device, a.size()), db(device, b.size());

@@ -21,19 +21,17 @@
 #include <vector>
 
 #include "common/half.h"
-#include "tools/bench_timing.h"
 #include "common/reduce.h"
 #include "concord/types.h"
+#include "tools/bench_timing.h"
 
 namespace {
 
-
 const std::vector<concord::ReduceOp> kAllOps = {concord::ReduceOp::kSum, concord::ReduceOp::kMin,
-                                                 concord::ReduceOp::kMax, concord::ReduceOp::kProduct};
+                                                concord::ReduceOp::kMax, concord::ReduceOp::kProduct};
 const std::vector<concord::DataType> kAllDtypes = {
-    concord::DataType::kFloat32, concord::DataType::kFloat64, concord::DataType::kFloat16,
-    concord::DataType::kBFloat16, concord::DataType::kInt32,  concord::DataType::kInt64,
-    concord::DataType::kInt8,    concord::DataType::kUInt8};
+    concord::DataType::kFloat32, concord::DataType::kFloat64, concord::DataType::kFloat16, concord::DataType::kBFloat16,
+    concord::DataType::kInt32,   concord::DataType::kInt64,   concord::DataType::kInt8,    concord::DataType::kUInt8};
 
 concord::ReduceOp op_from_name(const std::string& name) {
   for (int code = 0; code <= 4; ++code) {
@@ -53,11 +51,31 @@ void fill(std::vector<uint8_t>& buffer, concord::DataType dtype, float value) {
   uint8_t element[8];
   switch (dtype) {
     case concord::DataType::kFloat32: std::memcpy(element, &value, 4); break;
-    case concord::DataType::kFloat64: { const double v = value; std::memcpy(element, &v, 8); break; }
-    case concord::DataType::kFloat16: { const uint16_t v = concord::float_to_float16(value); std::memcpy(element, &v, 2); break; }
-    case concord::DataType::kBFloat16: { const uint16_t v = concord::float_to_bfloat16(value); std::memcpy(element, &v, 2); break; }
-    case concord::DataType::kInt32: { const int32_t v = static_cast<int32_t>(value); std::memcpy(element, &v, 4); break; }
-    case concord::DataType::kInt64: { const int64_t v = static_cast<int64_t>(value); std::memcpy(element, &v, 8); break; }
+    case concord::DataType::kFloat64: {
+      const double v = value;
+      std::memcpy(element, &v, 8);
+      break;
+    }
+    case concord::DataType::kFloat16: {
+      const uint16_t v = concord::float_to_float16(value);
+      std::memcpy(element, &v, 2);
+      break;
+    }
+    case concord::DataType::kBFloat16: {
+      const uint16_t v = concord::float_to_bfloat16(value);
+      std::memcpy(element, &v, 2);
+      break;
+    }
+    case concord::DataType::kInt32: {
+      const int32_t v = static_cast<int32_t>(value);
+      std::memcpy(element, &v, 4);
+      break;
+    }
+    case concord::DataType::kInt64: {
+      const int64_t v = static_cast<int64_t>(value);
+      std::memcpy(element, &v, 8);
+      break;
+    }
     case concord::DataType::kInt8:
     case concord::DataType::kUInt8: element[0] = static_cast<uint8_t>(value); break;
   }
@@ -116,16 +134,14 @@ int main(int argc, char** argv) {
     fill(src, dtype, 1.0f);
     for (const auto op : ops) {
       dst = pristine;
-      const double seconds = median_seconds(warmup, iterations, [&] {
-        concord::reduce_inplace(dst.data(), src.data(), count, dtype, op);
-      });
-      std::printf("%-10s %-8s %12.1f %10.2f\n", concord::dtype_name(dtype), concord::reduce_op_name(op),
-                  seconds * 1e6, bytes / seconds / 1e9);
+      const double seconds = median_seconds(warmup, iterations,
+                                            [&] { concord::reduce_inplace(dst.data(), src.data(), count, dtype, op); });
+      std::printf("%-10s %-8s %12.1f %10.2f\n", concord::dtype_name(dtype), concord::reduce_op_name(op), seconds * 1e6,
+                  bytes / seconds / 1e9);
       if (dtype != concord::DataType::kFloat16) continue;
       dst = pristine;  // float16 also without the F16C kernel
-      const double portable = median_seconds(warmup, iterations, [&] {
-        concord::reduce_inplace_portable(dst.data(), src.data(), count, dtype, op);
-      });
+      const double portable = median_seconds(
+          warmup, iterations, [&] { concord::reduce_inplace_portable(dst.data(), src.data(), count, dtype, op); });
       std::printf("%-10s %-8s %12.1f %10.2f\n", "float16-p", concord::reduce_op_name(op), portable * 1e6,
                   bytes / portable / 1e9);
     }

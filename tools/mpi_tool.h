@@ -4,8 +4,8 @@
 // prints the message) instead of leaving mpirun to report a mix of codes.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <mpi.h>
+#include <CLI/CLI.hpp>
 
 #include <optional>
 

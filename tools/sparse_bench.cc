@@ -69,7 +69,8 @@ double conservation_error(const std::vector<float>& before, const std::vector<fl
     local[n + j] = std::abs(before[j]);
   }
   MPI_Allreduce(local.data(), global.data(), static_cast<int>(2 * n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-  for (size_t e = 0; e < result.indices.size(); ++e) global[result.indices[e]] -= static_cast<double>(P) * result.values[e];
+  for (size_t e = 0; e < result.indices.size(); ++e)
+    global[result.indices[e]] -= static_cast<double>(P) * result.values[e];
   double worst = 0;
   for (size_t j = 0; j < n; ++j) worst = std::max(worst, std::abs(global[j]) / (global[n + j] + 1e-30));
   return worst;
@@ -88,9 +89,9 @@ struct Row {
   std::string algorithm;
   double density = 0;
   int64_t k = 0;
-  double bytes = 0;     // busiest rank, mean over calls
-  double seconds = 0;   // slowest rank, mean over calls
-  double entries = 0;   // |U|, mean over calls
+  double bytes = 0;    // busiest rank, mean over calls
+  double seconds = 0;  // slowest rank, mean over calls
+  double entries = 0;  // |U|, mean over calls
   std::vector<Call> calls;
   /// Mean bytes over the calls with / without a re-evaluation (0 when there are none).
   double mean_bytes(bool reevaluation) const {
@@ -105,8 +106,16 @@ struct Row {
 // Runs one algorithm at one density; counts failed checks in `failures`.
 Row measure(const std::string& name, int64_t n, double density, double max_overshoot, int calls, int warmup, bool check,
             uint64_t seed, int& failures) {
-  const int P = [] { int size; MPI_Comm_size(MPI_COMM_WORLD, &size); return size; }();
-  const int rank = [] { int r; MPI_Comm_rank(MPI_COMM_WORLD, &r); return r; }();
+  const int P = [] {
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    return size;
+  }();
+  const int rank = [] {
+    int r;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+  }();
   MpiCommunicator comm(MPI_COMM_WORLD);
   sparse::SparseOptions options;
   options.density = density;
@@ -149,8 +158,8 @@ Row measure(const std::string& name, int64_t n, double density, double max_overs
     row.bytes += worst[1] / calls;
     row.entries += static_cast<double>(result.indices.size()) / calls;
     const bool reevaluation = oktopk && (oktopk->trace().exact_global || oktopk->trace().repartitioned);
-    row.calls.push_back({t, worst[1], worst[0], static_cast<double>(result.indices.size()), worst[2], worst[3],
-                         reevaluation});
+    row.calls.push_back(
+        {t, worst[1], worst[0], static_cast<double>(result.indices.size()), worst[2], worst[3], reevaluation});
   }
   return row;
 }
@@ -193,14 +202,16 @@ int main(int argc, char** argv) {
         algorithms == "all" ? sparse::sparse_allreduce_names() : split_list(algorithms);
     std::vector<Row> rows;
     if (mpi.rank() == 0)
-      std::printf("# %d ranks, n = %lld float32, %d calls after %d warm-up; bytes: busiest rank, time: slowest rank\n"
-                  "%-10s %8s %10s %14s %9s %10s %7s %11s %10s\n",
-                  mpi.size(), static_cast<long long>(n), calls, warmup, "algorithm", "density", "k", "bytes/rank",
-                  "k-words", "time_ms", "|U|/k", "bytes/dense", "time/dense");
+      std::printf(
+          "# %d ranks, n = %lld float32, %d calls after %d warm-up; bytes: busiest rank, time: slowest rank\n"
+          "%-10s %8s %10s %14s %9s %10s %7s %11s %10s\n",
+          mpi.size(), static_cast<long long>(n), calls, warmup, "algorithm", "density", "k", "bytes/rank", "k-words",
+          "time_ms", "|U|/k", "bytes/dense", "time/dense");
     for (const std::string& d : split_list(densities)) {
       const double density = std::stod(d);
       std::vector<Row> block;
-      for (const std::string& name : names) block.push_back(measure(name, n, density, max_overshoot, calls, warmup, check, seed, failures));
+      for (const std::string& name : names)
+        block.push_back(measure(name, n, density, max_overshoot, calls, warmup, check, seed, failures));
       const auto dense = std::find_if(block.begin(), block.end(), [](const Row& r) { return r.algorithm == "dense"; });
       for (const Row& row : block) {
         const double k_words = row.k > 0 ? row.bytes / (4.0 * row.k) : 0;
@@ -223,16 +234,23 @@ int main(int argc, char** argv) {
         const double word_bytes = 4.0 * std::max<int64_t>(row.k, 1);
         nlohmann::json calls_json = nlohmann::json::array();
         for (const Call& c : row.calls)
-          calls_json.push_back({{"call", c.call}, {"k_words", c.bytes / word_bytes}, {"time_s", c.seconds},
+          calls_json.push_back({{"call", c.call},
+                                {"k_words", c.bytes / word_bytes},
+                                {"time_s", c.seconds},
                                 {"u_over_k", c.entries / std::max<int64_t>(row.k, 1)},
                                 {"local_candidates_over_k", c.local_candidates / std::max<int64_t>(row.k, 1)},
                                 {"global_candidates_over_k", c.global_candidates / std::max<int64_t>(row.k, 1)},
                                 {"reevaluation", c.reevaluation}});
-        out["rows"].push_back({{"algorithm", row.algorithm}, {"density", row.density}, {"k", row.k},
-                               {"bytes_per_rank", row.bytes}, {"k_words", row.bytes / word_bytes},
+        out["rows"].push_back({{"algorithm", row.algorithm},
+                               {"density", row.density},
+                               {"k", row.k},
+                               {"bytes_per_rank", row.bytes},
+                               {"k_words", row.bytes / word_bytes},
                                {"k_words_reuse", row.mean_bytes(false) / word_bytes},
                                {"k_words_reevaluation", row.mean_bytes(true) / word_bytes},
-                               {"time_s", row.seconds}, {"result_entries", row.entries}, {"calls", calls_json}});
+                               {"time_s", row.seconds},
+                               {"result_entries", row.entries},
+                               {"calls", calls_json}});
       }
       std::ofstream(json_path) << out.dump(2) << "\n";
     }

@@ -93,8 +93,7 @@ std::string check_row(const std::vector<float>& x, int64_t k, const std::vector<
   size_t expected = 0;
   for (float v : x) expected += std::fabs(v) >= kth;
   if (above.size() != expected) {
-    return "select_above returned " + std::to_string(above.size()) + " indices, " + std::to_string(expected) +
-           " pass";
+    return "select_above returned " + std::to_string(above.size()) + " indices, " + std::to_string(expected) + " pass";
   }
   for (size_t i = 0; i < above.size(); ++i) {
     const int64_t j = above[i];

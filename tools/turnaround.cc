@@ -63,7 +63,8 @@ Times timed_allreduce(AllreduceAlgorithm& algorithm, std::vector<float>& data) {
 int main(int argc, char** argv) {
   tools::MpiTool mpi(argc, argv);
   CLI::App app{"concord-turnaround: time until the first chunk of an allreduce is final on every rank"};
-  std::string min_bytes = "1K", max_bytes = "64M", algorithms = "tree,overlapped_tree,double_tree,overlapped_double_tree";
+  std::string min_bytes = "1K", max_bytes = "64M",
+              algorithms = "tree,overlapped_tree,double_tree,overlapped_double_tree";
   double factor = 4;
   int iterations = 10, warmup = 3;
   app.add_option("-b,--minbytes", min_bytes, "smallest message (bytes; K, M, G suffixes)");
@@ -86,9 +87,10 @@ int main(int argc, char** argv) {
       at = comma + 1;
     }
     if (mpi.rank() == 0)
-      std::printf("# %d ranks, float32 sum, chunk %zu bytes; times in us (slowest rank's mean)\n"
-                  "%12s  %-24s %14s %14s %10s\n",
-                  mpi.size(), context.chunk_bytes, "size", "algorithm", "turnaround", "time", "time/turn");
+      std::printf(
+          "# %d ranks, float32 sum, chunk %zu bytes; times in us (slowest rank's mean)\n"
+          "%12s  %-24s %14s %14s %10s\n",
+          mpi.size(), context.chunk_bytes, "size", "algorithm", "turnaround", "time", "time/turn");
     for (size_t bytes = bench::parse_size(min_bytes); bytes <= bench::parse_size(max_bytes);
          bytes = std::max(bytes + 1, static_cast<size_t>(bytes * factor))) {
       std::vector<float> data(bytes / sizeof(float), 1.0f);
@@ -105,7 +107,8 @@ int main(int argc, char** argv) {
           std::fill(data.begin(), data.end(), 1.0f);
           MPI_Barrier(MPI_COMM_WORLD);
           const Times t = timed_allreduce(*algorithm, data);
-          wrong += std::count_if(data.begin(), data.end(), [&](float x) { return x != static_cast<float>(mpi.size()); });
+          wrong +=
+              std::count_if(data.begin(), data.end(), [&](float x) { return x != static_cast<float>(mpi.size()); });
           if (i < warmup) continue;
           sum.turnaround += t.turnaround;
           sum.total += t.total;

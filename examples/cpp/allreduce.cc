@@ -35,8 +35,8 @@ int main(int argc, char** argv) {
       }
     }
     if (status == 0)
-      std::printf("rank %d of %d: allreduce of %ld float32 elements correct (Concord %s)\n", rank, size,
-                  elements, CONCORD_VERSION_STRING);
+      std::printf("rank %d of %d: allreduce of %ld float32 elements correct (Concord %s)\n", rank, size, elements,
+                  CONCORD_VERSION_STRING);
     concord::shutdown();
     return status;
   } catch (const std::exception& error) {

@@ -21,7 +21,7 @@ namespace concord {
 /// Options of init(). A negative value means "take the CONCORD_* environment variable
 /// (or its default)"; see `concord-info` for the table.
 struct InitOptions {
-  double cycle_time_ms = -1;          ///< CONCORD_CYCLE_TIME, milliseconds between cycles
+  double cycle_time_ms = -1;            ///< CONCORD_CYCLE_TIME, milliseconds between cycles
   int64_t fusion_threshold_bytes = -1;  ///< CONCORD_FUSION_THRESHOLD, bytes; 0 disables fusion
   /// Process sets to create (ids 1, 2, ... in this order): each the global ranks of its
   /// members, ascending and distinct. Every rank must pass the same sets (else
@@ -114,8 +114,7 @@ Handle allgather_async(const std::string& name, const TensorView& input, const A
 /// Starts a broadcast of `tensor` from options.root into `tensor` on every other rank
 /// (in place). Shape, dtype and root must agree across ranks (else MismatchError).
 /// Throws InvalidArgument if root is not in [0, size()). Binomial tree over MPI p2p.
-Handle broadcast_async(const std::string& name, const TensorView& tensor,
-                       const BroadcastOptions& options = {});
+Handle broadcast_async(const std::string& name, const TensorView& tensor, const BroadcastOptions& options = {});
 
 /// Starts an allreduce of several tensors as one group (Horovod's grouped_allreduce): no
 /// member is negotiated as ready until every member has been submitted on every rank, and

@@ -47,8 +47,7 @@ void FinalRanges::take(std::vector<ByteRange>& out) {
   pending_.clear();
 }
 
-FinalRangeCollector::FinalRangeCollector(AllreduceAlgorithm& algorithm, size_t buffer_bytes)
-    : algorithm_(algorithm) {
+FinalRangeCollector::FinalRangeCollector(AllreduceAlgorithm& algorithm, size_t buffer_bytes) : algorithm_(algorithm) {
   ranges_.reset(buffer_bytes);
 }
 

@@ -13,8 +13,8 @@ constexpr int kDataTag = tags::kAllgatherRing;
 AllgatherRing::AllgatherRing(Communicator& comm) : comm_(comm), ring_{comm.rank(), comm.size()} {}
 
 void AllgatherRing::start(void* output, const std::vector<size_t>& block_bytes) {
-  CONCORD_ENFORCE(static_cast<int>(block_bytes.size()) == ring_.size, InternalError,
-                  "allgather got ", block_bytes.size(), " block sizes for ", ring_.size, " ranks");
+  CONCORD_ENFORCE(static_cast<int>(block_bytes.size()) == ring_.size, InternalError, "allgather got ",
+                  block_bytes.size(), " block sizes for ", ring_.size, " ranks");
   output_ = static_cast<uint8_t*>(output);
   bytes_ = block_bytes;
   offsets_.assign(ring_.size, 0);

@@ -31,7 +31,8 @@ void AllreduceAdasum::start(void* data, size_t count, DataType dtype, ReduceOp o
                   reduce_op_name(op));
   CONCORD_ENFORCE(is_power_of_two(comm_.size()), InvalidArgument,
                   "Adasum needs a power-of-two number of ranks (Maleki et al.'s vector-halving distance-doubling "
-                  "schedule); this job has ", comm_.size(), " ranks");
+                  "schedule); this job has ",
+                  comm_.size(), " ranks");
   CONCORD_ENFORCE(dtype == DataType::kFloat32 || dtype == DataType::kFloat64, InvalidArgument,
                   "Adasum supports float32 and float64 tensors; got ", dtype_name(dtype));
   data_ = static_cast<uint8_t*>(data);
@@ -79,8 +80,7 @@ void AllreduceAdasum::build_steps() {
   }
   for (int k = levels - 1; k >= 0; --k) {  // allgather: swap held segments, back up the levels
     const patterns::Segment mine = pattern.held(count_, k + 1);
-    const patterns::Segment theirs =
-        patterns::VectorHalving::half(pattern.held(count_, k), !pattern.keeps_lower(k));
+    const patterns::Segment theirs = patterns::VectorHalving::half(pattern.held(count_, k), !pattern.keeps_lower(k));
     Step gather;
     gather.send = data_ + mine.offset * element;
     gather.send_bytes = mine.count * element;

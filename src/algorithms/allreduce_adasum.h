@@ -56,7 +56,7 @@ class AllreduceAdasum : public AllreduceAlgorithm {
     size_t recv_bytes = 0;
     int peer = -1;
     int tag = 0;
-    int level = -1;  // data exchange of the reduce at this level (then the dot products)
+    int level = -1;      // data exchange of the reduce at this level (then the dot products)
     int dot_round = -1;  // scalar exchange of the dot products (-1: not one)
     bool last_dot_round = false;
   };

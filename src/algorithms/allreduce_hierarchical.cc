@@ -36,8 +36,7 @@ AllreduceHierarchical::AllreduceHierarchical(const AlgorithmContext& ctx)
   Communicator& comm = ctx.comm;
   const auto& nodes = ctx.node_of_rank;
   CONCORD_ENFORCE(nodes.empty() || static_cast<int>(nodes.size()) == comm.size(), InvalidArgument,
-                  "hierarchical allreduce: node_of_rank has ", nodes.size(), " entries for ", comm.size(),
-                  " ranks");
+                  "hierarchical allreduce: node_of_rank has ", nodes.size(), " entries for ", comm.size(), " ranks");
   const int node = nodes.empty() ? 0 : nodes[comm.rank()];
   CONCORD_ENFORCE(node >= 0, InvalidArgument, "hierarchical allreduce: rank ", comm.rank(), " has node ", node,
                   " (must be >= 0)");

@@ -98,9 +98,9 @@ class AllreduceHierarchical : public AllreduceAlgorithm {
   size_t element_size_ = 1;
   int chunks_ = 0;
   size_t slot_bytes_ = 0;
-  int reduce_next_ = 0;     // next chunk to reduce and send up
-  int receive_posted_ = 0;  // broadcast receives posted (non-roots)
-  int broadcast_next_ = 0;  // next chunk to send down
+  int reduce_next_ = 0;                            // next chunk to reduce and send up
+  int receive_posted_ = 0;                         // broadcast receives posted (non-roots)
+  int broadcast_next_ = 0;                         // next chunk to send down
   AllreduceAlgorithm* inter_algorithm_ = nullptr;  // running, or null
   bool inter_done_ = false;
   std::vector<std::vector<RequestPtr>> child_receives_;  // by child, by slot (chunk % 2)

@@ -61,8 +61,7 @@ class AllreduceOverlappedDoubleTree : public TreeAllreduce {
 
   /// `scratch` persists across calls (2 x 2 x TreePipeline::kWindow chunks); `chunk_bytes`
   /// is the pipelining unit (at least one element per chunk).
-  AllreduceOverlappedDoubleTree(Communicator& comm, ScratchBuffer& scratch,
-                                size_t chunk_bytes = kDefaultChunkBytes);
+  AllreduceOverlappedDoubleTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = kDefaultChunkBytes);
 
   /// Exact messages and bytes of one call, and its critical path (header comment).
   static Cost cost(const Problem& problem);

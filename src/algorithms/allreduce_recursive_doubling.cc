@@ -23,15 +23,15 @@ std::vector<ExchangeStep> AllreduceRecursiveDoubling::steps(int rank, int ranks,
     for (int k = 0; k < pattern.rounds(); ++k) {
       // The lower virtual rank's vector is the left operand on both partners.
       const bool lower = (pattern.virtual_rank() & pattern.doubling_distance(k)) == 0;
-      result.push_back(exchange_step(pattern.doubling_partner(k), whole, whole,
-                                     lower ? Combine::kReduce : Combine::kReduceLeft));
+      result.push_back(
+          exchange_step(pattern.doubling_partner(k), whole, whole, lower ? Combine::kReduce : Combine::kReduceLeft));
     }
     append_unfold(result, pattern, whole);
   }
   // Per-range completion: the whole vector is final once the last step that receives has
   // ended (the last round, or a folded rank's unfold receive); later steps only send.
-  const auto last_receive = std::find_if(result.rbegin(), result.rend(),
-                                         [](const ExchangeStep& step) { return step.recv_peer >= 0; });
+  const auto last_receive =
+      std::find_if(result.rbegin(), result.rend(), [](const ExchangeStep& step) { return step.recv_peer >= 0; });
   if (last_receive != result.rend()) last_receive->recv_final = true;
   return result;
 }

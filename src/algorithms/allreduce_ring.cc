@@ -13,10 +13,7 @@ constexpr int kDataTag = tags::kAllreduceRing;
 }  // namespace
 
 AllreduceRing::AllreduceRing(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes)
-    : comm_(comm),
-      scratch_(scratch),
-      chunk_bytes_(std::max<size_t>(chunk_bytes, 1)),
-      ring_{comm.rank(), comm.size()} {}
+    : comm_(comm), scratch_(scratch), chunk_bytes_(std::max<size_t>(chunk_bytes, 1)), ring_{comm.rank(), comm.size()} {}
 
 void AllreduceRing::start(void* data, size_t count, DataType dtype, ReduceOp op) {
   start_out_of_place(data, data, count, dtype, op);
@@ -38,7 +35,7 @@ void AllreduceRing::start_out_of_place(const void* input, void* output, size_t c
   receives_.resize(2 * ring_.steps());
   final_.reset(count * element_size_);
   if (ring_.size == 1 || count == 0) {  // nothing to exchange: done at once
-    step_ = 2 * ring_.steps();            // (progress() must not look at the empty receives_)
+    step_ = 2 * ring_.steps();          // (progress() must not look at the empty receives_)
     if (input_ != data_ && count > 0) std::memcpy(data_, input_, count * element_size_);
     final_.finish();
     return;

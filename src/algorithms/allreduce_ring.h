@@ -71,10 +71,10 @@ class AllreduceRing : public AllreduceAlgorithm {
   size_t element_size_ = 1;
   DataType dtype_ = DataType::kFloat32;
   ReduceOp op_ = ReduceOp::kSum;
-  int chunks_ = 1;             // chunks per segment
-  size_t slot_bytes_ = 0;      // scratch bytes of one step's receives
-  int step_ = 0;               // current step in [0, 2(P-1)); 2(P-1) = done
-  int next_chunk_ = 0;         // next chunk of step_ to complete
+  int chunks_ = 1;         // chunks per segment
+  size_t slot_bytes_ = 0;  // scratch bytes of one step's receives
+  int step_ = 0;           // current step in [0, 2(P-1)); 2(P-1) = done
+  int next_chunk_ = 0;     // next chunk of step_ to complete
   bool gather_receives_posted_ = false;
   std::vector<std::vector<RequestPtr>> receives_;  // by step, by chunk
   RequestSet sends_;

@@ -1,14 +1,14 @@
 #include "algorithms/autotune.h"
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <unistd.h>
 
 #include "common/config.h"
 #include "common/enforce.h"
@@ -49,8 +49,8 @@ std::string selection_key(const std::string& collective, DataType dtype, size_t 
 }
 
 std::string autotune_scope(int ranks, int nodes, int64_t ring_chunk_bytes, int64_t tree_chunks) {
-  return "ranks=" + std::to_string(ranks) + " nodes=" + std::to_string(nodes) + " chunk=" +
-         std::to_string(ring_chunk_bytes) + " tree_chunks=" + std::to_string(tree_chunks);
+  return "ranks=" + std::to_string(ranks) + " nodes=" + std::to_string(nodes) +
+         " chunk=" + std::to_string(ring_chunk_bytes) + " tree_chunks=" + std::to_string(tree_chunks);
 }
 
 std::string cost_model_cache_path() {
@@ -126,8 +126,8 @@ TuneResult measure_fastest(Communicator& comm, const std::vector<TuneCandidate>&
       result.seconds[i] = std::min(result.seconds[i], seconds);
     }
   }
-  result.winner = static_cast<size_t>(std::min_element(result.seconds.begin(), result.seconds.end()) -
-                                      result.seconds.begin());
+  result.winner =
+      static_cast<size_t>(std::min_element(result.seconds.begin(), result.seconds.end()) - result.seconds.begin());
   std::vector<uint8_t> winner(sizeof(uint32_t));
   const uint32_t index = static_cast<uint32_t>(result.winner);
   std::memcpy(winner.data(), &index, sizeof index);

@@ -70,8 +70,8 @@ struct TuneCandidate {
 
 /// Timing of one tuning run (rank 0's numbers; other ranks get only `winner`).
 struct TuneResult {
-  size_t winner = 0;             ///< index into the candidates
-  std::vector<double> seconds;   ///< rank 0: best average seconds per call of each candidate
+  size_t winner = 0;            ///< index into the candidates
+  std::vector<double> seconds;  ///< rank 0: best average seconds per call of each candidate
 };
 
 /// Times every candidate on `comm` and returns the one rank 0 measured fastest, the same

@@ -45,7 +45,7 @@ class BroadcastChain : public BroadcastAlgorithm {
   uint8_t* data_ = nullptr;
   patterns::Chain chain_{0, 1, 0};
   patterns::ChunkPlan plan_;
-  int next_ = 0;  // next chunk to arrive and be forwarded
+  int next_ = 0;                      // next chunk to arrive and be forwarded
   std::vector<RequestPtr> receives_;  // by chunk
   RequestSet sends_;
 };

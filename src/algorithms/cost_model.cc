@@ -49,8 +49,8 @@ CostParams CostParams::load(const std::string& path) {
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   CONCORD_ENFORCE(!in.bad(), InvalidArgument, "cannot read cost model file '", path, "'");
   text.resize(static_cast<size_t>(in.gcount()));
-  CONCORD_ENFORCE(text.size() <= kMaxFileBytes, InvalidArgument, "cost model file '", path,
-                  "' is larger than ", kMaxFileBytes, " bytes: not a file concord-calibrate wrote");
+  CONCORD_ENFORCE(text.size() <= kMaxFileBytes, InvalidArgument, "cost model file '", path, "' is larger than ",
+                  kMaxFileBytes, " bytes: not a file concord-calibrate wrote");
   return parse(text, path);
 }
 
@@ -104,8 +104,8 @@ CostParams CostParams::from_env() {
     if (text.empty()) continue;
     char* end = nullptr;
     const double value = std::strtod(text.c_str(), &end);
-    CONCORD_ENFORCE(end != text.c_str() && *end == '\0' && value >= 0, InvalidArgument, field.env,
-                    "='", text, "' is not a number >= 0 (seconds)");
+    CONCORD_ENFORCE(end != text.c_str() && *end == '\0' && value >= 0, InvalidArgument, field.env, "='", text,
+                    "' is not a number >= 0 (seconds)");
     params.*field.member = value;
   }
   return params;

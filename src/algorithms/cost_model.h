@@ -24,10 +24,10 @@ namespace concord {
 /// (Open MPI 4.1.4 shared memory, 2026-11-21); the inter-node defaults assume 10 Gbit/s
 /// Ethernet with TCP (30 us, 1.25 GB/s).
 struct CostParams {
-  double alpha = 1.5e-6;       ///< intra-node latency per message, s
-  double beta = 2.0e-10;       ///< intra-node transfer time per byte, s/B (5 GB/s)
-  double gamma = 8.3e-11;      ///< reduction time per byte (float32 sum, out of cache), s/B
-  double inter_alpha = 30e-6;  ///< inter-node latency per message, s
+  double alpha = 1.5e-6;             ///< intra-node latency per message, s
+  double beta = 2.0e-10;             ///< intra-node transfer time per byte, s/B (5 GB/s)
+  double gamma = 8.3e-11;            ///< reduction time per byte (float32 sum, out of cache), s/B
+  double inter_alpha = 30e-6;        ///< inter-node latency per message, s
   double inter_beta = 1.0 / 1.25e9;  ///< inter-node transfer time per byte, s/B
   /// The MPI library's own allreduce ("mpi" algorithm) is a black box with its own
   /// constants: its latency per round and time per byte, fitted by concord-calibrate from
@@ -65,15 +65,15 @@ struct CostParams {
 /// (element_size 1); for broadcast the message bytes; for alltoall each rank's total send
 /// bytes (P blocks).
 struct Problem {
-  int ranks = 1;               ///< world size P
-  int nodes = 1;               ///< number of nodes (hosts) the ranks span
+  int ranks = 1;  ///< world size P
+  int nodes = 1;  ///< number of nodes (hosts) the ranks span
   size_t count = 0;
   size_t element_size = 4;
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
   size_t chunk_bytes = size_t{1} << 19;  ///< pipelining unit (CONCORD_RING_CHUNK_BYTES)
-  bool native_available = false;        ///< the transport offers MPI_Allreduce
-  bool uniform_nodes = true;            ///< every node holds the same number of ranks
+  bool native_available = false;         ///< the transport offers MPI_Allreduce
+  bool uniform_nodes = true;             ///< every node holds the same number of ranks
 
   size_t bytes() const { return count * element_size; }
 };
@@ -84,9 +84,9 @@ struct Cost {
   double wire_bytes = 0;    ///< intra-node bytes serialised on the busiest link (beta terms)
   double inter_rounds = 0;  ///< inter-node message rounds
   double inter_wire_bytes = 0;
-  double reduce_bytes = 0;  ///< bytes reduced in sequence (gamma terms)
-  double native_rounds = 0;      ///< rounds of the MPI library's allreduce (mpi_alpha terms)
-  double native_wire_bytes = 0;  ///< its bytes on the critical path (mpi_beta terms)
+  double reduce_bytes = 0;           ///< bytes reduced in sequence (gamma terms)
+  double native_rounds = 0;          ///< rounds of the MPI library's allreduce (mpi_alpha terms)
+  double native_wire_bytes = 0;      ///< its bytes on the critical path (mpi_beta terms)
   uint64_t max_messages_sent = 0;    ///< by the busiest rank
   uint64_t max_bytes_sent = 0;       ///< by the busiest rank
   uint64_t total_messages_sent = 0;  ///< summed over all ranks
@@ -95,8 +95,8 @@ struct Cost {
   /// Predicted time in seconds.
   double seconds(const CostParams& params) const {
     return rounds * params.alpha + wire_bytes * params.beta + inter_rounds * params.inter_alpha +
-           inter_wire_bytes * params.inter_beta + reduce_bytes * params.gamma +
-           native_rounds * params.mpi_alpha + native_wire_bytes * params.mpi_beta;
+           inter_wire_bytes * params.inter_beta + reduce_bytes * params.gamma + native_rounds * params.mpi_alpha +
+           native_wire_bytes * params.mpi_beta;
   }
   /// For flat algorithms: moves the critical path to the inter-node link when `nodes` > 1.
   Cost& place(int nodes) {

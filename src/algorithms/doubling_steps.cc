@@ -2,8 +2,8 @@
 
 namespace concord {
 
-bool append_fold(std::vector<ExchangeStep>& steps, const patterns::RecursiveDoubling& pattern,
-                 patterns::Segment sent, patterns::Segment returned, Combine combine) {
+bool append_fold(std::vector<ExchangeStep>& steps, const patterns::RecursiveDoubling& pattern, patterns::Segment sent,
+                 patterns::Segment returned, Combine combine) {
   if (pattern.folds_out()) {
     steps.push_back(send_step(pattern.fold_partner(), sent));
     steps.push_back(recv_step(pattern.fold_partner(), returned, Combine::kCopy));

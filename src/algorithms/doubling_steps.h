@@ -22,8 +22,8 @@ using BlockSpan = std::function<patterns::Segment(patterns::BlockRange)>;
 /// folds in receives its partner's `sent` and combines it with `combine` (returns false;
 /// end its list with append_unfold); any other rank gets no step (returns false).
 /// `sent` and `returned` are the byte spans as the rank that folds out sees them.
-bool append_fold(std::vector<ExchangeStep>& steps, const patterns::RecursiveDoubling& pattern,
-                 patterns::Segment sent, patterns::Segment returned, Combine combine);
+bool append_fold(std::vector<ExchangeStep>& steps, const patterns::RecursiveDoubling& pattern, patterns::Segment sent,
+                 patterns::Segment returned, Combine combine);
 /// For a rank that folds in: sends `returned` back to its partner (nothing for others).
 void append_unfold(std::vector<ExchangeStep>& steps, const patterns::RecursiveDoubling& pattern,
                    patterns::Segment returned);

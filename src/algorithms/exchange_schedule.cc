@@ -25,8 +25,7 @@ ExchangeStep recv_step(int peer, patterns::Segment bytes, Combine combine) {
   return step;
 }
 
-ExchangeStep sendrecv_step(int send_peer, patterns::Segment out, int recv_peer, patterns::Segment in,
-                           Combine combine) {
+ExchangeStep sendrecv_step(int send_peer, patterns::Segment out, int recv_peer, patterns::Segment in, Combine combine) {
   ExchangeStep step = send_step(send_peer, out);
   step.recv_peer = recv_peer;
   step.recv_offset = in.offset;
@@ -59,8 +58,7 @@ void ExchangeSchedule::start_out_of_place(const uint8_t* input, uint8_t* buffer,
   final_.reset(0);  // never finish()ed: only the marked ranges are reported
   size_t scratch_bytes = 0;
   for (const auto& step : steps_)
-    if (step.recv_peer >= 0 && step.combine != Combine::kCopy)
-      scratch_bytes = std::max(scratch_bytes, step.recv_bytes);
+    if (step.recv_peer >= 0 && step.combine != Combine::kCopy) scratch_bytes = std::max(scratch_bytes, step.recv_bytes);
   scratch_.get(scratch_bytes);
 }
 
@@ -88,7 +86,8 @@ void ExchangeSchedule::mark_written(size_t offset, size_t bytes) {
   if (input_ == buffer_ || bytes == 0) return;
   // Insert, then merge the ranges that now overlap or touch.
   written_.push_back({offset, bytes});
-  std::sort(written_.begin(), written_.end(), [](const ByteRange& a, const ByteRange& b) { return a.offset < b.offset; });
+  std::sort(written_.begin(), written_.end(),
+            [](const ByteRange& a, const ByteRange& b) { return a.offset < b.offset; });
   std::vector<ByteRange> merged;
   for (const ByteRange& range : written_) {
     if (!merged.empty() && range.offset <= merged.back().offset + merged.back().bytes) {

@@ -54,8 +54,7 @@ struct ExchangeStep {
 /// A step that only sends `bytes` of the buffer to `peer`.
 ExchangeStep send_step(int peer, patterns::Segment bytes);
 /// A step that sends `out` to `send_peer` and receives `in` from `recv_peer` (a sendrecv).
-ExchangeStep sendrecv_step(int send_peer, patterns::Segment out, int recv_peer, patterns::Segment in,
-                           Combine combine);
+ExchangeStep sendrecv_step(int send_peer, patterns::Segment out, int recv_peer, patterns::Segment in, Combine combine);
 /// A sendrecv with one peer.
 inline ExchangeStep exchange_step(int peer, patterns::Segment out, patterns::Segment in, Combine combine) {
   return sendrecv_step(peer, out, peer, in, combine);

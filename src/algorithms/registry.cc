@@ -6,10 +6,10 @@
 #include "algorithms/allgather_recursive_doubling.h"
 #include "algorithms/allgather_ring.h"
 #include "algorithms/allreduce_double_tree.h"
-#include "algorithms/allreduce_overlapped_tree.h"
 #include "algorithms/allreduce_halving_doubling.h"
 #include "algorithms/allreduce_hierarchical.h"
 #include "algorithms/allreduce_mpi.h"
+#include "algorithms/allreduce_overlapped_tree.h"
 #include "algorithms/allreduce_recursive_doubling.h"
 #include "algorithms/allreduce_ring.h"
 #include "algorithms/allreduce_tree.h"
@@ -48,8 +48,7 @@ Problem make_problem(const AlgorithmContext& ctx, size_t count, DataType dtype, 
 
 const std::vector<AllreduceEntry>& allreduce_algorithms() {
   static const std::vector<AllreduceEntry> entries = {
-      {"ring", "ring reduce-scatter + ring allgather, chunk-pipelined (bandwidth-optimal)", always,
-       AllreduceRing::cost,
+      {"ring", "ring reduce-scatter + ring allgather, chunk-pipelined (bandwidth-optimal)", always, AllreduceRing::cost,
        [](const AlgorithmContext& ctx) {
          return std::make_unique<AllreduceRing>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
        }},
@@ -70,8 +69,9 @@ const std::vector<AllreduceEntry>& allreduce_algorithms() {
        [](const AlgorithmContext& ctx) {
          return std::make_unique<AllreduceOverlappedTree>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
        }},
-      {"overlapped_double_tree", "C-Cube on the double binary tree, half the data each, reduce and broadcast overlapped",
-       always, AllreduceOverlappedDoubleTree::cost,
+      {"overlapped_double_tree",
+       "C-Cube on the double binary tree, half the data each, reduce and broadcast overlapped", always,
+       AllreduceOverlappedDoubleTree::cost,
        [](const AlgorithmContext& ctx) {
          return std::make_unique<AllreduceOverlappedDoubleTree>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
        }},
@@ -79,22 +79,17 @@ const std::vector<AllreduceEntry>& allreduce_algorithms() {
        "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling allgather, "
        "2 log2 P rounds (fold when P is not a power of two)",
        always, AllreduceHalvingDoubling::cost,
-       [](const AlgorithmContext& ctx) {
-         return std::make_unique<AllreduceHalvingDoubling>(ctx.comm, ctx.scratch);
-       }},
+       [](const AlgorithmContext& ctx) { return std::make_unique<AllreduceHalvingDoubling>(ctx.comm, ctx.scratch); }},
       {"recursive_doubling",
        "whole vector exchanged and reduced log2 P rounds, for small messages "
        "(fold when P is not a power of two)",
        always, AllreduceRecursiveDoubling::cost,
-       [](const AlgorithmContext& ctx) {
-         return std::make_unique<AllreduceRecursiveDoubling>(ctx.comm, ctx.scratch);
-       }},
-      {"hierarchical",
-       "intra-node binomial reduce, inter-node allreduce of the local roots, intra-node broadcast",
+       [](const AlgorithmContext& ctx) { return std::make_unique<AllreduceRecursiveDoubling>(ctx.comm, ctx.scratch); }},
+      {"hierarchical", "intra-node binomial reduce, inter-node allreduce of the local roots, intra-node broadcast",
        AllreduceHierarchical::declines, AllreduceHierarchical::cost,
        [](const AlgorithmContext& ctx) { return std::make_unique<AllreduceHierarchical>(ctx); }},
-      {"mpi", "the transport's MPI_Allreduce (baseline; blocking; cost estimated, not counted)",
-       AllreduceMpi::declines, AllreduceMpi::cost,
+      {"mpi", "the transport's MPI_Allreduce (baseline; blocking; cost estimated, not counted)", AllreduceMpi::declines,
+       AllreduceMpi::cost,
        [](const AlgorithmContext& ctx) {
          NativeCollectives* native = ctx.comm.native();
          CONCORD_ENFORCE(native != nullptr, InvalidArgument, "algorithm 'mpi': the transport has no native allreduce");
@@ -112,17 +107,14 @@ const std::vector<AllgatherEntry>& allgather_algorithms() {
        "recursive-doubling allgather of variable-size blocks, log2 P rounds "
        "(fold when P is not a power of two)",
        always, AllgatherRecursiveDoubling::cost,
-       [](const AlgorithmContext& ctx) {
-         return std::make_unique<AllgatherRecursiveDoubling>(ctx.comm, ctx.scratch);
-       }},
+       [](const AlgorithmContext& ctx) { return std::make_unique<AllgatherRecursiveDoubling>(ctx.comm, ctx.scratch); }},
   };
   return entries;
 }
 
 const std::vector<BroadcastEntry>& broadcast_algorithms() {
   static const std::vector<BroadcastEntry> entries = {
-      {"binomial", "binomial tree, whole message per edge, ceil(log2 P) rounds", always,
-       BroadcastBinomial::cost,
+      {"binomial", "binomial tree, whole message per edge, ceil(log2 P) rounds", always, BroadcastBinomial::cost,
        [](const AlgorithmContext& ctx) { return std::make_unique<BroadcastBinomial>(ctx.comm); }},
       {"chain", "pipelined chain root -> root+1 -> ..., chunked (large messages)", always, BroadcastChain::cost,
        [](const AlgorithmContext& ctx) { return std::make_unique<BroadcastChain>(ctx.comm, ctx.chunk_bytes); }},
@@ -135,8 +127,8 @@ const std::vector<ReduceScatterEntry>& reduce_scatter_algorithms() {
       {"ring", "ring reduce-scatter, P-1 steps (bandwidth-optimal); rank r gets block r", always,
        ReduceScatterRing::cost,
        [](const AlgorithmContext& ctx) { return std::make_unique<ReduceScatterRing>(ctx.comm, ctx.scratch); }},
-      {"halving", "recursive-halving reduce-scatter, log2 P rounds (fold when P is not a power of two)",
-       always, ReduceScatterHalving::cost,
+      {"halving", "recursive-halving reduce-scatter, log2 P rounds (fold when P is not a power of two)", always,
+       ReduceScatterHalving::cost,
        [](const AlgorithmContext& ctx) { return std::make_unique<ReduceScatterHalving>(ctx.comm, ctx.scratch); }},
   };
   return entries;
@@ -172,8 +164,8 @@ const RegistryEntry<AlgorithmType>& select_algorithm(const std::vector<RegistryE
     const auto& entry = find_algorithm(entries, forced);
     const std::string reason = entry.declines(entry_problem(entry));
     if (reason.empty()) return entry;
-    CONCORD_LOG_DEBUG("algorithm '{}' declines P={} bytes={}: {}; falling back to the cost model",
-                      forced, problem.ranks, problem.bytes(), reason);
+    CONCORD_LOG_DEBUG("algorithm '{}' declines P={} bytes={}: {}; falling back to the cost model", forced,
+                      problem.ranks, problem.bytes(), reason);
   }
   const RegistryEntry<AlgorithmType>* best = nullptr;
   double best_seconds = 0;
@@ -191,12 +183,10 @@ const RegistryEntry<AlgorithmType>& select_algorithm(const std::vector<RegistryE
   return *best;
 }
 
-#define CONCORD_INSTANTIATE(Type)                                                              \
-  template const RegistryEntry<Type>& find_algorithm(const std::vector<RegistryEntry<Type>>&, \
-                                                     const std::string&);                     \
-  template const RegistryEntry<Type>& select_algorithm(                                        \
-      const std::vector<RegistryEntry<Type>>&, const Problem&, const CostParams&, const std::string&, \
-      const ProblemForEntry&);
+#define CONCORD_INSTANTIATE(Type)                                                                                  \
+  template const RegistryEntry<Type>& find_algorithm(const std::vector<RegistryEntry<Type>>&, const std::string&); \
+  template const RegistryEntry<Type>& select_algorithm(const std::vector<RegistryEntry<Type>>&, const Problem&,    \
+                                                       const CostParams&, const std::string&, const ProblemForEntry&);
 CONCORD_INSTANTIATE(AllreduceAlgorithm)
 CONCORD_INSTANTIATE(AllgatherAlgorithm)
 CONCORD_INSTANTIATE(BroadcastAlgorithm)

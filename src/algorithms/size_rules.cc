@@ -18,8 +18,9 @@ size_t parse_size(const std::string& text, size_t empty, const std::string& vari
   if (suffix == "K" || suffix == "k") scale = size_t{1} << 10;
   else if (suffix == "M" || suffix == "m") scale = size_t{1} << 20;
   else if (suffix == "G" || suffix == "g") scale = size_t{1} << 30;
-  else CONCORD_ENFORCE(suffix.empty(), InvalidArgument, variable, ": rule '", rule, "': unknown size suffix '", suffix,
-                       "' (use K, M or G)");
+  else
+    CONCORD_ENFORCE(suffix.empty(), InvalidArgument, variable, ": rule '", rule, "': unknown size suffix '", suffix,
+                    "' (use K, M or G)");
   return std::stoull(text.substr(0, digits)) * scale;
 }
 
@@ -40,8 +41,8 @@ std::vector<SizeRule> parse_size_rules(const std::string& text, const std::strin
     if (rule.empty()) continue;
     const size_t colon = rule.find(':');
     const size_t dash = rule.find('-');
-    CONCORD_ENFORCE(colon != std::string::npos && dash != std::string::npos && dash < colon, InvalidArgument,
-                    variable, ": rule '", rule, "' is not LOW-HIGH:name (e.g. 0-64K:recursive_doubling)");
+    CONCORD_ENFORCE(colon != std::string::npos && dash != std::string::npos && dash < colon, InvalidArgument, variable,
+                    ": rule '", rule, "' is not LOW-HIGH:name (e.g. 0-64K:recursive_doubling)");
     SizeRule parsed;
     parsed.min_bytes = parse_size(rule.substr(0, dash), 0, variable, rule);
     parsed.max_bytes = parse_size(rule.substr(dash + 1, colon - dash - 1), SIZE_MAX, variable, rule);

@@ -16,8 +16,8 @@
 namespace concord {
 
 struct SizeRule {
-  size_t min_bytes = 0;           ///< inclusive
-  size_t max_bytes = SIZE_MAX;    ///< exclusive; SIZE_MAX = no upper bound
+  size_t min_bytes = 0;         ///< inclusive
+  size_t max_bytes = SIZE_MAX;  ///< exclusive; SIZE_MAX = no upper bound
   std::string algorithm;
 };
 

@@ -9,8 +9,8 @@ namespace concord {
 TreePipeline::TreePipeline(Communicator& comm, patterns::TreeNode node, int up_tag, int down_tag, bool overlap)
     : comm_(comm), node_(node), up_tag_(up_tag), down_tag_(down_tag), overlap_(overlap) {}
 
-void TreePipeline::start(uint8_t* data, const patterns::ChunkPlan& plan, DataType dtype, ReduceOp op,
-                         uint8_t* scratch, FinalRanges& final, size_t final_offset) {
+void TreePipeline::start(uint8_t* data, const patterns::ChunkPlan& plan, DataType dtype, ReduceOp op, uint8_t* scratch,
+                         FinalRanges& final, size_t final_offset) {
   data_ = data;
   scratch_ = scratch;
   final_ = &final;
@@ -59,10 +59,8 @@ bool TreePipeline::reduce_ready_chunks() {
     }
     if (!node_.is_root()) {
       RequestPtr up = comm_.isend(own, plan_.bytes(next_), node_.parent, up_tag_);
-      if (overlap_)
-        up_sends_[next_] = std::move(up);
-      else
-        sends_.post(std::move(up));
+      if (overlap_) up_sends_[next_] = std::move(up);
+      else sends_.post(std::move(up));
     } else {
       mark_final(next_);
       if (overlap_) send_down(next_);  // chunk next_ is final: start it down the tree now
@@ -105,8 +103,8 @@ bool TreePipeline::progress_overlapped() {
     // Chunk c's receive from the parent may overwrite chunk c once its send up has completed.
     for (; posted_down_ < next_; ++posted_down_) {
       if (!reap_one(up_sends_[posted_down_])) break;
-      parent_receives_[posted_down_] = comm_.irecv(data_ + plan_.offset_bytes(posted_down_),
-                                                   plan_.bytes(posted_down_), node_.parent, down_tag_);
+      parent_receives_[posted_down_] =
+          comm_.irecv(data_ + plan_.offset_bytes(posted_down_), plan_.bytes(posted_down_), node_.parent, down_tag_);
     }
     for (; forwarded_ < posted_down_; ++forwarded_) {
       if (!reap_one(parent_receives_[forwarded_])) break;

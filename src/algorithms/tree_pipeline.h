@@ -69,7 +69,7 @@ class TreePipeline {
   bool forward_ready_chunks();  // true when every chunk has been received and forwarded
   void send_down(int chunk);
   void mark_final(int chunk) { final_->add(final_offset_ + plan_.offset_bytes(chunk), plan_.bytes(chunk)); }
-  bool progress_overlapped();   // one step of the overlapped schedule; true when done
+  bool progress_overlapped();  // one step of the overlapped schedule; true when done
 
   Communicator& comm_;
   patterns::TreeNode node_;
@@ -86,7 +86,7 @@ class TreePipeline {
   Phase phase_ = Phase::kDone;
   int next_ = 0;  // next chunk to reduce (reduce phase) or to forward (broadcast phase)
   std::array<std::array<RequestPtr, kWindow>, 2> child_receives_;  // by child, by slot
-  std::vector<RequestPtr> parent_receives_;                         // by chunk
+  std::vector<RequestPtr> parent_receives_;                        // by chunk
   RequestSet sends_;
   // Overlapped schedule only: the send up of each chunk (by chunk), the chunks whose
   // receive from the parent is posted, and the chunks received and forwarded down.

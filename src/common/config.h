@@ -43,28 +43,28 @@ constexpr int64_t kTreeChunksAuto = -1;
 
 /// Run-time settings of one process, parsed from the environment once.
 struct Config {
-  double cycle_time_ms = 1.0;                      ///< CONCORD_CYCLE_TIME
-  int64_t fusion_threshold_bytes = 128ll << 20;    ///< CONCORD_FUSION_THRESHOLD
+  double cycle_time_ms = 1.0;                    ///< CONCORD_CYCLE_TIME
+  int64_t fusion_threshold_bytes = 128ll << 20;  ///< CONCORD_FUSION_THRESHOLD
   int64_t ring_chunk_bytes = 512 << 10;          ///< CONCORD_RING_CHUNK_BYTES
-  int64_t output_pool_bytes = 256ll << 20;        ///< CONCORD_OUTPUT_POOL_BYTES (concord.torch)
+  int64_t output_pool_bytes = 256ll << 20;       ///< CONCORD_OUTPUT_POOL_BYTES (concord.torch)
   /// CONCORD_TREE_CHUNKS: chunks per tree of the tree allreduces (tree, double_tree and
   /// their overlapped variants): kTreeChunksFromBytes ("bytes", K follows
   /// ring_chunk_bytes), kTreeChunksAuto ("auto", C-Cube's K_opt from the cost model), or
   /// a forced K >= 1.
   int64_t tree_chunks = kTreeChunksFromBytes;
-  std::string allreduce_algorithm = "auto";       ///< CONCORD_ALLREDUCE_ALGORITHM
-  std::string allgather_algorithm = "auto";       ///< CONCORD_ALLGATHER_ALGORITHM
-  std::string broadcast_algorithm = "auto";       ///< CONCORD_BROADCAST_ALGORITHM
+  std::string allreduce_algorithm = "auto";  ///< CONCORD_ALLREDUCE_ALGORITHM
+  std::string allgather_algorithm = "auto";  ///< CONCORD_ALLGATHER_ALGORITHM
+  std::string broadcast_algorithm = "auto";  ///< CONCORD_BROADCAST_ALGORITHM
   /// CONCORD_AUTOTUNE: time the candidate allreduce algorithms on first use of a size
   /// bucket and keep the fastest (algorithms/autotune.h); false = the cost model decides.
   /// Off by default until the sweep hang in docs/tuning.md is understood.
   bool autotune = false;
-  int64_t cache_capacity = 1024;                  ///< CONCORD_CACHE_CAPACITY
-  double stall_warning_seconds = 60;              ///< CONCORD_STALL_WARNING_TIME
-  double stall_shutdown_seconds = 600;            ///< CONCORD_STALL_SHUTDOWN_TIME
-  std::string timeline_path;                      ///< CONCORD_TIMELINE
-  std::string log_level = "warning";               ///< CONCORD_LOG_LEVEL
-  bool dynamic_process_sets = false;               ///< CONCORD_DYNAMIC_PROCESS_SETS
+  int64_t cache_capacity = 1024;        ///< CONCORD_CACHE_CAPACITY
+  double stall_warning_seconds = 60;    ///< CONCORD_STALL_WARNING_TIME
+  double stall_shutdown_seconds = 600;  ///< CONCORD_STALL_SHUTDOWN_TIME
+  std::string timeline_path;            ///< CONCORD_TIMELINE
+  std::string log_level = "warning";    ///< CONCORD_LOG_LEVEL
+  bool dynamic_process_sets = false;    ///< CONCORD_DYNAMIC_PROCESS_SETS
 
   /// Parses every variable of the table; throws InvalidArgument naming the variable and its
   /// value when one is malformed or out of range.

@@ -34,11 +34,10 @@ template <typename ErrorType, typename... Args>
 }  // namespace concord::detail
 
 /// Throws ErrorType(message) with file:line when `cond` is false.
-#define CONCORD_ENFORCE(cond, ErrorType, ...)                                      \
-  do {                                                                              \
+#define CONCORD_ENFORCE(cond, ErrorType, ...)                                                \
+  do {                                                                                       \
     if (!(cond)) ::concord::detail::throw_error<ErrorType>(__FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 
 /// Throws ErrorType(message) with file:line unconditionally.
-#define CONCORD_THROW(ErrorType, ...) \
-  ::concord::detail::throw_error<ErrorType>(__FILE__, __LINE__, __VA_ARGS__)
+#define CONCORD_THROW(ErrorType, ...) ::concord::detail::throw_error<ErrorType>(__FILE__, __LINE__, __VA_ARGS__)

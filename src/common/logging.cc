@@ -10,8 +10,7 @@ namespace concord {
 
 void configure_logging(int rank, const std::string& level) {
   const auto parsed = spdlog::level::from_str(level == "warning" ? "warn" : level);
-  CONCORD_ENFORCE(parsed != spdlog::level::off || level == "off", InvalidArgument,
-                  "CONCORD_LOG_LEVEL='", level,
+  CONCORD_ENFORCE(parsed != spdlog::level::off || level == "off", InvalidArgument, "CONCORD_LOG_LEVEL='", level,
                   "' is not one of trace, debug, info, warning, error, off");
   // One logger per process: in-process ranks (threads) configure it concurrently, and
   // spdlog's get-then-create would throw "logger with name 'concord' already exists" on one.

@@ -130,8 +130,8 @@ CONCORD_KERNEL void reduce_bfloat16(void* d, const void* a, const void* s, size_
 // quiet a NaN exactly as half.h does), 8 elements per step; the tail goes through half.h.
 // dst = op(left, src); left may be dst (each step loads before it stores).
 template <typename Combine>
-__attribute__((target("avx2,f16c"))) void combine_float16_f16c(uint16_t* dst, const uint16_t* left,
-                                                               const uint16_t* src, size_t n, Combine combine) {
+__attribute__((target("avx2,f16c"))) void combine_float16_f16c(uint16_t* dst, const uint16_t* left, const uint16_t* src,
+                                                               size_t n, Combine combine) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(left + i)));
@@ -226,29 +226,25 @@ void reduce_inplace(void* dst, const void* src, size_t count, DataType dtype, Re
 void scale_buffer(void* dst, const void* src, size_t count, DataType dtype, double factor) {
   switch (dtype) {
     case DataType::kFloat32:
-      return scale_typed(static_cast<float*>(dst), static_cast<const float*>(src), count,
-                         static_cast<float>(factor));
+      return scale_typed(static_cast<float*>(dst), static_cast<const float*>(src), count, static_cast<float>(factor));
     case DataType::kFloat64:
       return scale_typed(static_cast<double*>(dst), static_cast<const double*>(src), count, factor);
     case DataType::kInt32:
       return scale_typed(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), count, factor);
     case DataType::kInt64:
       return scale_typed(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), count, factor);
-    case DataType::kInt8:
-      return scale_typed(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), count, factor);
+    case DataType::kInt8: return scale_typed(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), count, factor);
     case DataType::kUInt8:
       return scale_typed(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), count, factor);
     case DataType::kInt16:
       return scale_typed(static_cast<int16_t*>(dst), static_cast<const int16_t*>(src), count, factor);
     case DataType::kBool: break;
     case DataType::kFloat16:
-      return scale_half<Float16>(
-          static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
-          static_cast<float>(factor));
+      return scale_half<Float16>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
+                                 static_cast<float>(factor));
     case DataType::kBFloat16:
-      return scale_half<BFloat16>(
-          static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
-          static_cast<float>(factor));
+      return scale_half<BFloat16>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
+                                  static_cast<float>(factor));
   }
   CONCORD_THROW(InvalidArgument, "unknown dtype code ", static_cast<int>(dtype));
 }

@@ -20,9 +20,7 @@ std::string errno_message(int err) { return std::error_code(err, std::generic_ca
 
 // One line of JSON. Invalid UTF-8 in a tensor name is replaced by U+FFFD rather than
 // throwing, so an odd name never breaks the trace.
-std::string to_line(const Event& event) {
-  return event.dump(-1, ' ', false, Event::error_handler_t::replace);
-}
+std::string to_line(const Event& event) { return event.dump(-1, ' ', false, Event::error_handler_t::replace); }
 
 std::string upper(const char* text) {
   std::string out(text);
@@ -36,8 +34,7 @@ Timeline::~Timeline() { stop(); }
 
 void Timeline::start(const std::string& path) {
   std::lock_guard<std::mutex> lock(mutex_);
-  CONCORD_ENFORCE(file_ == nullptr, StateError, "Timeline::start('", path,
-                  "'): already recording to '", path_, "'");
+  CONCORD_ENFORCE(file_ == nullptr, StateError, "Timeline::start('", path, "'): already recording to '", path_, "'");
   std::FILE* file = std::fopen(path.c_str(), "w");
   if (file == nullptr) {
     const int err = errno;
@@ -75,8 +72,8 @@ void Timeline::stop() noexcept {
 
 void Timeline::negotiate_start(const std::string& tensor, const char* collective) {
   if (!active()) return;
-  CONCORD_ENFORCE(collective != nullptr, InvalidArgument,
-                  "Timeline::negotiate_start: null collective for tensor '", tensor, "'");
+  CONCORD_ENFORCE(collective != nullptr, InvalidArgument, "Timeline::negotiate_start: null collective for tensor '",
+                  tensor, "'");
   record(tensor, "B", "NEGOTIATE_" + upper(collective), std::nullopt);
 }
 
@@ -106,14 +103,12 @@ void Timeline::flush() {
   if (file_ != nullptr) write_buffer();
 }
 
-void Timeline::record(const std::string& tensor, const char* phase, std::string_view name,
-                      std::optional<int> rank) {
+void Timeline::record(const std::string& tensor, const char* phase, std::string_view name, std::optional<int> rank) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (file_ == nullptr) return;  // stopped since the caller's active() check
   // Taken under the mutex, so timestamps never decrease down the file.
-  const int64_t ts = std::chrono::duration_cast<std::chrono::microseconds>(
-                         std::chrono::steady_clock::now() - start_time_)
-                         .count();
+  const int64_t ts =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start_time_).count();
   const int tid = tid_for(tensor, ts);
   Event event = {{"name", std::string(name)}, {"ph", phase}, {"ts", ts}, {"pid", 0}, {"tid", tid}};
   if (rank) {
@@ -129,8 +124,8 @@ int Timeline::tid_for(const std::string& tensor, int64_t ts) {
   if (it != tids_.end()) return it->second;
   const int tid = static_cast<int>(tids_.size()) + 1;
   tids_.emplace(tensor, tid);
-  const Event meta = {{"name", "thread_name"}, {"ph", "M"}, {"ts", ts}, {"pid", 0},
-                      {"tid", tid},            {"args", {{"name", tensor}}}};
+  const Event meta = {{"name", "thread_name"},     {"ph", "M"}, {"ts", ts}, {"pid", 0}, {"tid", tid},
+                      {"args", {{"name", tensor}}}};
   append_line(to_line(meta));
   return tid;
 }
@@ -144,12 +139,10 @@ void Timeline::append_line(const std::string& event_json) {
 
 bool Timeline::write_buffer() {
   if (buffer_.empty()) return true;
-  const bool ok = std::fwrite(buffer_.data(), 1, buffer_.size(), file_) == buffer_.size() &&
-                  std::fflush(file_) == 0;
+  const bool ok = std::fwrite(buffer_.data(), 1, buffer_.size(), file_) == buffer_.size() && std::fflush(file_) == 0;
   buffer_.clear();
   if (!ok) {
-    CONCORD_LOG_ERROR("timeline '{}': write failed ({}); recording stopped", path_,
-                      errno_message(errno));
+    CONCORD_LOG_ERROR("timeline '{}': write failed ({}); recording stopped", path_, errno_message(errno));
     close_file();
   }
   return ok;
@@ -165,16 +158,14 @@ std::string Timeline::repair(const std::string& text) {
   if (text.empty()) return "[]\n";
   size_t end = text.find('\n');
   const std::string first = text.substr(0, end);
-  CONCORD_ENFORCE(first == "[", InvalidArgument,
-                  "Timeline::repair: not a timeline file, first line is '", first.substr(0, 40),
-                  "' instead of '['");
+  CONCORD_ENFORCE(first == "[", InvalidArgument, "Timeline::repair: not a timeline file, first line is '",
+                  first.substr(0, 40), "' instead of '['");
   std::string out = "[\n";
   bool any = false;
   while (end != std::string::npos) {
     const size_t begin = end + 1;
     end = text.find('\n', begin);
-    std::string_view line(text.data() + begin,
-                          (end == std::string::npos ? text.size() : end) - begin);
+    std::string_view line(text.data() + begin, (end == std::string::npos ? text.size() : end) - begin);
     if (!line.empty() && line.front() == ',') line.remove_prefix(1);
     // A line with a NUL is dropped: accept() stops at the NUL (found by
     // fuzz/fuzz_timeline_repair.cc: "{...}\0junk" was kept, and the output was not JSON).

@@ -104,8 +104,7 @@ class Timeline {
 
  private:
   // All private members below are guarded by mutex_ (active_ is also read without it).
-  void record(const std::string& tensor, const char* phase, std::string_view name,
-              std::optional<int> rank);
+  void record(const std::string& tensor, const char* phase, std::string_view name, std::optional<int> rank);
   int tid_for(const std::string& tensor, int64_t ts);
   void append_line(const std::string& event_json);
   bool write_buffer();

@@ -13,11 +13,10 @@ struct DTypeInfo {
   size_t size;
 };
 constexpr DTypeInfo kDTypes[] = {
-    {DataType::kFloat32, "float32", 4}, {DataType::kFloat64, "float64", 8},
-    {DataType::kFloat16, "float16", 2}, {DataType::kBFloat16, "bfloat16", 2},
-    {DataType::kInt32, "int32", 4},     {DataType::kInt64, "int64", 8},
-    {DataType::kInt8, "int8", 1},       {DataType::kUInt8, "uint8", 1},
-    {DataType::kInt16, "int16", 2},     {DataType::kBool, "bool", 1},
+    {DataType::kFloat32, "float32", 4},   {DataType::kFloat64, "float64", 8}, {DataType::kFloat16, "float16", 2},
+    {DataType::kBFloat16, "bfloat16", 2}, {DataType::kInt32, "int32", 4},     {DataType::kInt64, "int64", 8},
+    {DataType::kInt8, "int8", 1},         {DataType::kUInt8, "uint8", 1},     {DataType::kInt16, "int16", 2},
+    {DataType::kBool, "bool", 1},
 };
 
 const DTypeInfo& info(DataType dtype) {
@@ -73,9 +72,7 @@ int64_t TensorView::num_elements() const {
   return n;
 }
 
-size_t TensorView::num_bytes() const {
-  return static_cast<size_t>(num_elements()) * dtype_size(dtype);
-}
+size_t TensorView::num_bytes() const { return static_cast<size_t>(num_elements()) * dtype_size(dtype); }
 
 std::string shape_string(const std::vector<int64_t>& shape) {
   std::ostringstream out;

@@ -54,13 +54,10 @@ Response build_response(const std::vector<Request>& requests, int size, const st
   const Request& first = requests[0];
   const bool by_rows = first.type == CollectiveType::kAllgather || first.type == CollectiveType::kAlltoall;
   const bool reduces = first.type == CollectiveType::kAllreduce || first.type == CollectiveType::kReducescatter;
-  std::string error = find_mismatch(requests, names, "collective", [](const Request& r) {
-    return std::string(collective_name(r.type));
-  });
+  std::string error = find_mismatch(requests, names, "collective",
+                                    [](const Request& r) { return std::string(collective_name(r.type)); });
   if (error.empty())
-    error = find_mismatch(requests, names, "dtype", [](const Request& r) {
-      return std::string(dtype_name(r.dtype));
-    });
+    error = find_mismatch(requests, names, "dtype", [](const Request& r) { return std::string(dtype_name(r.dtype)); });
   if (error.empty() && by_rows) {
     error = find_mismatch(requests, names, "shape (all but dim 0)", [](const Request& r) {
       if (r.shape.empty()) return std::string("a scalar");
@@ -70,18 +67,18 @@ Response build_response(const std::vector<Request>& requests, int size, const st
     error = find_mismatch(requests, names, "shape", [](const Request& r) { return shape_string(r.shape); });
   }
   if (error.empty() && reduces) {
-    error = find_mismatch(requests, names, "reduce op", [](const Request& r) {
-      return std::string(reduce_op_name(r.op));
-    });
+    error =
+        find_mismatch(requests, names, "reduce op", [](const Request& r) { return std::string(reduce_op_name(r.op)); });
     if (error.empty())
-      error = find_mismatch(requests, names, "prescale factor",
-                            [](const Request& r) { return number(r.prescale_factor); });
+      error =
+          find_mismatch(requests, names, "prescale factor", [](const Request& r) { return number(r.prescale_factor); });
     if (error.empty())
       error = find_mismatch(requests, names, "postscale factor",
                             [](const Request& r) { return number(r.postscale_factor); });
   }
   if (error.empty() && first.type == CollectiveType::kBroadcast)
-    error = find_mismatch(requests, names, "root rank", [&](const Request& r) { return std::to_string(names(r.root)); });
+    error =
+        find_mismatch(requests, names, "root rank", [&](const Request& r) { return std::to_string(names(r.root)); });
   if (error.empty() && first.type == CollectiveType::kProcessSet)
     error = find_mismatch(requests, names, "process set ranks", [](const Request& r) {
       return r.splits.empty() ? "remove " + std::to_string(r.root) : "add " + shape_string(r.splits);
@@ -117,12 +114,9 @@ Response build_response(const std::vector<Request>& requests, int size, const st
           response.sizes.at(static_cast<size_t>(request.rank) * size + to) = request.splits.at(to);
       response.row_elements = {row_elements};
       break;
-    case CollectiveType::kProcessSet:
-      response.sizes = first.splits;
-      break;
+    case CollectiveType::kProcessSet: response.sizes = first.splits; break;
     case CollectiveType::kBarrier:
-    case CollectiveType::kJoin:
-      break;
+    case CollectiveType::kJoin: break;
     default: {
       int64_t elements = 1;
       for (int64_t d : first.shape) elements *= d;
@@ -139,8 +133,8 @@ Response build_response(const std::vector<Request>& requests, int size, const st
 Coordinator::Coordinator(int size, RankNames names) : size_(size), names_(std::move(names)), joined_(size, false) {}
 
 void Coordinator::add(const Request& request) {
-  CONCORD_ENFORCE(request.rank >= 0 && request.rank < size_, InternalError, "request from rank ",
-                  request.rank, " outside [0, ", size_, ")");
+  CONCORD_ENFORCE(request.rank >= 0 && request.rank < size_, InternalError, "request from rank ", request.rank,
+                  " outside [0, ", size_, ")");
   if (request.type == CollectiveType::kJoin) return add_join(request);
   auto [it, inserted] = table_.try_emplace(request.name);
   Entry& entry = it->second;
@@ -149,8 +143,8 @@ void Coordinator::add(const Request& request) {
     entry.first_seen = std::chrono::steady_clock::now();
   }
   if (entry.by_rank[request.rank]) {
-    entry.duplicate = detail::concat("Tensor '", request.name, "' was submitted twice by rank ",
-                                     names_(request.rank), " before every rank had submitted it", names_.scope);
+    entry.duplicate = detail::concat("Tensor '", request.name, "' was submitted twice by rank ", names_(request.rank),
+                                     " before every rank had submitted it", names_.scope);
     return;
   }
   entry.by_rank[request.rank] = request;

@@ -77,7 +77,7 @@ class Coordinator {
 /// (all `size` ranks but the `joined` ones; size 0 = requests.size()): either the
 /// collective's response or an ERROR response describing the first mismatch, naming the
 /// ranks (and a broadcast's roots) by `names`. Exposed for unit tests.
-Response build_response(const std::vector<Request>& requests, int size = 0,
-                        const std::vector<int32_t>& joined = {}, const RankNames& names = {});
+Response build_response(const std::vector<Request>& requests, int size = 0, const std::vector<int32_t>& joined = {},
+                        const RankNames& names = {});
 
 }  // namespace concord

@@ -60,15 +60,14 @@ class Reader {
     return values;
   }
   void finish() const {
-    CONCORD_ENFORCE(offset_ == bytes_.size(), InternalError, "control message has ",
-                    bytes_.size() - offset_, " trailing bytes");
+    CONCORD_ENFORCE(offset_ == bytes_.size(), InternalError, "control message has ", bytes_.size() - offset_,
+                    " trailing bytes");
   }
 
  private:
   void need(uint64_t n) const {
-    CONCORD_ENFORCE(n <= bytes_.size() - offset_, InternalError,
-                    "truncated control message: need ", n, " bytes at offset ", offset_,
-                    " of ", bytes_.size());
+    CONCORD_ENFORCE(n <= bytes_.size() - offset_, InternalError, "truncated control message: need ", n,
+                    " bytes at offset ", offset_, " of ", bytes_.size());
   }
   const std::vector<uint8_t>& bytes_;
   size_t offset_ = 0;
@@ -151,10 +150,9 @@ Response get_response(Reader& in) {
 }  // namespace
 
 bool Request::same_parameters(const Request& other) const {
-  return name == other.name && type == other.type && dtype == other.dtype && op == other.op &&
-         root == other.root && prescale_factor == other.prescale_factor &&
-         postscale_factor == other.postscale_factor && shape == other.shape && splits == other.splits &&
-         group == other.group && group_size == other.group_size;
+  return name == other.name && type == other.type && dtype == other.dtype && op == other.op && root == other.root &&
+         prescale_factor == other.prescale_factor && postscale_factor == other.postscale_factor &&
+         shape == other.shape && splits == other.splits && group == other.group && group_size == other.group_size;
 }
 
 ResponseType response_type(CollectiveType type) {

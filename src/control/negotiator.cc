@@ -31,8 +31,11 @@ std::vector<uint32_t> cache_bits(const std::vector<uint64_t>& words) {
 }  // namespace
 
 Negotiator::Negotiator(Communicator& control, const NegotiatorOptions& options)
-    : comm_(control), options_(options), cache_(options.cache_capacity),
-      last_stall_check_(std::chrono::steady_clock::now()), wake_(control) {
+    : comm_(control),
+      options_(options),
+      cache_(options.cache_capacity),
+      last_stall_check_(std::chrono::steady_clock::now()),
+      wake_(control) {
   if (comm_.rank() == 0) {
     coordinator_.emplace(comm_.size(), options.names);
     stall_inspector_.emplace(comm_.size(), options.stall_warning_seconds, options.stall_shutdown_seconds,
@@ -77,8 +80,7 @@ Negotiator::Classified Negotiator::classify() {
   return out;
 }
 
-std::vector<Response> Negotiator::take_common_hits(const std::vector<uint64_t>& common,
-                                                   std::vector<Request>& hits) {
+std::vector<Response> Negotiator::take_common_hits(const std::vector<uint64_t>& common, std::vector<Request>& hits) {
   const std::vector<uint32_t> bits = cache_bits(common);
   std::map<std::string, int32_t> group_members;
   for (uint32_t bit : bits) {
@@ -138,8 +140,8 @@ void Negotiator::cache_new(const std::vector<Response>& responses) {
   for (const auto& response : responses) {
     for (const auto& name : response.names) {
       auto it = sent_.find(name);
-      const bool joined = std::find(response.joined.begin(), response.joined.end(), comm_.rank()) !=
-                          response.joined.end();
+      const bool joined =
+          std::find(response.joined.begin(), response.joined.end(), comm_.rank()) != response.joined.end();
       if (it == sent_.end() && joined) continue;  // this rank had joined: it takes part without a request
       CONCORD_ENFORCE(it != sent_.end(), InternalError, "response for tensor '", name,
                       "' which this rank has not sent to the coordinator");
@@ -147,10 +149,11 @@ void Negotiator::cache_new(const std::vector<Response>& responses) {
         if (auto evicted = cache_.put(response, it->second)) {
           ++stats_.evictions;
           if (!eviction_warned_) {
-            CONCORD_LOG_WARN("response cache full (CONCORD_CACHE_CAPACITY={}): evicted tensor '{}'; set "
-                             "CONCORD_CACHE_CAPACITY above the number of distinct tensors reduced per "
-                             "iteration to keep rank 0 out of the loop (warned once)",
-                             cache_.capacity(), *evicted);
+            CONCORD_LOG_WARN(
+                "response cache full (CONCORD_CACHE_CAPACITY={}): evicted tensor '{}'; set "
+                "CONCORD_CACHE_CAPACITY above the number of distinct tensors reduced per "
+                "iteration to keep rank 0 out of the loop (warned once)",
+                cache_.capacity(), *evicted);
             eviction_warned_ = true;
           }
         }
@@ -262,8 +265,8 @@ ResponseList Negotiator::negotiate(std::vector<Request> new_requests, bool shutd
   }
   // Every input of this decision is global (the AND result, the broadcast responses), so
   // every rank takes the same one.
-  idle_ = answer.responses.empty() && (bits[0] & kNoInvalid) && (bits[0] & kNoUncached) &&
-          (bits[0] & kNoStallCheck) && !answer.shutdown;
+  idle_ = answer.responses.empty() && (bits[0] & kNoInvalid) && (bits[0] & kNoUncached) && (bits[0] & kNoStallCheck) &&
+          !answer.shutdown;
   return answer;
 }
 

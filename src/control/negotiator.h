@@ -41,12 +41,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/timeline.h"
 #include "concord/concord.h"
 #include "control/coordinator.h"
 #include "control/message.h"
 #include "control/rank_names.h"
 #include "control/response_cache.h"
-#include "common/timeline.h"
 #include "control/stall_inspector.h"
 #include "control/wake_channel.h"
 #include "transport/communicator.h"
@@ -54,10 +54,10 @@
 namespace concord {
 
 struct NegotiatorOptions {
-  uint32_t cache_capacity = 1024;     ///< CONCORD_CACHE_CAPACITY; 0 disables the cache
-  double stall_warning_seconds = 60;  ///< CONCORD_STALL_WARNING_TIME
+  uint32_t cache_capacity = 1024;       ///< CONCORD_CACHE_CAPACITY; 0 disables the cache
+  double stall_warning_seconds = 60;    ///< CONCORD_STALL_WARNING_TIME
   double stall_shutdown_seconds = 600;  ///< CONCORD_STALL_SHUTDOWN_TIME; 0 = never
-  RankNames names;  ///< how messages name the ranks (global ranks, process set); default: the world
+  RankNames names;                      ///< how messages name the ranks (global ranks, process set); default: the world
 };
 
 class Negotiator {
@@ -117,7 +117,7 @@ class Negotiator {
   Communicator& comm_;
   NegotiatorOptions options_;
   ResponseCache cache_;
-  std::optional<Coordinator> coordinator_;        // rank 0 only
+  std::optional<Coordinator> coordinator_;         // rank 0 only
   std::optional<StallInspector> stall_inspector_;  // rank 0 only
   std::chrono::steady_clock::time_point last_stall_check_;
   std::vector<Request> pending_;                   // not yet answered nor sent to rank 0
@@ -128,8 +128,8 @@ class Negotiator {
   std::unordered_map<std::string, bool> negotiating_;  // names with an open NEGOTIATE span
   CoordinationStats stats_;
   WakeChannel wake_;
-  uint64_t rounds_ = 0;         // rounds completed (the same on every rank)
-  bool idle_ = true;            // the last round made no progress anywhere
+  uint64_t rounds_ = 0;          // rounds completed (the same on every rank)
+  bool idle_ = true;             // the last round made no progress anywhere
   bool anyone_pending_ = false;  // some rank had requests pending at the last round
 };
 

@@ -18,9 +18,7 @@ struct RankNames {
 
   /// The global rank of communicator rank `rank` (`rank` itself when out of range, so a
   /// message about a bad rank still prints it).
-  int operator()(int rank) const {
-    return rank >= 0 && rank < static_cast<int>(global.size()) ? global[rank] : rank;
-  }
+  int operator()(int rank) const { return rank >= 0 && rank < static_cast<int>(global.size()) ? global[rank] : rank; }
   /// The global ranks of communicator ranks `ranks`, in the same order.
   std::vector<int> operator()(const std::vector<int>& ranks) const {
     std::vector<int> out;

@@ -22,7 +22,8 @@ bool ResponseCache::cacheable(const Response& response) {
 
 std::optional<std::string> ResponseCache::put(const Response& response, const Request& parameters) {
   if (capacity_ == 0) return std::nullopt;
-  CONCORD_ENFORCE(cacheable(response), InternalError, "caching a response that is not a single allreduce "
+  CONCORD_ENFORCE(cacheable(response), InternalError,
+                  "caching a response that is not a single allreduce "
                   "or allgather");
   if (auto it = by_name_.find(response.names[0]); it != by_name_.end()) erase(it->second->bit);
   std::optional<std::string> evicted;

@@ -21,14 +21,15 @@ StallInspector::Clock::duration to_duration(double seconds) {
 }  // namespace
 
 StallInspector::StallInspector(int size, double warning_seconds, double shutdown_seconds, RankNames names)
-    : size_(size), names_(std::move(names)), warning_(to_duration(warning_seconds)),
+    : size_(size),
+      names_(std::move(names)),
+      warning_(to_duration(warning_seconds)),
       shutdown_(to_duration(shutdown_seconds)) {
   CONCORD_ENFORCE(size >= 1, InvalidArgument, "StallInspector needs size >= 1, got ", size);
-  CONCORD_ENFORCE(warning_seconds > 0, InvalidArgument,
-                  "CONCORD_STALL_WARNING_TIME must be > 0 seconds, got ", warning_seconds);
+  CONCORD_ENFORCE(warning_seconds > 0, InvalidArgument, "CONCORD_STALL_WARNING_TIME must be > 0 seconds, got ",
+                  warning_seconds);
   CONCORD_ENFORCE(shutdown_seconds >= 0, InvalidArgument,
-                  "CONCORD_STALL_SHUTDOWN_TIME must be >= 0 seconds (0 = never), got ",
-                  shutdown_seconds);
+                  "CONCORD_STALL_SHUTDOWN_TIME must be >= 0 seconds (0 = never), got ", shutdown_seconds);
 }
 
 void StallInspector::record_submitted(const std::string& tensor, const char* collective, int rank,
@@ -72,15 +73,14 @@ StallReport StallInspector::check(Clock::time_point now) {
       std::ostringstream line;
       line << "Tensor '" << *name << "' (" << entry->collective << ")" << names_.scope
            << " has been submitted by ranks " << rank_list(names_(submitted)) << " but not by ranks "
-           << rank_list(names_(missing)) << " for "
-           << std::fixed << std::setprecision(1) << Seconds(waited).count()
+           << rank_list(names_(missing)) << " for " << std::fixed << std::setprecision(1) << Seconds(waited).count()
            << " s; the missing ranks may be submitting different tensors or none, which deadlocks "
               "the job (CONCORD_STALL_SHUTDOWN_TIME > 0 aborts it)";
       report.warnings.push_back(line.str());
     }
     if (shutdown_ > Clock::duration::zero() && waited > shutdown_) report.shutdown = true;
-    stalled_list << (stalled_list.tellp() > 0 ? "; " : "") << "tensor '" << *name
-                 << "' is missing on ranks " << rank_list(names_(missing)) << names_.scope;
+    stalled_list << (stalled_list.tellp() > 0 ? "; " : "") << "tensor '" << *name << "' is missing on ranks "
+                 << rank_list(names_(missing)) << names_.scope;
   }
   if (report.shutdown) {
     std::ostringstream message;

@@ -50,8 +50,7 @@ class StallInspector {
   /// Records that `rank` (in [0, size)) has submitted `tensor` at `now`; `collective` (e.g.
   /// "allreduce") is used in messages. Idempotent per (tensor, rank): a repeat keeps the
   /// first time and collective. Throws InvalidArgument for a rank out of range.
-  void record_submitted(const std::string& tensor, const char* collective, int rank,
-                        Clock::time_point now);
+  void record_submitted(const std::string& tensor, const char* collective, int rank, Clock::time_point now);
 
   /// Forgets `tensor` (it became ready on all ranks, or was erased). Unknown names are ignored.
   void remove(const std::string& tensor);

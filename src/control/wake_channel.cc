@@ -4,8 +4,7 @@
 
 namespace concord {
 
-WakeChannel::WakeChannel(Communicator& comm)
-    : comm_(comm), inbox_(comm.size(), 0), receives_(comm.size()) {
+WakeChannel::WakeChannel(Communicator& comm) : comm_(comm), inbox_(comm.size(), 0), receives_(comm.size()) {
   for (int peer = 0; peer < comm_.size(); ++peer)
     if (peer != comm_.rank()) receives_[peer] = comm_.irecv(&inbox_[peer], sizeof(uint64_t), peer, kWakeTag);
 }
@@ -44,9 +43,7 @@ void WakeChannel::drain() {
         backoff.wait();
         continue;
       }
-      receives_[peer] = inbox_[peer] == kFinal
-                            ? nullptr
-                            : comm_.irecv(&inbox_[peer], sizeof(uint64_t), peer, kWakeTag);
+      receives_[peer] = inbox_[peer] == kFinal ? nullptr : comm_.irecv(&inbox_[peer], sizeof(uint64_t), peer, kWakeTag);
     }
   }
   while (!sends_.empty()) {

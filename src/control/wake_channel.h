@@ -53,9 +53,9 @@ class WakeChannel {
   void reap_sends();
 
   Communicator& comm_;
-  std::vector<uint64_t> inbox_;         // one slot per rank (own slot unused)
-  std::vector<RequestPtr> receives_;    // posted receive per other rank
-  std::list<Send> sends_;               // stable addresses until each completes
+  std::vector<uint64_t> inbox_;       // one slot per rank (own slot unused)
+  std::vector<RequestPtr> receives_;  // posted receive per other rank
+  std::list<Send> sends_;             // stable addresses until each completes
 };
 
 }  // namespace concord

@@ -67,8 +67,8 @@ class AllreduceStaged : public AllreduceAlgorithm {
   size_t chunk_elements_ = 0;
   size_t count_ = 0;
   size_t chunks_ = 0;
-  size_t next_down_ = 0;   // next chunk to copy down
-  size_t reducing_ = 0;    // chunk the inner algorithm works on (or will start next)
+  size_t next_down_ = 0;  // next chunk to copy down
+  size_t reducing_ = 0;   // chunk the inner algorithm works on (or will start next)
   bool inner_running_ = false;
   size_t next_final_ = 0;  // first chunk whose h2d has not been seen complete
   FinalRanges final_;

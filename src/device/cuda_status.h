@@ -8,9 +8,9 @@
 namespace concord {
 
 struct CudaStatus {
-  bool built = false;   ///< compiled with CONCORD_WITH_CUDA
-  int devices = 0;      ///< usable devices (0 when none or not built)
-  std::string reason;   ///< why none is usable (the CUDA runtime's error), else empty
+  bool built = false;  ///< compiled with CONCORD_WITH_CUDA
+  int devices = 0;     ///< usable devices (0 when none or not built)
+  std::string reason;  ///< why none is usable (the CUDA runtime's error), else empty
 
   /// "CUDA: not built", "CUDA: built, no usable device (<reason>)" or
   /// "CUDA: built, <n> device(s)".

@@ -19,8 +19,8 @@ namespace concord {
 /// measurements (no GPU was available when they were written): PCIe 4.0 x16 with pinned
 /// memory, about 25 GB/s, and 10 us to issue and complete one asynchronous copy.
 struct StagingParams {
-  double copy_alpha = 10e-6;       ///< per copy, s
-  double copy_beta = 1.0 / 25e9;   ///< per byte, s/B
+  double copy_alpha = 10e-6;      ///< per copy, s
+  double copy_beta = 1.0 / 25e9;  ///< per byte, s/B
 };
 
 struct DeviceAllreduceEntry {

@@ -33,8 +33,8 @@ class EmulatedMemory {
 
  private:
   struct Mapping {
-    size_t bytes = 0;      // allocation size
-    size_t mapped = 0;     // size of each mapping (page multiple)
+    size_t bytes = 0;       // allocation size
+    size_t mapped = 0;      // size of each mapping (page multiple)
     uint8_t* rw = nullptr;  // read-write alias
   };
   // The mapping containing `address`, or end(). Caller holds mutex_.

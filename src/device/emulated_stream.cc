@@ -119,14 +119,16 @@ void EmulatedStream::scale(void* dst, const void* src, size_t count, DataType dt
 void EmulatedStream::record(Event& event) {
   auto& emulated = dynamic_cast<EmulatedEvent&>(event);
   const uint64_t generation = emulated.next_generation();
-  enqueue([this, &emulated, generation] {
-    std::exception_ptr error;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      error = error_;
-    }
-    emulated.complete(generation, error);
-  }, /*always=*/true);
+  enqueue(
+      [this, &emulated, generation] {
+        std::exception_ptr error;
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          error = error_;
+        }
+        emulated.complete(generation, error);
+      },
+      /*always=*/true);
 }
 
 void EmulatedStream::wait(Event& event) {

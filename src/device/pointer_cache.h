@@ -103,7 +103,7 @@ class PointerCache {
   std::atomic<uint64_t> misses_{0};
   std::atomic<uint64_t> queries_{0};
   std::atomic<uint64_t> epoch_{0};
-  mutable std::mutex mutex_;                    // serialises writers
+  mutable std::mutex mutex_;                     // serialises writers
   std::unique_ptr<Table> current_;               // owns *table_
   std::vector<std::unique_ptr<Table>> retired_;  // replaced tables a reader may still use
 };

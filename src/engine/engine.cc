@@ -23,8 +23,8 @@ std::string describe(const PushOptions& options) {
 
 // A new operation running `fn` (SyncFn, AsyncFn, or nullptr for a deletion).
 template <typename Fn>
-std::unique_ptr<Operation> make_operation(Fn fn, const std::vector<Var*>& reads,
-                                          const std::vector<Var*>& writes, const PushOptions& options) {
+std::unique_ptr<Operation> make_operation(Fn fn, const std::vector<Var*>& reads, const std::vector<Var*>& writes,
+                                          const PushOptions& options) {
   if constexpr (!std::is_same_v<Fn, std::nullptr_t>)
     CONCORD_ENFORCE(fn != nullptr, InvalidArgument, describe(options), ": empty function");
   auto op = std::make_unique<Operation>();
@@ -49,8 +49,7 @@ void check_not_inside_operation(const void* engine, const char* call) {
 
 struct Engine::Impl {
   Impl(int cpu_threads, int comm_threads)
-      : cpu_pool(cpu_threads, "engine CPU worker pool"),
-        comm_pool(comm_threads, "engine communication pool") {}
+      : cpu_pool(cpu_threads, "engine CPU worker pool"), comm_pool(comm_threads, "engine communication pool") {}
 
   void push(std::unique_ptr<Operation> op);
   void dispatch(const std::vector<Operation*>& ready);
@@ -60,16 +59,16 @@ struct Engine::Impl {
   void store_error(Operation* op, const std::exception_ptr& error);
   void release_var(Var* var, bool write, std::vector<Operation*>& ready);
 
-  mutable std::mutex mutex;             // guards everything below and every Var
-  std::condition_variable progress;     // notified (under mutex) on every completion
+  mutable std::mutex mutex;          // guards everything below and every Var
+  std::condition_variable progress;  // notified (under mutex) on every completion
   uint64_t next_var_id = 0;
   uint64_t ops_pushed = 0;
   uint64_t ops_completed = 0;
   uint64_t next_error_sequence = 1;
-  std::unordered_set<Var*> vars;        // live vars (freed by deletion or by ~Impl)
-  std::exception_ptr unowned_error;     // from a failed operation that writes no var
+  std::unordered_set<Var*> vars;     // live vars (freed by deletion or by ~Impl)
+  std::exception_ptr unowned_error;  // from a failed operation that writes no var
   uint64_t unowned_error_sequence = 0;
-  bool accepting = true;                // false once shutdown() began
+  bool accepting = true;  // false once shutdown() began
   PriorityThreadPool cpu_pool;
   PriorityThreadPool comm_pool;
 };
@@ -94,8 +93,7 @@ void Engine::Impl::push(std::unique_ptr<Operation> op) {
     std::lock_guard<std::mutex> lock(mutex);
     CONCORD_ENFORCE(accepting, StateError, what, ": push after Engine::shutdown()");
     for (const Var* var : all)
-      CONCORD_ENFORCE(!var->delete_pushed, InvalidArgument, what, ": var ", var->id,
-                      " was passed to delete_var()");
+      CONCORD_ENFORCE(!var->delete_pushed, InvalidArgument, what, ": var ", var->id, " was passed to delete_var()");
     if (op->deletes != nullptr) op->deletes->delete_pushed = true;
     Operation* raw = op.release();
     ++ops_pushed;
@@ -153,8 +151,7 @@ void Engine::Impl::execute(Operation* op) {
     auto called = std::make_shared<std::atomic<bool>>(false);
     const std::string what = describe(op->options);
     OnComplete on_complete = [this, op, called, what](std::exception_ptr error) {
-      CONCORD_ENFORCE(!called->exchange(true), StateError, what,
-                      ": on_complete called more than once");
+      CONCORD_ENFORCE(!called->exchange(true), StateError, what, ": on_complete called more than once");
       finish(op, std::move(error));
     };
     try {
@@ -236,8 +233,8 @@ void Engine::Impl::finish(Operation* op, std::exception_ptr error) {
 
 Engine::Engine(int cpu_threads, int comm_threads) {
   CONCORD_ENFORCE(cpu_threads >= 1 && comm_threads >= 1, InvalidArgument,
-                  "Engine needs at least 1 CPU and 1 communication thread, got cpu_threads=",
-                  cpu_threads, " comm_threads=", comm_threads);
+                  "Engine needs at least 1 CPU and 1 communication thread, got cpu_threads=", cpu_threads,
+                  " comm_threads=", comm_threads);
   impl_ = std::make_unique<Impl>(cpu_threads, comm_threads);
 }
 

@@ -7,8 +7,7 @@
 namespace concord::engine {
 
 PriorityThreadPool::PriorityThreadPool(int num_threads, std::string name) : name_(std::move(name)) {
-  CONCORD_ENFORCE(num_threads >= 1, InvalidArgument, name_, " needs at least 1 thread, got ",
-                  num_threads);
+  CONCORD_ENFORCE(num_threads >= 1, InvalidArgument, name_, " needs at least 1 thread, got ", num_threads);
   threads_.reserve(num_threads);
   for (int i = 0; i < num_threads; ++i) threads_.emplace_back([this] { worker_loop(); });
 }

@@ -39,28 +39,28 @@ class Var {
   /// file comment), appending each operation whose last var this was to `ready`.
   void grant(std::vector<Operation*>& ready);
 
-  const void* const owner;          ///< the engine that made it (mixing engines is refused)
-  const uint64_t id;                ///< creation order, for messages
-  std::deque<Waiting> waiting;      ///< not yet granted, in push order
-  int running_reads = 0;            ///< granted reads not yet completed
-  bool write_running = false;       ///< a granted write not yet completed
-  uint64_t version = 0;             ///< completed writes (== writes completed so far)
-  uint64_t writes_pushed = 0;       ///< writes pushed so far (wait_for_var's target)
-  std::exception_ptr error;         ///< stored by a failed or skipped write; cleared by waits
-  uint64_t error_sequence = 0;      ///< when `error` was stored (wait_all rethrows the first)
-  bool delete_pushed = false;       ///< delete_var() was called: no further pushes
+  const void* const owner;      ///< the engine that made it (mixing engines is refused)
+  const uint64_t id;            ///< creation order, for messages
+  std::deque<Waiting> waiting;  ///< not yet granted, in push order
+  int running_reads = 0;        ///< granted reads not yet completed
+  bool write_running = false;   ///< a granted write not yet completed
+  uint64_t version = 0;         ///< completed writes (== writes completed so far)
+  uint64_t writes_pushed = 0;   ///< writes pushed so far (wait_for_var's target)
+  std::exception_ptr error;     ///< stored by a failed or skipped write; cleared by waits
+  uint64_t error_sequence = 0;  ///< when `error` was stored (wait_all rethrows the first)
+  bool delete_pushed = false;   ///< delete_var() was called: no further pushes
 };
 
 /// One pushed operation. Owned by the engine from push until completion.
 struct Operation {
-  SyncFn sync;                      ///< exactly one of sync / async is set,
-  AsyncFn async;                    ///< except for a deletion (neither)
+  SyncFn sync;    ///< exactly one of sync / async is set,
+  AsyncFn async;  ///< except for a deletion (neither)
   std::vector<Var*> reads;
   std::vector<Var*> writes;
   PushOptions options;
-  Var* deletes = nullptr;           ///< delete_var(): frees this var when done
-  int ungranted = 0;                ///< vars that have not granted it yet (+1 while pushing)
-  std::exception_ptr inherited;     ///< error found on its vars when it became ready: skip
+  Var* deletes = nullptr;        ///< delete_var(): frees this var when done
+  int ungranted = 0;             ///< vars that have not granted it yet (+1 while pushing)
+  std::exception_ptr inherited;  ///< error found on its vars when it became ready: skip
 };
 
 inline void Var::grant(std::vector<Operation*>& ready) {

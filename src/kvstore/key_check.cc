@@ -34,8 +34,7 @@ std::string differences(const KeyHeader& a, const KeyHeader& b) {
   if (a.operation != b.operation) parts.push_back("operation");
   if (a.key != b.key) parts.push_back("key");
   if (a.dtype != b.dtype) parts.push_back("dtype");
-  if (a.ndim != b.ndim || a.num_elements != b.num_elements ||
-      !std::equal(a.dims, a.dims + KeyHeader::kMaxDims, b.dims))
+  if (a.ndim != b.ndim || a.num_elements != b.num_elements || !std::equal(a.dims, a.dims + KeyHeader::kMaxDims, b.dims))
     parts.push_back("shape");
   if (a.op != b.op) parts.push_back("reduce op");
   std::string text;
@@ -45,8 +44,8 @@ std::string differences(const KeyHeader& a, const KeyHeader& b) {
 
 }  // namespace
 
-KeyHeader KeyHeader::describe(int64_t key, KeyOperation operation, DataType dtype,
-                              const std::vector<int64_t>& shape, ReduceOp op) {
+KeyHeader KeyHeader::describe(int64_t key, KeyOperation operation, DataType dtype, const std::vector<int64_t>& shape,
+                              ReduceOp op) {
   KeyHeader header;
   header.key = key;
   header.operation = static_cast<int32_t>(operation);
@@ -70,8 +69,7 @@ void KeyHeader::set_problem(KeyProblem code, const std::string& text) {
 
 bool KeyHeader::same_request(const KeyHeader& other) const {
   return key == other.key && operation == other.operation && dtype == other.dtype && ndim == other.ndim &&
-         op == other.op && num_elements == other.num_elements &&
-         std::equal(dims, dims + kMaxDims, other.dims);
+         op == other.op && num_elements == other.num_elements && std::equal(dims, dims + kMaxDims, other.dims);
 }
 
 std::string describe_verdict(const Verdict& verdict) {
@@ -85,8 +83,8 @@ std::string describe_verdict(const Verdict& verdict) {
         << "; the collective was skipped on every rank";
     if (verdict.bad_rank != 0) out << " (rank 0 was at the " << describe_request(verdict.root) << ")";
   } else {
-    out << "ranks disagree: rank 0 is at the " << describe_request(verdict.root) << ", rank "
-        << verdict.bad_rank << " at the " << describe_request(bad) << " (" << differences(verdict.root, bad)
+    out << "ranks disagree: rank 0 is at the " << describe_request(verdict.root) << ", rank " << verdict.bad_rank
+        << " at the " << describe_request(bad) << " (" << differences(verdict.root, bad)
         << "); every rank must init and push the same keys with the same dtype and shape in the same order "
            "(per communicator); the collective was skipped on every rank";
   }

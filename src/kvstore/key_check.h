@@ -59,8 +59,8 @@ struct KeyHeader {
   char detail[kDetailBytes] = {};  ///< NUL-terminated text of the local problem
 
   /// Header of `operation` on `key` for a tensor of `dtype` and `shape`.
-  static KeyHeader describe(int64_t key, KeyOperation operation, DataType dtype,
-                            const std::vector<int64_t>& shape, ReduceOp op);
+  static KeyHeader describe(int64_t key, KeyOperation operation, DataType dtype, const std::vector<int64_t>& shape,
+                            ReduceOp op);
   /// Records a local problem with its explanation (truncated to kDetailBytes - 1 bytes).
   void set_problem(KeyProblem code, const std::string& text);
   /// True when `other` describes the same operation (problem and detail ignored).

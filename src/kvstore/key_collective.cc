@@ -4,17 +4,15 @@
 
 namespace concord::kvstore {
 
-CommSlot::CommSlot(std::unique_ptr<Communicator> comm, std::string forced, bool nonblocking_only,
-                   size_t chunk_bytes, CostParams params)
+CommSlot::CommSlot(std::unique_ptr<Communicator> comm, std::string forced, bool nonblocking_only, size_t chunk_bytes,
+                   CostParams params)
     : comm_(std::move(comm)),
       forced_(std::move(forced)),
       nonblocking_only_(nonblocking_only),
       chunk_bytes_(chunk_bytes),
       params_(params) {}
 
-AlgorithmContext CommSlot::context() {
-  return AlgorithmContext{*comm_, scratch_, chunk_bytes_, {}, params_};
-}
+AlgorithmContext CommSlot::context() { return AlgorithmContext{*comm_, scratch_, chunk_bytes_, {}, params_}; }
 
 AllreduceAlgorithm& CommSlot::allreduce(size_t count, DataType dtype, ReduceOp op) {
   const AlgorithmContext ctx = context();
@@ -70,8 +68,7 @@ Progress KeyCollective::progress() {
     const int P = slot_.comm().size();
     if (mine_.operation == static_cast<int32_t>(KeyOperation::kPush) &&
         static_cast<ReduceOp>(mine_.op) == ReduceOp::kAverage && P > 1)
-      scale_buffer(data_, data_, static_cast<size_t>(mine_.num_elements), static_cast<DataType>(mine_.dtype),
-                   1.0 / P);
+      scale_buffer(data_, data_, static_cast<size_t>(mine_.num_elements), static_cast<DataType>(mine_.dtype), 1.0 / P);
   }
   return Progress::kDone;
 }

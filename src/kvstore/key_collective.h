@@ -26,8 +26,8 @@ class CommSlot {
   /// `forced`: allreduce algorithm name ("" = cost model). `nonblocking_only` excludes
   /// algorithms whose progress() blocks (the MPI library's own allreduce): required where
   /// one thread drives collectives of several communicators at once.
-  CommSlot(std::unique_ptr<Communicator> comm, std::string forced, bool nonblocking_only,
-           size_t chunk_bytes, CostParams params);
+  CommSlot(std::unique_ptr<Communicator> comm, std::string forced, bool nonblocking_only, size_t chunk_bytes,
+           CostParams params);
   Communicator& comm() { return *comm_; }
   /// The allreduce algorithm for `count` elements of `dtype` with `op` (selected by
   /// select_algorithm, created once per name). Throws InvalidArgument for an unknown

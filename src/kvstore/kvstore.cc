@@ -83,8 +83,8 @@ KVStore::KVStore(engine::Engine& engine, Communicator& world, const KVStoreOptio
                   options.outstanding);
   if (!options.algorithm.empty()) find_algorithm(allreduce_algorithms(), options.algorithm);
   const bool concurrent = options.type == KVStoreType::kConcurrent;
-  slots_->control = std::make_unique<CommSlot>(world.split(0, rank_), "", false, options.chunk_bytes,
-                                               options.cost_params);
+  slots_->control =
+      std::make_unique<CommSlot>(world.split(0, rank_), "", false, options.chunk_bytes, options.cost_params);
   const int count = concurrent ? options.communicators : 1;
   for (int i = 0; i < count; ++i)
     slots_->data.push_back(std::make_unique<CommSlot>(world.split(0, rank_), options.algorithm, concurrent,
@@ -157,10 +157,10 @@ KVStore::Request KVStore::make_request(int key, const TensorView& grad) {
     request.header.set_problem(KeyProblem::kUnknownKey,
                                name + " was never initialised on it (call init(key, value) on every rank first)");
   } else if (entry->dtype != grad.dtype || entry->shape != grad.shape) {
-    request.header.set_problem(KeyProblem::kValueMismatch,
-                               "its gradient is " + std::string(dtype_name(grad.dtype)) + " " +
-                                   shape_string(grad.shape) + " but init() gave " + name + " " +
-                                   dtype_name(entry->dtype) + " " + shape_string(entry->shape));
+    request.header.set_problem(KeyProblem::kValueMismatch, "its gradient is " + std::string(dtype_name(grad.dtype)) +
+                                                               " " + shape_string(grad.shape) + " but init() gave " +
+                                                               name + " " + dtype_name(entry->dtype) + " " +
+                                                               shape_string(entry->shape));
   } else if (grad.data == nullptr && grad.num_elements() > 0) {
     request.header.set_problem(KeyProblem::kValueMismatch, "its gradient has no data");
   }
@@ -168,10 +168,8 @@ KVStore::Request KVStore::make_request(int key, const TensorView& grad) {
 }
 
 void KVStore::push(int key, const TensorView& grad, engine::Var* grad_var, int priority) {
-  if (options_.type == KVStoreType::kFunneled)
-    push_funneled(key, grad, grad_var);
-  else
-    push_engine(key, grad, grad_var, priority);
+  if (options_.type == KVStoreType::kFunneled) push_funneled(key, grad, grad_var);
+  else push_engine(key, grad, grad_var, priority);
 }
 
 void KVStore::push_funneled(int key, const TensorView& grad, engine::Var* grad_var) {
@@ -260,9 +258,9 @@ void KVStore::push_engine(int key, const TensorView& grad, engine::Var* grad_var
                          "an operation writing its gradient or key failed: " + error_message(inherited));
     run(failed, nullptr, 0, on_complete);
   };
-  engine_.push_async([run, header, source, bytes](engine::OnComplete on_complete) {
-    run(header, source, bytes, on_complete);
-  }, reads, {entry->var, slots_->data_vars[index]}, push_options);
+  engine_.push_async(
+      [run, header, source, bytes](engine::OnComplete on_complete) { run(header, source, bytes, on_complete); }, reads,
+      {entry->var, slots_->data_vars[index]}, push_options);
   if (concurrent) {
     window_.push_back(entry);
     if (static_cast<int>(window_.size()) >= options_.outstanding) wait_window();
@@ -310,8 +308,8 @@ void KVStore::pull(int key, const TensorView& out, engine::Var* out_var, int pri
   copy();
 }
 
-void KVStore::pushpull(int key, const TensorView& in, const TensorView& out, engine::Var* in_var,
-                       engine::Var* out_var, int priority) {
+void KVStore::pushpull(int key, const TensorView& in, const TensorView& out, engine::Var* in_var, engine::Var* out_var,
+                       int priority) {
   push(key, in, in_var, priority);
   pull(key, out, out_var, priority);
 }

@@ -11,9 +11,9 @@ std::unique_ptr<Communicator> make_mpi_world(KVStoreType type) {
   int provided = MPI_THREAD_SINGLE;
   check_mpi(MPI_Query_thread(&provided), "MPI_Query_thread");
   const bool needs_multiple = type != KVStoreType::kFunneled || concord::is_initialized();
-  CONCORD_ENFORCE(!needs_multiple || provided >= MPI_THREAD_MULTIPLE, StateError, "KVStore '",
-                  kvstore_type_name(type), "' calls MPI from several threads and needs MPI_THREAD_MULTIPLE (",
-                  MPI_THREAD_MULTIPLE, "), but MPI provides level ", provided,
+  CONCORD_ENFORCE(!needs_multiple || provided >= MPI_THREAD_MULTIPLE, StateError, "KVStore '", kvstore_type_name(type),
+                  "' calls MPI from several threads and needs MPI_THREAD_MULTIPLE (", MPI_THREAD_MULTIPLE,
+                  "), but MPI provides level ", provided,
                   "; initialise MPI with MPI_Init_thread(MPI_THREAD_MULTIPLE) or let Concord do it");
   return std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
 }

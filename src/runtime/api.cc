@@ -69,9 +69,9 @@ constexpr const char* kJoinName = "concord.join";
 
 void check_group(const char* what, const std::vector<std::string>& names, const std::vector<TensorView>& inputs,
                  const std::vector<TensorView>& outputs) {
-  CONCORD_ENFORCE(!names.empty() && names.size() == inputs.size() && names.size() == outputs.size(),
-                  InvalidArgument, what, ": got ", names.size(), " names, ", inputs.size(), " inputs and ",
-                  outputs.size(), " outputs; need the same non-zero number of each");
+  CONCORD_ENFORCE(!names.empty() && names.size() == inputs.size() && names.size() == outputs.size(), InvalidArgument,
+                  what, ": got ", names.size(), " names, ", inputs.size(), " inputs and ", outputs.size(),
+                  " outputs; need the same non-zero number of each");
 }
 
 // Marks `requests` as one group named after its first member.
@@ -137,7 +137,6 @@ int cross_rank() { return running()->cross_rank(); }
 int cross_size() { return running()->cross_size(); }
 bool mpi_threads_supported() { return running()->mpi_threads_supported(); }
 
-
 Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
                        const AllreduceOptions& options) {
   return running()->enqueue(allreduce_request(name, options), input, output, options.process_set);
@@ -157,8 +156,7 @@ Handle broadcast_async(const std::string& name, const TensorView& tensor, const 
 
 std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& names,
                                             const std::vector<TensorView>& inputs,
-                                            const std::vector<TensorView>& outputs,
-                                            const AllreduceOptions& options) {
+                                            const std::vector<TensorView>& outputs, const AllreduceOptions& options) {
   check_group("grouped_allreduce", names, inputs, outputs);
   std::vector<Request> requests;
   for (const auto& name : names) requests.push_back(allreduce_request(name, options));
@@ -166,8 +164,8 @@ std::vector<Handle> grouped_allreduce_async(const std::vector<std::string>& name
 }
 
 int64_t reducescatter_rows(int64_t rows, int ranks, int rank) {
-  CONCORD_ENFORCE(ranks > 0 && rank >= 0 && rank < ranks && rows >= 0, InvalidArgument,
-                  "reducescatter_rows(", rows, ", ", ranks, ", ", rank, "): need rows >= 0 and 0 <= rank < ranks");
+  CONCORD_ENFORCE(ranks > 0 && rank >= 0 && rank < ranks && rows >= 0, InvalidArgument, "reducescatter_rows(", rows,
+                  ", ", ranks, ", ", rank, "): need rows >= 0 and 0 <= rank < ranks");
   return rows / ranks + (rank < rows % ranks ? 1 : 0);
 }
 

@@ -11,8 +11,8 @@
 
 namespace concord {
 
-Executor::Executor(Communicator& data, const Config& config, const CostParams& cost,
-                   std::vector<int> node_of_rank, Timeline& timeline, AutotuneTable tuned, std::string cache_path)
+Executor::Executor(Communicator& data, const Config& config, const CostParams& cost, std::vector<int> node_of_rank,
+                   Timeline& timeline, AutotuneTable tuned, std::string cache_path)
     : comm_(data),
       timeline_(timeline),
       config_(config),
@@ -28,8 +28,8 @@ Problem Executor::problem(size_t count, DataType dtype, ReduceOp op) const {
 }
 
 template <typename AlgorithmType>
-AlgorithmType& Executor::algorithm(const std::vector<RegistryEntry<AlgorithmType>>& entries,
-                                   const Problem& problem, const std::string& forced, std::string& activity,
+AlgorithmType& Executor::algorithm(const std::vector<RegistryEntry<AlgorithmType>>& entries, const Problem& problem,
+                                   const std::string& forced, std::string& activity,
                                    const ProblemForEntry& problem_for) {
   const auto& entry = select_algorithm(entries, problem, context_.cost_params, forced, problem_for);
   const size_t chunk_bytes = problem_for ? problem_for(entry.name, problem).chunk_bytes : problem.chunk_bytes;
@@ -68,9 +68,7 @@ TensorEntry Executor::placeholder(const Response& response, size_t index) {
   int64_t in_elements = 0, out_elements = 0;
   switch (response.type) {
     case ResponseType::kAllreduce:
-    case ResponseType::kBroadcast:
-      in_elements = out_elements = response.sizes.at(index);
-      break;
+    case ResponseType::kBroadcast: in_elements = out_elements = response.sizes.at(index); break;
     case ResponseType::kReducescatter: {
       const int64_t rows = response.rows.at(index);
       in_elements = rows * row;
@@ -111,26 +109,13 @@ void Executor::execute(const Response& response, TensorQueue& queue) {
   std::vector<bool> completed(entries.size(), false);  // handles completed early
   try {
     switch (response.type) {
-      case ResponseType::kError:
-        throw MismatchError(response.error);
-      case ResponseType::kAllreduce:
-        allreduce(response, entries, completed);
-        break;
-      case ResponseType::kAllgather:
-        allgather(response, entries);
-        break;
-      case ResponseType::kBroadcast:
-        broadcast(response, entries.at(0));
-        break;
-      case ResponseType::kReducescatter:
-        reducescatter(response, entries);
-        break;
-      case ResponseType::kAlltoall:
-        alltoall(response, entries.at(0));
-        break;
-      case ResponseType::kJoin:
-        entries.at(0).handle->received_splits = response.sizes;
-        break;
+      case ResponseType::kError: throw MismatchError(response.error);
+      case ResponseType::kAllreduce: allreduce(response, entries, completed); break;
+      case ResponseType::kAllgather: allgather(response, entries); break;
+      case ResponseType::kBroadcast: broadcast(response, entries.at(0)); break;
+      case ResponseType::kReducescatter: reducescatter(response, entries); break;
+      case ResponseType::kAlltoall: alltoall(response, entries.at(0)); break;
+      case ResponseType::kJoin: entries.at(0).handle->received_splits = response.sizes; break;
       case ResponseType::kBarrier:  // negotiated once every rank has arrived: nothing to move
         break;
       case ResponseType::kProcessSet:
@@ -145,8 +130,7 @@ void Executor::execute(const Response& response, TensorQueue& queue) {
     if (!completed[i]) entries[i].handle->complete();
 }
 
-void Executor::allreduce(const Response& response, std::vector<TensorEntry>& entries,
-                         std::vector<bool>& completed) {
+void Executor::allreduce(const Response& response, std::vector<TensorEntry>& entries, std::vector<bool>& completed) {
   const DataType dtype = response.dtype;
   const size_t element = dtype_size(dtype);
   const double prescale = response.prescale_factor;
@@ -157,7 +141,7 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
   const size_t total = std::accumulate(response.sizes.begin(), response.sizes.end(), size_t{0});
   uint8_t* buffer = nullptr;
   const void* source = nullptr;  // what the algorithm reads: == buffer unless out of place
-  if (entries.size() == 1) {  // reduce in the output tensor itself, no fusion buffer
+  if (entries.size() == 1) {     // reduce in the output tensor itself, no fusion buffer
     TensorEntry& entry = entries[0];
     buffer = static_cast<uint8_t*>(entry.output.data);
     source = buffer;
@@ -192,10 +176,10 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
     return tree_chunked_problem(name, p, config_.tree_chunks, context_.cost_params);
   };
   const Problem allreduce_problem = problem(total, dtype, op);
-  auto& algorithm = this->algorithm(
-      allreduce_algorithms(), allreduce_problem,
-      choose("allreduce", allreduce_algorithms(), allreduce_rules_, allreduce_problem, tree_chunks), activity,
-      tree_chunks);
+  auto& algorithm =
+      this->algorithm(allreduce_algorithms(), allreduce_problem,
+                      choose("allreduce", allreduce_algorithms(), allreduce_rules_, allreduce_problem, tree_chunks),
+                      activity, tree_chunks);
   mark(response, activity);
   algorithm.start_out_of_place(source, buffer, total, dtype, op);
   if (entries.size() == 1) {  // the result is already in place: complete at the end
@@ -209,7 +193,8 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
   // fusion buffer; as soon as all of them are final it is copied out and its handle
   // completed, while the algorithm goes on with the rest.
   std::vector<size_t> start(entries.size() + 1, 0);
-  for (size_t i = 0; i < entries.size(); ++i) start[i + 1] = start[i] + static_cast<size_t>(response.sizes[i]) * element;
+  for (size_t i = 0; i < entries.size(); ++i)
+    start[i + 1] = start[i] + static_cast<size_t>(response.sizes[i]) * element;
   std::vector<size_t> final_bytes(entries.size(), 0);
   const auto finish = [&](size_t i) {
     if (timeline_.active()) {
@@ -239,7 +224,8 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
     for (const ByteRange& range : ranges) {
       const size_t end = range.offset + range.bytes;
       // The first tensor that ends after range.offset, then every one that starts before end.
-      size_t i = static_cast<size_t>(std::upper_bound(start.begin() + 1, start.end(), range.offset) - start.begin()) - 1;
+      size_t i =
+          static_cast<size_t>(std::upper_bound(start.begin() + 1, start.end(), range.offset) - start.begin()) - 1;
       for (; i < entries.size() && start[i] < end; ++i) {
         const size_t overlap = std::min(end, start[i + 1]) - std::max(range.offset, start[i]);
         final_bytes[i] += overlap;
@@ -253,8 +239,7 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
                   "allreduce ended with a fused tensor not reported final");
 }
 
-void Executor::adasum(const Response& response, std::vector<TensorEntry>& entries, uint8_t* buffer,
-                      double postscale) {
+void Executor::adasum(const Response& response, std::vector<TensorEntry>& entries, uint8_t* buffer, double postscale) {
   const size_t element = dtype_size(response.dtype);
   if (!adasum_) adasum_ = std::make_unique<AllreduceAdasum>(comm_);
   mark(response, "ALLREDUCE_ADASUM");
@@ -310,9 +295,9 @@ void Executor::allgather(const Response& response, std::vector<TensorEntry>& ent
   }
   std::string activity = "allgather";
   const Problem gather_problem = problem(block_offset[P], DataType::kUInt8, ReduceOp::kSum);
-  auto& algorithm = this->algorithm(allgather_algorithms(), gather_problem,
-                                    choose("allgather", allgather_algorithms(), allgather_rules_, gather_problem),
-                                    activity);
+  auto& algorithm =
+      this->algorithm(allgather_algorithms(), gather_problem,
+                      choose("allgather", allgather_algorithms(), allgather_rules_, gather_problem), activity);
   mark(response, activity);
   algorithm.start(buffer, block_bytes);
   run_to_completion(algorithm);
@@ -342,9 +327,9 @@ void Executor::broadcast(const Response& response, TensorEntry& entry) {
                   " has called join() and has no tensor to send");
   std::string activity = "broadcast";
   const Problem broadcast_problem = problem(entry.output.num_bytes(), DataType::kUInt8, ReduceOp::kSum);
-  auto& algorithm = this->algorithm(broadcast_algorithms(), broadcast_problem,
-                                    choose("broadcast", broadcast_algorithms(), broadcast_rules_, broadcast_problem),
-                                    activity);
+  auto& algorithm =
+      this->algorithm(broadcast_algorithms(), broadcast_problem,
+                      choose("broadcast", broadcast_algorithms(), broadcast_rules_, broadcast_problem), activity);
   mark(response, activity);
   algorithm.start(entry.output.data, entry.output.num_bytes(), response.root);
   run_to_completion(algorithm);
@@ -352,9 +337,8 @@ void Executor::broadcast(const Response& response, TensorEntry& entry) {
 }
 
 // Used by executor_selection.cc to run the candidates it times.
-template AllreduceAlgorithm& Executor::algorithm(const std::vector<RegistryEntry<AllreduceAlgorithm>>&,
-                                                 const Problem&, const std::string&, std::string&,
-                                                 const ProblemForEntry&);
+template AllreduceAlgorithm& Executor::algorithm(const std::vector<RegistryEntry<AllreduceAlgorithm>>&, const Problem&,
+                                                 const std::string&, std::string&, const ProblemForEntry&);
 // Used by executor_alltoall.cc and executor_reducescatter.cc.
 template AlltoallAlgorithm& Executor::algorithm(const std::vector<AlltoallEntry>&, const Problem&, const std::string&,
                                                 std::string&, const ProblemForEntry&);

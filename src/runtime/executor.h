@@ -52,9 +52,8 @@ class Executor {
   /// `tuned` holds the measured choices adopted from rank 0 (its scope must describe this
   /// communicator and config); `cache_path` is where new measurements are saved ("" =
   /// nowhere; only rank 0 should pass one).
-  Executor(Communicator& data, const Config& config, const CostParams& cost,
-           std::vector<int> node_of_rank, Timeline& timeline, AutotuneTable tuned = AutotuneTable(),
-           std::string cache_path = "");
+  Executor(Communicator& data, const Config& config, const CostParams& cost, std::vector<int> node_of_rank,
+           Timeline& timeline, AutotuneTable tuned = AutotuneTable(), std::string cache_path = "");
 
   /// The measured allreduce choices so far (adopted and new).
   const AutotuneTable& tuned() const { return tuned_; }
@@ -88,8 +87,7 @@ class Executor {
   // chunk_bytes differs from the instance's (CONCORD_TREE_CHUNKS varies it per call).
   template <typename AlgorithmType>
   AlgorithmType& algorithm(const std::vector<RegistryEntry<AlgorithmType>>& entries, const Problem& problem,
-                           const std::string& forced, std::string& activity,
-                           const ProblemForEntry& problem_for = {});
+                           const std::string& forced, std::string& activity, const ProblemForEntry& problem_for = {});
   Problem problem(size_t count, DataType dtype, ReduceOp op) const;
 
   // The algorithm name for `problem` of `collective` (see the header comment); "" = let
@@ -112,7 +110,7 @@ class Executor {
   ScratchBuffer fusion_buffer_;
   std::unique_ptr<AllreduceAdasum> adasum_;  // created at the first Adasum allreduce
   ScratchBuffer scratch_;
-  ScratchBuffer receive_buffer_;  // alltoall
+  ScratchBuffer receive_buffer_;                    // alltoall
   std::vector<std::vector<uint8_t>> placeholders_;  // joined ranks' buffers, per response
   AlgorithmContext context_;
   struct Instance {

@@ -61,8 +61,8 @@ void Executor::alltoall(const Response& response, TensorEntry& entry) {
     receive = receive_buffer_.get(P * block);
   }
   std::string activity = "alltoall";
-  auto& algorithm = this->algorithm(alltoall_algorithms(), problem(P * block, DataType::kUInt8, ReduceOp::kSum), "",
-                                    activity);
+  auto& algorithm =
+      this->algorithm(alltoall_algorithms(), problem(P * block, DataType::kUInt8, ReduceOp::kSum), "", activity);
   mark(response, activity);
   algorithm.start(send, receive, block);
   run_to_completion(algorithm);

@@ -49,7 +49,8 @@ void Executor::reducescatter(const Response& response, std::vector<TensorEntry>&
       const int64_t row = response.row_elements[t];
       const RowSplit split = row_split(response.rows[t], P, r);
       const size_t n = static_cast<size_t>(split.rows * row);
-      const auto* in = static_cast<const uint8_t*>(entries[t].input.data) + static_cast<size_t>(split.start * row) * element;
+      const auto* in =
+          static_cast<const uint8_t*>(entries[t].input.data) + static_cast<size_t>(split.start * row) * element;
       if (n > 0 && response.prescale_factor != 1.0) {
         scale_buffer(out + used * element, in, n, dtype, response.prescale_factor);
       } else if (n > 0) {

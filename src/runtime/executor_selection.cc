@@ -21,8 +21,8 @@ std::string Executor::choose(const char* collective, const std::vector<RegistryE
   const std::string key = selection_key(collective, problem.dtype, bytes);
   if (const auto it = chosen_.find(key); it != chosen_.end()) return it->second;
   std::string name, source;
-  const bool measured = config_.autotune && std::is_same_v<AlgorithmType, AllreduceAlgorithm> && problem.ranks > 1 &&
-                        bytes > 0;
+  const bool measured =
+      config_.autotune && std::is_same_v<AlgorithmType, AllreduceAlgorithm> && problem.ranks > 1 && bytes > 0;
   if (measured) {
     name = tuned_.find(key);
     source = "measured earlier (autotune table)";
@@ -60,12 +60,13 @@ std::string Executor::measure_allreduce(const Problem& problem, const ProblemFor
   for (const auto& entry : entries) {
     const Problem mine = problem_for ? problem_for(entry.name, problem) : problem;
     if (!entry.declines(mine).empty()) continue;
-    candidates.push_back(TuneCandidate{entry.name, entry.cost(mine).seconds(context_.cost_params), [&, name = entry.name] {
-                                         std::string activity = "allreduce";
-                                         auto& algorithm = this->algorithm(entries, problem, name, activity, problem_for);
-                                         algorithm.start(buffer, problem.count, problem.dtype, problem.op);
-                                         run_to_completion(algorithm);
-                                       }});
+    candidates.push_back(
+        TuneCandidate{entry.name, entry.cost(mine).seconds(context_.cost_params), [&, name = entry.name] {
+                        std::string activity = "allreduce";
+                        auto& algorithm = this->algorithm(entries, problem, name, activity, problem_for);
+                        algorithm.start(buffer, problem.count, problem.dtype, problem.op);
+                        run_to_completion(algorithm);
+                      }});
   }
   const TuneResult result = measure_fastest(comm_, candidates);
   if (comm_.rank() == 0) {
@@ -77,8 +78,8 @@ std::string Executor::measure_allreduce(const Problem& problem, const ProblemFor
   return candidates[result.winner].name;
 }
 
-#define CONCORD_INSTANTIATE(Type)                                                                                 \
-  template std::string Executor::choose(const char*, const std::vector<RegistryEntry<Type>>&,                    \
+#define CONCORD_INSTANTIATE(Type)                                                             \
+  template std::string Executor::choose(const char*, const std::vector<RegistryEntry<Type>>&, \
                                         const std::vector<SizeRule>&, const Problem&, const ProblemForEntry&);
 CONCORD_INSTANTIATE(AllreduceAlgorithm)
 CONCORD_INSTANTIATE(AllgatherAlgorithm)

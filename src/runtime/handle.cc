@@ -1,5 +1,5 @@
-#include "common/enforce.h"
 #include "concord/handle.h"
+#include "common/enforce.h"
 #include "runtime/handle_state.h"
 
 namespace concord {

@@ -21,8 +21,8 @@ void check_process_set_ranks(const std::vector<int>& ranks, int world_size, cons
   std::vector<int64_t> r(ranks.begin(), ranks.end());
   CONCORD_ENFORCE(!ranks.empty(), InvalidArgument, what, ": a process set needs at least one rank");
   for (size_t i = 0; i < ranks.size(); ++i) {
-    CONCORD_ENFORCE(ranks[i] >= 0 && ranks[i] < world_size, InvalidArgument, what, ": rank ", ranks[i],
-                    " of ", shape_string(r), " is outside [0, ", world_size, ")");
+    CONCORD_ENFORCE(ranks[i] >= 0 && ranks[i] < world_size, InvalidArgument, what, ": rank ", ranks[i], " of ",
+                    shape_string(r), " is outside [0, ", world_size, ")");
     CONCORD_ENFORCE(i == 0 || ranks[i] > ranks[i - 1], InvalidArgument, what, ": ranks ", shape_string(r),
                     " must be distinct and ascending");
   }
@@ -85,9 +85,9 @@ void ProcessSetTable::remove(int32_t id) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = sets_.find(id);
-    CONCORD_ENFORCE(id != 0 && it != sets_.end(), InvalidArgument, "remove_process_set: ",
-                    id == 0 ? "the global process set (id 0) cannot be removed" : "no process set with id " +
-                    std::to_string(id));
+    CONCORD_ENFORCE(
+        id != 0 && it != sets_.end(), InvalidArgument, "remove_process_set: ",
+        id == 0 ? "the global process set (id 0) cannot be removed" : "no process set with id " + std::to_string(id));
     set = it->second;
     sets_.erase(it);
   }
@@ -102,8 +102,8 @@ std::shared_ptr<ProcessSet> ProcessSetTable::get(int32_t id) const {
   if (it != sets_.end()) return it->second;
   std::vector<int64_t> ids;
   for (const auto& [known, set] : sets_) ids.push_back(known);
-  CONCORD_THROW(InvalidArgument, "no process set with id ", id, " (removed, or never added); known ids: ",
-                shape_string(ids));
+  CONCORD_THROW(InvalidArgument, "no process set with id ", id,
+                " (removed, or never added); known ids: ", shape_string(ids));
 }
 
 int32_t ProcessSetTable::find(const std::vector<int>& ranks) const {

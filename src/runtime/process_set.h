@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/autotune.h"
 #include "common/config.h"
 #include "common/timeline.h"
-#include "algorithms/autotune.h"
 #include "control/negotiator.h"
 #include "runtime/executor.h"
 #include "runtime/tensor_queue.h"
@@ -32,7 +32,7 @@ namespace concord {
 /// One process set on this rank. Non-members keep only the id and the ranks.
 struct ProcessSet {
   int32_t id = 0;
-  std::vector<int> ranks;  ///< global ranks, ascending
+  std::vector<int> ranks;           ///< global ranks, ascending
   Communicator* control = nullptr;  ///< null on non-members
   Communicator* data = nullptr;
   std::unique_ptr<Communicator> owned_control;  // split ones (the world's are the runtime's)
@@ -56,7 +56,7 @@ struct ProcessSetContext {
   const CostParams& cost;
   const std::vector<int>& node_of_rank;  ///< node of every global rank
   Timeline& timeline;
-  AutotuneTable world_tuned;        ///< measured selections adopted from rank 0 (the world's executor)
+  AutotuneTable world_tuned;          ///< measured selections adopted from rank 0 (the world's executor)
   std::string cost_model_cache_path;  ///< where the world's executor saves new measurements ("" = nowhere)
 };
 

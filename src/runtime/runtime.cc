@@ -7,12 +7,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/backoff.h"
-#include "common/enforce.h"
-#include "common/logging.h"
 #include "algorithms/autotune.h"
 #include "algorithms/registry.h"
 #include "algorithms/size_rules.h"
+#include "common/backoff.h"
+#include "common/enforce.h"
+#include "common/logging.h"
 #include "patterns/cross.h"
 #include "runtime/fusion.h"
 #include "runtime/validate.h"
@@ -87,9 +87,10 @@ void create_initial_process_sets(Communicator& world, ProcessSetTable& sets,
   world.broadcast_bytes(bytes, 0);
   std::vector<uint64_t> differs = {std::string(bytes.begin(), bytes.end()) == text ? 0u : 1u};
   world.allreduce_bits(differs, /*bitwise_and=*/false);
-  CONCORD_ENFORCE(differs[0] == 0, InvalidArgument, "init(process_sets=...): the ranks passed different process "
-                  "sets; rank 0 passed ", std::string(bytes.begin(), bytes.end()), ", rank ", world.rank(),
-                  " passed ", text);
+  CONCORD_ENFORCE(differs[0] == 0, InvalidArgument,
+                  "init(process_sets=...): the ranks passed different process "
+                  "sets; rank 0 passed ",
+                  std::string(bytes.begin(), bytes.end()), ", rank ", world.rank(), " passed ", text);
   for (const auto& ranks : process_sets) {
     check_process_set_ranks(ranks, world.size(), "init(process_sets=...)");
     std::vector<int64_t> r(ranks.begin(), ranks.end());
@@ -123,10 +124,10 @@ Runtime::Runtime(CommunicatorSet comms, Config config, const std::vector<std::ve
   node_of_rank_ = std::move(comms.node_of_rank);
   const int nodes = *std::max_element(node_of_rank_.begin(), node_of_rank_.end()) + 1;
   AutotuneTable tuned = adopt_rank0_autotune_table(*control_, config_, nodes);
-  sets_ = std::make_unique<ProcessSetTable>(
-      *control_, *data_,
-      ProcessSetContext{config_, cost_, node_of_rank_, timeline_, std::move(tuned),
-                        rank() == 0 ? cost_model_cache_path() : ""});
+  sets_ =
+      std::make_unique<ProcessSetTable>(*control_, *data_,
+                                        ProcessSetContext{config_, cost_, node_of_rank_, timeline_, std::move(tuned),
+                                                          rank() == 0 ? cost_model_cache_path() : ""});
   world_ = sets_->get(0);
   create_initial_process_sets(*control_, *sets_, process_sets);
   thread_ = std::thread([this] { background_loop(); });
@@ -160,15 +161,14 @@ void Runtime::prepare(Request& request, const TensorView& input, const TensorVie
   request.dtype = input.dtype;
   request.shape = input.shape;
   if (request.type == CollectiveType::kAlltoall && request.splits.empty() && !input.shape.empty()) {
-    CONCORD_ENFORCE(input.shape[0] % set_size == 0, InvalidArgument, "alltoall of tensor '", request.name,
-                    "': dim 0 (", input.shape[0], ") is not divisible by ", set_size,
-                    " ranks; pass splits to send unequal parts");
+    CONCORD_ENFORCE(input.shape[0] % set_size == 0, InvalidArgument, "alltoall of tensor '", request.name, "': dim 0 (",
+                    input.shape[0], ") is not divisible by ", set_size, " ranks; pass splits to send unequal parts");
     request.splits.assign(set_size, input.shape[0] / set_size);
   }
   if (request.type == CollectiveType::kBroadcast && set.id != 0) {  // roots are global ranks
     const int root = set.rank_in_set(request.root);
-    CONCORD_ENFORCE(root >= 0, InvalidArgument, "broadcast of tensor '", request.name, "': root rank ",
-                    request.root, " is not in ", set.describe());
+    CONCORD_ENFORCE(root >= 0, InvalidArgument, "broadcast of tensor '", request.name, "': root rank ", request.root,
+                    " is not in ", set.describe());
     request.root = root;
   }
   validate(request, input, output, set_size, request.rank);
@@ -247,7 +247,8 @@ class IdleNaps {
  public:
   std::chrono::microseconds next(int64_t cap_us) {
     if (++polls_ <= 32) return std::chrono::microseconds(0);
-    const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start_);
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start_);
     return std::chrono::microseconds(std::clamp<int64_t>(waited.count() / 10, 1, cap_us));
   }
 
@@ -301,9 +302,9 @@ void Runtime::linger_while_submitting() {
   // One yield per check: a lone synchronous call costs one yield; a burst (a backward pass)
   // gets the CPU for its framework thread, so the round takes the whole burst instead of
   // making the other ranks wait in a round for this rank's first tensor.
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                             std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
   for (size_t seen = world_queue().new_count(); std::chrono::steady_clock::now() < deadline;) {
     std::this_thread::yield();
     const size_t now_queued = world_queue().new_count();

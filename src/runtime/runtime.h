@@ -111,7 +111,7 @@ class Runtime {
   int cross_rank_ = 0;  // among the ranks with this local rank (patterns/cross.h)
   int cross_size_ = 1;
   bool mpi_threads_supported_ = false;  // MPI provides MPI_THREAD_MULTIPLE
-  Timeline timeline_;  // declared before its users (negotiators, executors)
+  Timeline timeline_;                   // declared before its users (negotiators, executors)
   CostParams cost_;
   std::vector<int> node_of_rank_;
   std::unique_ptr<ProcessSetTable> sets_;  // set 0 (the world) and the others

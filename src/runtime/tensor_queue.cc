@@ -10,9 +10,8 @@ void TensorQueue::push(TensorEntry entry) {
   std::lock_guard<std::mutex> lock(mutex_);
   CONCORD_ENFORCE(closed_message_.empty(), StateError, closed_message_);
   const std::string& name = entry.request.name;
-  CONCORD_ENFORCE(!table_.contains(name), InvalidArgument, "Tensor '", name,
-                  "' is already in flight on rank ", entry.request.rank,
-                  ": wait for its handle before submitting the same name again");
+  CONCORD_ENFORCE(!table_.contains(name), InvalidArgument, "Tensor '", name, "' is already in flight on rank ",
+                  entry.request.rank, ": wait for its handle before submitting the same name again");
   new_requests_.push_back(entry.request);
   table_.emplace(name, std::move(entry));
   pushed_.notify_one();
@@ -43,8 +42,7 @@ std::vector<Request> TensorQueue::pop_requests() {
 TensorEntry TensorQueue::take(const std::string& name) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto node = table_.extract(name);
-  CONCORD_ENFORCE(!node.empty(), InternalError, "response for tensor '", name,
-                  "' which is not in flight on this rank");
+  CONCORD_ENFORCE(!node.empty(), InternalError, "response for tensor '", name, "' which is not in flight on this rank");
   return std::move(node.mapped());
 }
 
@@ -64,8 +62,8 @@ void TensorQueue::close(const std::string& message) {
     new_requests_.clear();
   }
   for (auto& [name, entry] : pending)
-    entry.handle->fail(std::make_exception_ptr(
-        StateError(detail::concat(message, " (tensor '", name, "' was pending)"))));
+    entry.handle->fail(
+        std::make_exception_ptr(StateError(detail::concat(message, " (tensor '", name, "' was pending)"))));
 }
 
 size_t TensorQueue::new_count() const {
@@ -75,8 +73,7 @@ size_t TensorQueue::new_count() const {
 
 bool TensorQueue::wait_for_push(std::chrono::microseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (timeout.count() > 0)
-    pushed_.wait_for(lock, timeout, [this] { return !new_requests_.empty() || interrupted_; });
+  if (timeout.count() > 0) pushed_.wait_for(lock, timeout, [this] { return !new_requests_.empty() || interrupted_; });
   interrupted_ = false;
   return !new_requests_.empty();
 }

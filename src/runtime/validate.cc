@@ -12,14 +12,15 @@ void check_reduction(const Request& request, const TensorView& input, const Tens
   const std::string& name = request.name;
   const char* what = collective_name(request.type);
   CONCORD_ENFORCE(dtype_reducible(input.dtype), InvalidArgument, what, " of tensor '", name, "': dtype ",
-                  dtype_name(input.dtype), " cannot be reduced (bool is supported by broadcast, allgather and "
+                  dtype_name(input.dtype),
+                  " cannot be reduced (bool is supported by broadcast, allgather and "
                   "alltoall only)");
   CONCORD_ENFORCE(output.dtype == input.dtype, InvalidArgument, what, " of tensor '", name, "': output is ",
                   dtype_name(output.dtype), " but input is ", dtype_name(input.dtype));
   CONCORD_ENFORCE(output.data != nullptr || output.num_elements() == 0, InvalidArgument, "Tensor '", name,
                   "' has a null output pointer");
-  CONCORD_ENFORCE(std::isfinite(request.prescale_factor) && std::isfinite(request.postscale_factor),
-                  InvalidArgument, what, " of tensor '", name, "': scale factors must be finite");
+  CONCORD_ENFORCE(std::isfinite(request.prescale_factor) && std::isfinite(request.postscale_factor), InvalidArgument,
+                  what, " of tensor '", name, "': scale factors must be finite");
 }
 
 void check_reducescatter(const Request& request, const TensorView& input, const TensorView& output, int size,
@@ -33,8 +34,8 @@ void check_reducescatter(const Request& request, const TensorView& input, const 
   std::vector<int64_t> expected = input.shape;
   expected[0] = input.shape[0] / size + (rank < input.shape[0] % size ? 1 : 0);
   CONCORD_ENFORCE(output.shape == expected, InvalidArgument, "reducescatter of tensor '", name, "': output shape ",
-                  shape_string(output.shape), " but rank ", rank, " of ", size, " receives ",
-                  shape_string(expected), " of input ", shape_string(input.shape));
+                  shape_string(output.shape), " but rank ", rank, " of ", size, " receives ", shape_string(expected),
+                  " of input ", shape_string(input.shape));
 }
 
 void check_alltoall(const Request& request, const TensorView& input, int size) {
@@ -56,17 +57,16 @@ void check_alltoall(const Request& request, const TensorView& input, int size) {
 
 void validate(const Request& request, const TensorView& input, const TensorView& output, int size, int rank) {
   const std::string& name = request.name;
-  CONCORD_ENFORCE(!name.empty(), InvalidArgument, collective_name(request.type),
-                  ": the tensor name must not be empty");
+  CONCORD_ENFORCE(!name.empty(), InvalidArgument, collective_name(request.type), ": the tensor name must not be empty");
   if (request.type == CollectiveType::kBarrier || request.type == CollectiveType::kJoin ||
       request.type == CollectiveType::kProcessSet)
-    return;  // no data
+    return;                 // no data
   dtype_size(input.dtype);  // throws for an unknown dtype code
   for (int64_t d : input.shape)
     CONCORD_ENFORCE(d >= 0, InvalidArgument, "Tensor '", name, "' has a negative dimension in shape ",
                     shape_string(input.shape));
-  CONCORD_ENFORCE(input.data != nullptr || input.num_elements() == 0, InvalidArgument,
-                  "Tensor '", name, "' has a null data pointer");
+  CONCORD_ENFORCE(input.data != nullptr || input.num_elements() == 0, InvalidArgument, "Tensor '", name,
+                  "' has a null data pointer");
   switch (request.type) {
     case CollectiveType::kAllreduce:
       check_reduction(request, input, output);
@@ -75,7 +75,8 @@ void validate(const Request& request, const TensorView& input, const TensorView&
       if (request.op == ReduceOp::kAdasum) {
         CONCORD_ENFORCE((size & (size - 1)) == 0, InvalidArgument, "allreduce of tensor '", name,
                         "' with op Adasum needs a power-of-two number of ranks (its vector-halving "
-                        "distance-doubling schedule); this job has ", size, " ranks");
+                        "distance-doubling schedule); this job has ",
+                        size, " ranks");
         CONCORD_ENFORCE(input.dtype == DataType::kFloat32 || input.dtype == DataType::kFloat64, InvalidArgument,
                         "allreduce of tensor '", name, "' with op Adasum: dtype ", dtype_name(input.dtype),
                         " is not supported (float32 or float64)");
@@ -89,15 +90,12 @@ void validate(const Request& request, const TensorView& input, const TensorView&
       CONCORD_ENFORCE(!input.shape.empty(), InvalidArgument, "allgather of tensor '", name,
                       "': a scalar has no dim 0 to concatenate along; reshape it to [1]");
       break;
-    case CollectiveType::kAlltoall:
-      check_alltoall(request, input, size);
-      break;
+    case CollectiveType::kAlltoall: check_alltoall(request, input, size); break;
     case CollectiveType::kBroadcast:
-      CONCORD_ENFORCE(request.root >= 0 && request.root < size, InvalidArgument, "broadcast of tensor '",
-                      name, "': root rank ", request.root, " is outside [0, ", size, ")");
+      CONCORD_ENFORCE(request.root >= 0 && request.root < size, InvalidArgument, "broadcast of tensor '", name,
+                      "': root rank ", request.root, " is outside [0, ", size, ")");
       break;
-    default:
-      break;
+    default: break;
   }
 }
 

@@ -93,8 +93,8 @@ class Engine {
       if (event.kind == EventKind::kReady) transmit(event.op, event.time);
       else arrive(event.op, event.time);
     }
-    CONCORD_ENFORCE(completed_ == ops.size(), InternalError, "simulation stalled: ", ops.size() - completed_,
-                    " of ", ops.size(), " operations never became ready (dependency cycle)");
+    CONCORD_ENFORCE(completed_ == ops.size(), InternalError, "simulation stalled: ", ops.size() - completed_, " of ",
+                    ops.size(), " operations never became ready (dependency cycle)");
     result_.traffic = schedule_.traffic();
     return result_;
   }

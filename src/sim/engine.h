@@ -25,9 +25,9 @@
 namespace concord::sim {
 
 struct SimResult {
-  double seconds = 0;    ///< completion time of the last operation
-  uint64_t events = 0;   ///< events processed (2 per message)
-  Traffic traffic;       ///< messages and bytes sent
+  double seconds = 0;                ///< completion time of the last operation
+  uint64_t events = 0;               ///< events processed (2 per message)
+  Traffic traffic;                   ///< messages and bytes sent
   std::vector<double> completed_at;  ///< per operation (by OpId), its completion time in seconds
 };
 

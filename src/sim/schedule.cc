@@ -6,10 +6,9 @@
 
 namespace concord::sim {
 
-OpId Schedule::add(int src, int dst, uint64_t bytes, uint64_t reduce_bytes, bool join,
-                   std::span<const OpId> deps) {
-  CONCORD_ENFORCE(src >= 0 && src < ranks_ && dst >= 0 && dst < ranks_, InvalidArgument,
-                  "schedule op ", src, " -> ", dst, " outside ranks [0, ", ranks_, ")");
+OpId Schedule::add(int src, int dst, uint64_t bytes, uint64_t reduce_bytes, bool join, std::span<const OpId> deps) {
+  CONCORD_ENFORCE(src >= 0 && src < ranks_ && dst >= 0 && dst < ranks_, InvalidArgument, "schedule op ", src, " -> ",
+                  dst, " outside ranks [0, ", ranks_, ")");
   CONCORD_ENFORCE(join || src != dst, InvalidArgument, "schedule message from rank ", src, " to itself");
   CONCORD_ENFORCE(ops_.size() < kNoOp, InvalidArgument, "schedule too large");
   const auto first = static_cast<uint32_t>(deps_.size());

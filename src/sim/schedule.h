@@ -25,7 +25,7 @@ struct Op {
   uint64_t reduce_bytes;  ///< bytes the receiver reduces on arrival (0: a plain copy)
   uint32_t first_dep;     ///< index into Schedule::deps()
   uint32_t dep_count;
-  bool join;              ///< a local join: completes when its dependencies have, costs nothing
+  bool join;  ///< a local join: completes when its dependencies have, costs nothing
 };
 
 /// Messages and bytes sent, per the transport's TrafficCounters conventions (zero-byte
@@ -44,8 +44,7 @@ class Schedule {
   /// Adds a message of `bytes` bytes from `src` to `dst` that waits for `deps` (completed at
   /// `src`); the receiver reduces `reduce_bytes` of it on arrival. Returns its id.
   OpId send(int src, int dst, uint64_t bytes, uint64_t reduce_bytes, std::span<const OpId> deps);
-  OpId send(int src, int dst, uint64_t bytes, uint64_t reduce_bytes,
-            std::initializer_list<OpId> deps = {}) {
+  OpId send(int src, int dst, uint64_t bytes, uint64_t reduce_bytes, std::initializer_list<OpId> deps = {}) {
     return send(src, dst, bytes, reduce_bytes, std::span<const OpId>(deps.begin(), deps.size()));
   }
   /// Adds a zero-cost local join on `rank` completing when all of `deps` have.

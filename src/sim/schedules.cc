@@ -23,8 +23,8 @@ int chunk_count(size_t bytes, size_t chunk_bytes) {
   return static_cast<int>(std::max<size_t>(1, (bytes + chunk - 1) / chunk));
 }
 
-std::vector<OpId> append_ring_allreduce(Schedule& schedule, const Group& group, size_t count,
-                                        size_t element_size, size_t chunk_bytes) {
+std::vector<OpId> append_ring_allreduce(Schedule& schedule, const Group& group, size_t count, size_t element_size,
+                                        size_t chunk_bytes) {
   const int P = group.size();
   std::vector<OpId> done = group.ready;
   if (P == 1 || count == 0) return done;
@@ -44,8 +44,8 @@ std::vector<OpId> append_ring_allreduce(Schedule& schedule, const Group& group, 
       for (int c = 0; c < chunks; ++c) {
         const uint64_t bytes = patterns::segment(seg_count, chunks, c).count * element_size;
         const OpId after = g == 0 ? group.ready[r] : at(g - 1, ring.left(), c);
-        at(g, r, c) = schedule.send(group.ranks[r], group.ranks[ring.right()], bytes,
-                                    reduce_scatter ? bytes : 0, {after});
+        at(g, r, c) =
+            schedule.send(group.ranks[r], group.ranks[ring.right()], bytes, reduce_scatter ? bytes : 0, {after});
       }
     }
   }

@@ -40,8 +40,8 @@ using TreeShape = std::function<TreeLinks(int member)>;
 /// Ring allreduce (AllreduceRing): 2(P-1) steps of C chunks per segment, chunk c of step g+1
 /// sent once chunk c of step g has arrived (and been reduced during the reduce-scatter).
 /// `count` elements of `element_size` bytes; C from `chunk_bytes` as in the algorithm.
-std::vector<OpId> append_ring_allreduce(Schedule& schedule, const Group& group, size_t count,
-                                        size_t element_size, size_t chunk_bytes);
+std::vector<OpId> append_ring_allreduce(Schedule& schedule, const Group& group, size_t count, size_t element_size,
+                                        size_t chunk_bytes);
 
 /// Tree reduce of `count` elements to the root in `chunks` pipelined chunks (patterns::
 /// segment of the buffer): a member sends chunk c up once it has received (and reduced)
@@ -58,8 +58,7 @@ std::vector<OpId> append_tree_reduce(Schedule& schedule, const Group& group, con
 /// per member the operation after which it holds chunk 0.
 std::vector<OpId> append_tree_broadcast(Schedule& schedule, const Group& group, const TreeShape& tree, int root,
                                         size_t count, size_t element_size, int chunks,
-                                        const std::vector<OpId>& root_ready,
-                                        std::vector<OpId>* first_chunk = nullptr);
+                                        const std::vector<OpId>& root_ready, std::vector<OpId>* first_chunk = nullptr);
 
 /// Number of pipelined chunks of `bytes` bytes at `chunk_bytes` per chunk (at least 1).
 int chunk_count(size_t bytes, size_t chunk_bytes);

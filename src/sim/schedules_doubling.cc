@@ -89,12 +89,16 @@ Schedule halving_doubling_schedule(const Problem& problem) {
   for (int k = 0; k < rounds; ++k)
     round(
         schedule, state, P, [k](const RecursiveDoubling& p) { return p.halving_partner(k); },
-        [&](const RecursiveDoubling& p) { return patterns::even_blocks(problem.count, pof2, p.halving_send(k)).count * e; },
+        [&](const RecursiveDoubling& p) {
+          return patterns::even_blocks(problem.count, pof2, p.halving_send(k)).count * e;
+        },
         true);
   for (int k = 0; k < rounds; ++k)
     round(
         schedule, state, P, [k](const RecursiveDoubling& p) { return p.doubling_partner(k); },
-        [&](const RecursiveDoubling& p) { return patterns::even_blocks(problem.count, pof2, p.doubling_send(k)).count * e; },
+        [&](const RecursiveDoubling& p) {
+          return patterns::even_blocks(problem.count, pof2, p.doubling_send(k)).count * e;
+        },
         false);
   unfold(schedule, state, P, problem.bytes());
   return schedule;

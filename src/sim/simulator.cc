@@ -40,30 +40,28 @@ const SimAlgorithm& leaders_algorithm(const Problem& problem) {
 
 std::vector<SimAlgorithm> build() {
   std::vector<SimAlgorithm> entries;
-  entries.push_back(
-      {"ring", "ring reduce-scatter + allgather, chunk-pipelined", applies,
-       [](const Problem& p, const Topology&) { return ring_schedule(p); },
-       [](const Problem& p, const Topology&) { return ring_messages(p.ranks, p); }, ring_closed_form});
+  entries.push_back({"ring", "ring reduce-scatter + allgather, chunk-pipelined", applies,
+                     [](const Problem& p, const Topology&) { return ring_schedule(p); },
+                     [](const Problem& p, const Topology&) { return ring_messages(p.ranks, p); }, ring_closed_form});
   const auto doubling_messages = [](const Problem& p, int rounds_per_rank) -> uint64_t {
     if (trivial(p)) return 0;
     const int pof2 = patterns::floor_pow2(p.ranks);
     return static_cast<uint64_t>(pof2) * rounds_per_rank * patterns::log2_pow2(pof2) + 2ull * (p.ranks - pof2);
   };
-  entries.push_back({"halving_doubling", "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling allgather",
-                     applies, [](const Problem& p, const Topology&) { return halving_doubling_schedule(p); },
-                     [=](const Problem& p, const Topology&) { return doubling_messages(p, 2); },
-                     halving_doubling_closed_form});
+  entries.push_back(
+      {"halving_doubling", "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling allgather", applies,
+       [](const Problem& p, const Topology&) { return halving_doubling_schedule(p); },
+       [=](const Problem& p, const Topology&) { return doubling_messages(p, 2); }, halving_doubling_closed_form});
   entries.push_back({"recursive_doubling", "whole vector exchanged with the partner each round", applies,
                      [](const Problem& p, const Topology&) { return recursive_doubling_schedule(p); },
                      [=](const Problem& p, const Topology&) { return doubling_messages(p, 1); },
                      recursive_doubling_closed_form});
-  entries.push_back(
-      {"tree", "pipelined binary tree: reduce to rank 0, then broadcast", applies,
-       [](const Problem& p, const Topology&) { return tree_schedule(p); },
-       [](const Problem& p, const Topology&) { return tree_messages(p.ranks, p.count, p); }, tree_closed_form});
+  entries.push_back({"tree", "pipelined binary tree: reduce to rank 0, then broadcast", applies,
+                     [](const Problem& p, const Topology&) { return tree_schedule(p); },
+                     [](const Problem& p, const Topology&) { return tree_messages(p.ranks, p.count, p); },
+                     tree_closed_form});
   entries.push_back({"double_tree", "two complementary binary trees, half the buffer each", applies,
-                     [](const Problem& p, const Topology&) { return double_tree_schedule(p); },
-                     double_tree_messages,
+                     [](const Problem& p, const Topology&) { return double_tree_schedule(p); }, double_tree_messages,
                      double_tree_closed_form});
   entries.push_back({"overlapped_tree", "C-Cube: binary tree, chunk c broadcast as soon as the root has reduced it",
                      applies, [](const Problem& p, const Topology&) { return overlapped_tree_schedule(p); },
@@ -71,8 +69,7 @@ std::vector<SimAlgorithm> build() {
                      overlapped_tree_closed_form});
   entries.push_back({"overlapped_double_tree", "C-Cube on the double binary tree, half the buffer each", applies,
                      [](const Problem& p, const Topology&) { return overlapped_double_tree_schedule(p); },
-                     double_tree_messages,
-                     overlapped_double_tree_closed_form});
+                     double_tree_messages, overlapped_double_tree_closed_form});
   entries.push_back(
       {"hierarchical",
        "intra-node pipelined binomial reduce, the cost model's flat allreduce among node leaders, intra-node "
@@ -83,7 +80,8 @@ std::vector<SimAlgorithm> build() {
        },
        [](const Problem& p, const Topology& t) {
          const SimAlgorithm& flat = leaders_algorithm(p);
-         return hierarchical_schedule(p, t.ranks_per_node(), [&](const Problem& among) { return flat.schedule(among, t); });
+         return hierarchical_schedule(p, t.ranks_per_node(),
+                                      [&](const Problem& among) { return flat.schedule(among, t); });
        },
        [](const Problem& p, const Topology& t) -> uint64_t {
          if (trivial(p)) return 0;
@@ -151,7 +149,8 @@ double gradient_turnaround(const std::string& algorithm, const Problem& problem,
   const std::string base = overlapped ? algorithm.substr(11) : algorithm;
   CONCORD_ENFORCE(base == "tree" || base == "double_tree", InvalidArgument,
                   "gradient turnaround is modelled for tree, double_tree, overlapped_tree and "
-                  "overlapped_double_tree, not '", algorithm, "'");
+                  "overlapped_double_tree, not '",
+                  algorithm, "'");
   const TreeRun run = tree_run(problem, base == "tree" ? 1 : 2, overlapped);
   if (run.first_chunk_final.empty()) return 0;
   const SimResult result = simulate(run.schedule, topology, gamma);

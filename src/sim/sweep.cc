@@ -21,8 +21,8 @@ std::vector<SweepRow> run_sweep(const SweepSpec& spec, const CostParams& params)
       for (const SimAlgorithm* algorithm : algorithms) {
         if (!algorithm->declines(problem, topology).empty()) continue;
         const Prediction prediction = predict(*algorithm, problem, topology, params.gamma, spec.options);
-        rows.push_back({bytes, P, algorithm->name, prediction.seconds,
-                        allreduce_busbw(bytes, P, prediction.seconds), prediction.method});
+        rows.push_back({bytes, P, algorithm->name, prediction.seconds, allreduce_busbw(bytes, P, prediction.seconds),
+                        prediction.method});
       }
     }
   }

@@ -7,8 +7,7 @@ namespace concord::sim {
 Topology::Topology(int ranks, int ranks_per_node, bool flat, LinkParams intra, LinkParams inter)
     : ranks_(ranks), ranks_per_node_(ranks_per_node), flat_(flat), intra_(intra), inter_(inter) {
   CONCORD_ENFORCE(ranks >= 1, InvalidArgument, "topology needs at least one rank, got ", ranks);
-  CONCORD_ENFORCE(ranks_per_node >= 1, InvalidArgument, "ranks per node must be >= 1, got ",
-                  ranks_per_node);
+  CONCORD_ENFORCE(ranks_per_node >= 1, InvalidArgument, "ranks per node must be >= 1, got ", ranks_per_node);
 }
 
 Topology Topology::flat(int ranks, LinkParams link) { return Topology(ranks, 1, true, link, link); }

@@ -54,8 +54,8 @@ std::vector<ValidationRow> validate(const std::vector<Measurement>& measurements
   std::vector<ValidationRow> rows;
   for (const Measurement& m : measurements) {
     const int R = ranks_per_node > 0 ? ranks_per_node : m.ranks;
-    const Topology topology = Topology::two_level(m.ranks, R, {params.alpha, params.beta},
-                                                  {params.inter_alpha, params.inter_beta});
+    const Topology topology =
+        Topology::two_level(m.ranks, R, {params.alpha, params.beta}, {params.inter_alpha, params.inter_beta});
     const Problem problem = allreduce_problem(m.bytes, topology, chunk_bytes);
     const SimAlgorithm& algorithm = find_simulated(m.algorithm);
     if (!algorithm.declines(problem, topology).empty()) continue;

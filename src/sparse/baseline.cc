@@ -17,10 +17,8 @@ SparseBaseline::SparseBaseline(Communicator& comm, const SparseOptions& options)
 void SparseBaseline::allreduce(float* acc, int64_t n, SparseResult& result) {
   result.indices.clear();
   result.values.clear();
-  if (n > 0)
-    run(acc, n, result);
-  else
-    check_empty(n);  // throws on every rank unless every rank passed 0
+  if (n > 0) run(acc, n, result);
+  else check_empty(n);  // throws on every rank unless every rank passed 0
 }
 
 void SparseBaseline::check_length(int64_t n) { check_lengths(gather_.allgather_counts(n), n, name()); }
@@ -50,10 +48,8 @@ std::vector<int64_t> SelectGatherSum::gather_counts_and_lengths(int64_t count, i
 }
 
 void SelectGatherSum::check_empty(int64_t n) {
-  if (counts_known())
-    check_length(n);
-  else
-    gather_counts_and_lengths(0, n);
+  if (counts_known()) check_length(n);
+  else gather_counts_and_lengths(0, n);
 }
 
 void sum_sorted_blocks(const CooBlock& all, const std::vector<int64_t>& counts, int64_t n, float divisor,

@@ -89,11 +89,10 @@ inline void coo_scatter_add(const uint8_t* wire, int64_t count, size_t index_byt
     } else {
       std::memcpy(&index, wire + e * 8, 8);
     }
-    CONCORD_ENFORCE(index >= base && static_cast<uint64_t>(index) - static_cast<uint64_t>(base) <
-                                         static_cast<uint64_t>(length),
-                    MismatchError, "sparse block entry ", e, " has index ", index,
-                    " outside this rank's region of ", length, " entries from index ", base,
-                    ": ranks disagree on n or on the regions");
+    CONCORD_ENFORCE(
+        index >= base && static_cast<uint64_t>(index) - static_cast<uint64_t>(base) < static_cast<uint64_t>(length),
+        MismatchError, "sparse block entry ", e, " has index ", index, " outside this rank's region of ", length,
+        " entries from index ", base, ": ranks disagree on n or on the regions");
     float value;
     std::memcpy(&value, values + e * sizeof(float), sizeof(float));
     dense[index - base] += value;

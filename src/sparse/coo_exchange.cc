@@ -33,8 +33,8 @@ std::vector<int64_t> exchange_counts(Communicator& comm, const std::vector<int64
   }
   check_lengths(lengths, n, algorithm);
   for (int q = 0; q < P; ++q)  // bounds the receive buffers before they are allocated
-    CONCORD_ENFORCE(recv_counts[q] >= 0 && recv_counts[q] <= n, InternalError, algorithm, ": rank ", q,
-                    " announced ", recv_counts[q], " entries for a vector of n=", n);
+    CONCORD_ENFORCE(recv_counts[q] >= 0 && recv_counts[q] <= n, InternalError, algorithm, ": rank ", q, " announced ",
+                    recv_counts[q], " entries for a vector of n=", n);
   return recv_counts;
 }
 
@@ -82,12 +82,12 @@ void RotatedExchange::run(const uint8_t* send, const std::vector<int64_t>& send_
         if (s == 0) continue;
         const int source = (r - s + P) % P, destination = (r + s) % P;
         if (recv_counts[source] > 0)
-          in_flight.post(comm_.irecv(receive + recv_offsets[source],
-                                          recv_offsets[source + 1] - recv_offsets[source], source, kRotationTag));
+          in_flight.post(comm_.irecv(receive + recv_offsets[source], recv_offsets[source + 1] - recv_offsets[source],
+                                     source, kRotationTag));
         if (send_counts[destination] > 0)
           in_flight.post(comm_.isend(send + send_offsets[destination],
-                                          send_offsets[destination + 1] - send_offsets[destination], destination,
-                                          kRotationTag));
+                                     send_offsets[destination + 1] - send_offsets[destination], destination,
+                                     kRotationTag));
       }
     }
     if (bucket > 0) consume_bucket(bucket - 1);  // overlaps the messages of `bucket`

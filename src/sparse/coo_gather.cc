@@ -83,10 +83,8 @@ void CooGather::balance(const CooBlock& mine, size_t index_bytes) {
   for (const auto& t : plan.sends) {
     const size_t bytes = coo_wire_bytes(t.count, index_bytes);
     coo_pack(mine, t.offset, t.count, index_bytes, send + offset);
-    if (t.peer != r)
-      requests.post(comm_.isend(send + offset, bytes, t.peer, kBalanceTag));
-    else
-      local = send + offset;
+    if (t.peer != r) requests.post(comm_.isend(send + offset, bytes, t.peer, kBalanceTag));
+    else local = send + offset;
     offset += bytes;
   }
   requests.wait();

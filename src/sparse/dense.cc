@@ -2,7 +2,6 @@
 
 #include <numeric>
 
-
 namespace concord::sparse {
 namespace {
 

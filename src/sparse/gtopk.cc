@@ -73,8 +73,8 @@ void SparseAllreduceGTopk::run(float* acc, int64_t n, SparseResult& result) {
     child_.clear();
     coo_unpack(wire + c * block, k, index_bytes, child_);
     for (int64_t j : child_.indices)
-      CONCORD_ENFORCE(j >= 0 && j < n, MismatchError, "gtopk: rank ", children[c], " sent index ", j,
-                      " outside [0, ", n, "): ranks passed different n");
+      CONCORD_ENFORCE(j >= 0 && j < n, MismatchError, "gtopk: rank ", children[c], " sent index ", j, " outside [0, ",
+                      n, "): ranks passed different n");
     merge_child(acc, k, child_);
   }
   uint8_t* final_block = wire + children.size() * block;

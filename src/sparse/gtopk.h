@@ -55,9 +55,9 @@ class SparseAllreduceGTopk : public SparseBaseline {
 
   ScratchBuffer wire_;
   std::vector<int64_t> selected_;
-  CooBlock set_;      // this node's current set
-  CooBlock child_;    // a child's set
-  CooBlock union_;    // set_ merged with child_
+  CooBlock set_;    // this node's current set
+  CooBlock child_;  // a child's set
+  CooBlock union_;  // set_ merged with child_
   std::vector<int64_t> keep_;
 };
 

@@ -60,12 +60,9 @@ void OkTopk::select_global(int64_t k, size_t index_bytes, CooBlock& global) {
     const int64_t kk = std::min(k, all.size());
     if (kk > 0) global_threshold_ = kth_largest_magnitude(all.values.data(), all.size(), kk);
     trace_.global_threshold = global_threshold_;
-    if (options_.exact)
-      topk_exact(all.values.data(), all.size(), kk, positions_);
-    else if (kk > 0)
-      select_above(all.values.data(), all.size(), global_threshold_, options_.strict, positions_);
-    else
-      positions_.clear();
+    if (options_.exact) topk_exact(all.values.data(), all.size(), kk, positions_);
+    else if (kk > 0) select_above(all.values.data(), all.size(), global_threshold_, options_.strict, positions_);
+    else positions_.clear();
     global.clear();
     for (int64_t e : positions_) global.push_back(all.indices[e], all.values[e]);
     return;
@@ -80,9 +77,8 @@ void OkTopk::select_global(int64_t k, size_t index_bytes, CooBlock& global) {
   }
   const bool capped = options_.max_overshoot >= 0;
   // With the cap, every owner's count of reduced nonzeros travels with its kept count.
-  const std::vector<int64_t> words =
-      gather_.allgather_words(capped ? std::vector<int64_t>{kept_.size(), reduced.size()}
-                                     : std::vector<int64_t>{kept_.size()});
+  const std::vector<int64_t> words = gather_.allgather_words(capped ? std::vector<int64_t>{kept_.size(), reduced.size()}
+                                                                    : std::vector<int64_t>{kept_.size()});
   const size_t stride = capped ? 2 : 1;
   std::vector<int64_t> counts(comm_.size()), nonzeros(comm_.size());
   int64_t total = 0, total_nonzeros = 0;
@@ -169,10 +165,8 @@ void OkTopk::allreduce(float* acc, int64_t n, SparseResult& result) {
   // Phase 1. When n changed since the last call, regions are replaced by equal ones
   // locally (no communication, so a rank-dependent n cannot make ranks disagree on it).
   trace_.repartitioned = t_ % options_.tau == 0;
-  if (trace_.repartitioned)
-    regions_ = repartition(comm_, scratch_, trace_.selected.indices, length);
-  else if (length != last_n_ || regions_.size() != P)
-    regions_ = Regions::equal(length, P);
+  if (trace_.repartitioned) regions_ = repartition(comm_, scratch_, trace_.selected.indices, length);
+  else if (length != last_n_ || regions_.size() != P) regions_ = Regions::equal(length, P);
   trace_.regions = regions_;
   ++t_;
 

@@ -44,27 +44,27 @@
 #include "sparse/coo.h"
 #include "sparse/coo_gather.h"
 #include "sparse/partition.h"
-#include "sparse/split_reduce.h"
 #include "sparse/sparse_allreduce.h"
+#include "sparse/split_reduce.h"
 
 namespace concord::sparse {
 
 /// What the last OkTopk call did on this rank (for tests and diagnostics).
 struct OkTopkTrace {
-  int64_t call = 0;                ///< t of the call
-  int64_t k = 0;                   ///< target count
-  CooBlock selected;               ///< S_i with acc_i's values, ascending indices
-  float local_threshold = 0;       ///< th used for S_i (0 in exact mode)
-  int64_t local_candidates = 0;    ///< entries passing th before any trim (|S_i| if not trimmed)
-  bool local_trimmed = false;      ///< S_i = exact top-k of the candidates (> (1 + max_overshoot) k)
-  bool repartitioned = false;      ///< Phase 1 ran
-  Regions regions;                 ///< regions used by Phase 2
-  CooBlock reduced;                ///< nonzeros of this rank's reduced region, ascending
-  bool exact_global = false;       ///< Phase 3 re-evaluated th_g from all reduced entries
-  float global_threshold = 0;      ///< th_g used (reuse) or computed (re-evaluation)
-  int64_t global_candidates = 0;   ///< T: entries passing th_g on all owners (reuse calls)
-  bool global_trimmed = false;     ///< owners kept proportional_quotas() of their candidates
-  GatherTrace gather;              ///< Phase 4 counts and balancing
+  int64_t call = 0;               ///< t of the call
+  int64_t k = 0;                  ///< target count
+  CooBlock selected;              ///< S_i with acc_i's values, ascending indices
+  float local_threshold = 0;      ///< th used for S_i (0 in exact mode)
+  int64_t local_candidates = 0;   ///< entries passing th before any trim (|S_i| if not trimmed)
+  bool local_trimmed = false;     ///< S_i = exact top-k of the candidates (> (1 + max_overshoot) k)
+  bool repartitioned = false;     ///< Phase 1 ran
+  Regions regions;                ///< regions used by Phase 2
+  CooBlock reduced;               ///< nonzeros of this rank's reduced region, ascending
+  bool exact_global = false;      ///< Phase 3 re-evaluated th_g from all reduced entries
+  float global_threshold = 0;     ///< th_g used (reuse) or computed (re-evaluation)
+  int64_t global_candidates = 0;  ///< T: entries passing th_g on all owners (reuse calls)
+  bool global_trimmed = false;    ///< owners kept proportional_quotas() of their candidates
+  GatherTrace gather;             ///< Phase 4 counts and balancing
 };
 
 /// Ok-Topk's global trim: splits k among owners in proportion to their candidate counts

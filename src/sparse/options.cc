@@ -8,10 +8,9 @@ namespace concord::sparse {
 namespace {
 
 void validate_feedback(const ThresholdFeedback& feedback, const char* name) {
-  CONCORD_ENFORCE(std::isfinite(feedback.lo) && std::isfinite(feedback.hi) && feedback.lo > 0 &&
-                      feedback.lo <= feedback.hi,
-                  InvalidArgument, "SparseOptions.", name, ": need 0 < lo <= hi, got lo=", feedback.lo,
-                  " hi=", feedback.hi);
+  CONCORD_ENFORCE(
+      std::isfinite(feedback.lo) && std::isfinite(feedback.hi) && feedback.lo > 0 && feedback.lo <= feedback.hi,
+      InvalidArgument, "SparseOptions.", name, ": need 0 < lo <= hi, got lo=", feedback.lo, " hi=", feedback.hi);
   CONCORD_ENFORCE(std::isfinite(feedback.factor) && feedback.factor >= 1, InvalidArgument, "SparseOptions.", name,
                   ".factor must be finite and >= 1, got ", feedback.factor);
 }
@@ -29,10 +28,8 @@ void validate_options(const SparseOptions& options) {
   validate_period(options.tau_local, "tau_local");
   validate_period(options.tau_global, "tau_global");
   validate_period(options.bucket_steps, "bucket_steps");
-  CONCORD_ENFORCE(!std::isnan(options.balance_factor), InvalidArgument,
-                  "SparseOptions.balance_factor must not be NaN");
-  CONCORD_ENFORCE(!std::isnan(options.max_overshoot), InvalidArgument,
-                  "SparseOptions.max_overshoot must not be NaN");
+  CONCORD_ENFORCE(!std::isnan(options.balance_factor), InvalidArgument, "SparseOptions.balance_factor must not be NaN");
+  CONCORD_ENFORCE(!std::isnan(options.max_overshoot), InvalidArgument, "SparseOptions.max_overshoot must not be NaN");
   validate_feedback(options.local_feedback, "local_feedback");
   validate_feedback(options.global_feedback, "global_feedback");
   CONCORD_ENFORCE(options.gaussian_corrections >= 0, InvalidArgument,

@@ -30,8 +30,9 @@ std::unique_ptr<SparseAllreduce> create(Communicator& comm, const SparseOptions&
 
 const std::vector<SparseEntry>& entries() {
   static const std::vector<SparseEntry> table = {
-      {"oktopk", "Ok-Topk (Li & Hoefler, PPoPP 2022): threshold top-k, split-and-reduce over balanced regions, "
-                 "balanced allgatherv",
+      {"oktopk",
+       "Ok-Topk (Li & Hoefler, PPoPP 2022): threshold top-k, split-and-reduce over balanced regions, "
+       "balanced allgatherv",
        create<OkTopk>},
       {"dense", "baseline: the dense allreduce of the whole accumulator", create<SparseAllreduceDense>},
       {"topka", "baseline: exact local top-k, allgather of every rank's k entries, local sum",

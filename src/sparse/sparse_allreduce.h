@@ -29,8 +29,8 @@ struct SparseOptions {
   /// is reset from that selection (oktopk.h); < 0 never (the spec's lo/hi/f feedback only,
   /// the default until its effect on training accuracy is measured: docs/performance.md).
   double max_overshoot = -1;
-  bool strict = false;          ///< select |x| > th instead of |x| >= th
-  bool exact = false;           ///< exact mode: tau_local = tau_global = 1 (spec "Exact-mode")
+  bool strict = false;  ///< select |x| > th instead of |x| >= th
+  bool exact = false;   ///< exact mode: tau_local = tau_global = 1 (spec "Exact-mode")
   ThresholdFeedback local_feedback{2.0 / 3.0, 5.0 / 4.0, 1.012};
   ThresholdFeedback global_feedback{2.0 / 3.0, 5.0 / 4.0, 1.008};
   int gaussian_corrections = 3;  ///< Gaussiank's threshold corrections

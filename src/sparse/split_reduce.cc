@@ -2,8 +2,8 @@
 
 namespace concord::sparse {
 
-void SplitReduce::run(const CooBlock& selected, const Regions& regions, int64_t n, size_t index_bytes,
-                      int bucket_steps, const std::string& algorithm, CooBlock& reduced) {
+void SplitReduce::run(const CooBlock& selected, const Regions& regions, int64_t n, size_t index_bytes, int bucket_steps,
+                      const std::string& algorithm, CooBlock& reduced) {
   const int P = comm_.size(), r = comm_.rank();
   positions_ = regions.split(selected.indices);
   std::vector<int64_t> send_counts(P);

@@ -157,8 +157,7 @@ void check_buffer(const float* x, int64_t n, const char* what) {
 
 int64_t topk_count(int64_t n, double density) {
   CONCORD_ENFORCE(n >= 0, InvalidArgument, "topk_count: negative length n = ", n);
-  CONCORD_ENFORCE(density > 0 && density <= 1, InvalidArgument, "topk_count: density must be in (0, 1], got ",
-                  density);
+  CONCORD_ENFORCE(density > 0 && density <= 1, InvalidArgument, "topk_count: density must be in (0, 1], got ", density);
   if (n == 0) return 0;
   const auto k = static_cast<int64_t>(std::floor(static_cast<double>(n) * density));
   return std::clamp<int64_t>(k, 1, n);
@@ -189,11 +188,13 @@ void topk_exact(const float* x, int64_t n, int64_t k, std::vector<int64_t>& indi
   Scratch& buffers = scratch();
   if (sampled_candidates(x, n, k, buffers.sample, buffers.candidates, buffers.keys)) {
     const int64_t* c = buffers.candidates.data();
-    select_among(buffers.keys, buffers.work, [c](int64_t i) { return c[i]; }, k, indices);
+    select_among(
+        buffers.keys, buffers.work, [c](int64_t i) { return c[i]; }, k, indices);
   } else {
     std::vector<uint32_t> keys, work;
     all_keys(x, n, keys);
-    select_among(keys, work, [](int64_t i) { return i; }, k, indices);
+    select_among(
+        keys, work, [](int64_t i) { return i; }, k, indices);
   }
 }
 

@@ -34,8 +34,8 @@ constexpr int kGroup = 16;
 // The three tests, each on the magnitude |x| obtained by clearing the sign bit.
 enum class Test { kKeyAtLeast, kAbsAtLeast, kAbsGreater };
 struct Threshold {
-  uint32_t key = 0;   // kKeyAtLeast: magnitude_key(x) >= key
-  float value = 0;    // kAbsAtLeast / kAbsGreater: |x| >= value / |x| > value (IEEE)
+  uint32_t key = 0;  // kKeyAtLeast: magnitude_key(x) >= key
+  float value = 0;   // kAbsAtLeast / kAbsGreater: |x| >= value / |x| > value (IEEE)
 };
 
 template <Test kTest>
@@ -72,8 +72,8 @@ int64_t compact_block_portable(const float* __restrict x, int64_t len, Threshold
 // AVX-512: one 16-lane compare gives the pass mask; VPCOMPRESSD packs the passing lane
 // offsets into a register that is stored whole (the slack absorbs the extra lanes).
 template <Test kTest>
-__attribute__((target("avx512f"))) int64_t compact_block_avx512(const float* __restrict x, int64_t len,
-                                                                 Threshold th, uint32_t* __restrict out) {
+__attribute__((target("avx512f"))) int64_t compact_block_avx512(const float* __restrict x, int64_t len, Threshold th,
+                                                                uint32_t* __restrict out) {
   const __m512i sign_off = _mm512_set1_epi32(0x7fffffff);
   const __m512i key = _mm512_set1_epi32(static_cast<int>(th.key));  // keys < 2^31: signed compare
   const __m512 value = _mm512_set1_ps(th.value);
@@ -105,8 +105,8 @@ __attribute__((target("avx512f"))) int64_t compact_block_avx512(const float* __r
 // AVX2: two 8-lane compares and MOVMSKPS give a 16-bit pass mask; its set bits are
 // written out one by one (few at the densities top-k runs at).
 template <Test kTest>
-__attribute__((target("avx2,bmi"))) int64_t compact_block_avx2(const float* __restrict x, int64_t len,
-                                                                Threshold th, uint32_t* __restrict out) {
+__attribute__((target("avx2,bmi"))) int64_t compact_block_avx2(const float* __restrict x, int64_t len, Threshold th,
+                                                               uint32_t* __restrict out) {
   const __m256i sign_off = _mm256_set1_epi32(0x7fffffff);
   const __m256i key_minus_1 = _mm256_set1_epi32(static_cast<int>(th.key) - 1);  // bits >= key <=> bits > key-1
   const __m256 value = _mm256_set1_ps(th.value);
@@ -177,8 +177,7 @@ BlockKernel<kTest> block_kernel() {
 // Appends the passing indices of x[0..n) to out, block by block; with `keys`, also their
 // magnitude keys, read while the block is still in L1.
 template <Test kTest>
-void append_passing(const float* x, int64_t n, Threshold th, std::vector<int64_t>& out,
-                    std::vector<uint32_t>* keys) {
+void append_passing(const float* x, int64_t n, Threshold th, std::vector<int64_t>& out, std::vector<uint32_t>* keys) {
   const BlockKernel<kTest> kernel = block_kernel<kTest>();
   uint32_t local[kBlock + kSlack];
   for (int64_t base = 0; base < n; base += kBlock) {
@@ -247,10 +246,10 @@ CONCORD_SCAN_KERNEL ShiftedSums shifted_sums(const float* __restrict x, int64_t 
 
 // Acklam's rational approximation of the normal quantile (relative error < 1.15e-9).
 double acklam_quantile(double p) {
-  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
                              1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
   static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                             6.680131188771972e+01,  -1.328068155288572e+01};
+                             6.680131188771972e+01, -1.328068155288572e+01};
   static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
                              -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
   static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,

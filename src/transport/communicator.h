@@ -64,8 +64,7 @@ class ControlCollectives {
 
   /// Blocking gather of variable-length byte strings to `root`: on root the result has
   /// size() entries in rank order, elsewhere it is empty.
-  virtual std::vector<std::vector<uint8_t>> gather_bytes(const std::vector<uint8_t>& mine,
-                                                         int root) = 0;
+  virtual std::vector<std::vector<uint8_t>> gather_bytes(const std::vector<uint8_t>& mine, int root) = 0;
   /// Blocking broadcast of a variable-length byte string from `root` (resized elsewhere).
   virtual void broadcast_bytes(std::vector<uint8_t>& data, int root) = 0;
   /// Blocking barrier over the group.

@@ -44,10 +44,9 @@ class DoneRequest : public TransportRequest {
   bool test() override { return true; }
 };
 
-void deliver(void* destination, size_t expected, const void* payload, size_t bytes, int source,
-             int tag) {
-  CONCORD_ENFORCE(expected == bytes, CommError, "in-process receive of ", expected,
-                  " bytes matched a message of ", bytes, " bytes from rank ", source, " tag ", tag);
+void deliver(void* destination, size_t expected, const void* payload, size_t bytes, int source, int tag) {
+  CONCORD_ENFORCE(expected == bytes, CommError, "in-process receive of ", expected, " bytes matched a message of ",
+                  bytes, " bytes from rank ", source, " tag ", tag);
   if (bytes > 0) std::memcpy(destination, payload, bytes);
 }
 
@@ -83,8 +82,7 @@ InProcessCommunicator::InProcessCommunicator(std::shared_ptr<InProcessWorld> wor
 int InProcessCommunicator::size() const { return world_->size(); }
 
 RequestPtr InProcessCommunicator::isend(const void* data, size_t bytes, int peer, int tag) {
-  CONCORD_ENFORCE(peer >= 0 && peer < size(), InvalidArgument, "send to rank ", peer,
-                  " outside [0, ", size(), ")");
+  CONCORD_ENFORCE(peer >= 0 && peer < size(), InvalidArgument, "send to rank ", peer, " outside [0, ", size(), ")");
   record_sent(bytes);
   const auto* p = static_cast<const uint8_t*>(data);
   return post_in_pieces(bytes, max_message_bytes(),
@@ -92,8 +90,8 @@ RequestPtr InProcessCommunicator::isend(const void* data, size_t bytes, int peer
 }
 
 RequestPtr InProcessCommunicator::irecv(void* data, size_t bytes, int peer, int tag) {
-  CONCORD_ENFORCE(peer >= 0 && peer < size(), InvalidArgument, "receive from rank ", peer,
-                  " outside [0, ", size(), ")");
+  CONCORD_ENFORCE(peer >= 0 && peer < size(), InvalidArgument, "receive from rank ", peer, " outside [0, ", size(),
+                  ")");
   record_received(bytes);
   auto* p = static_cast<uint8_t*>(data);
   return post_in_pieces(bytes, max_message_bytes(),
@@ -130,8 +128,7 @@ RequestPtr InProcessCommunicator::receive_piece(uint8_t* data, size_t bytes, int
   return std::make_unique<FlagRequest>(done, world_->mutex_, world_->failed_, peer, tag);
 }
 
-std::vector<std::vector<uint8_t>> InProcessCommunicator::gather_bytes(
-    const std::vector<uint8_t>& mine, int root) {
+std::vector<std::vector<uint8_t>> InProcessCommunicator::gather_bytes(const std::vector<uint8_t>& mine, int root) {
   std::vector<std::vector<uint8_t>> result;
   if (rank_ != root) {
     uint64_t length = mine.size();
@@ -184,8 +181,8 @@ void InProcessCommunicator::allreduce_bits(std::vector<uint64_t>& words, bool bi
   const auto all = gather_bytes(bytes, 0);
   if (rank_ == 0) {
     for (const auto& other : all) {
-      CONCORD_ENFORCE(other.size() == bytes.size(), CommError, "bit vectors of ", other.size(), " and ",
-                      bytes.size(), " bytes");
+      CONCORD_ENFORCE(other.size() == bytes.size(), CommError, "bit vectors of ", other.size(), " and ", bytes.size(),
+                      " bytes");
       for (size_t w = 0; w < words.size(); ++w) {
         uint64_t value;
         std::memcpy(&value, other.data() + w * sizeof(uint64_t), sizeof value);
@@ -241,8 +238,8 @@ std::pair<std::shared_ptr<InProcessWorld>, int> InProcessWorld::split(int rank, 
     const auto deadline = std::chrono::steady_clock::now() + kSplitTimeout;
     while (!round->complete && !*failed_ && std::chrono::steady_clock::now() < deadline)
       split_done_.wait_for(lock, std::chrono::milliseconds(20));  // also notices a failed rank
-    CONCORD_ENFORCE(round->complete, CommError, "in-process split: rank ", rank, " gave up with only ",
-                    round->arrived, " of ", size(), " ranks arrived (",
+    CONCORD_ENFORCE(round->complete, CommError, "in-process split: rank ", rank, " gave up with only ", round->arrived,
+                    " of ", size(), " ranks arrived (",
                     *failed_ ? "a rank failed" : "waited " + std::to_string(kSplitTimeout.count()) + " s", ")");
   }
   return {round->worlds[rank], round->new_ranks[rank]};

@@ -27,8 +27,7 @@ class InProcessCommunicator : public Communicator {
   int size() const override;
   RequestPtr isend(const void* data, size_t bytes, int peer, int tag) override;
   RequestPtr irecv(void* data, size_t bytes, int peer, int tag) override;
-  std::vector<std::vector<uint8_t>> gather_bytes(const std::vector<uint8_t>& mine,
-                                                 int root) override;
+  std::vector<std::vector<uint8_t>> gather_bytes(const std::vector<uint8_t>& mine, int root) override;
   void broadcast_bytes(std::vector<uint8_t>& data, int root) override;
   void barrier() override;
   void allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) override;

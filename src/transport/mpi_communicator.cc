@@ -50,22 +50,19 @@ void check_mpi(int code, const char* what) {
 void ensure_mpi_initialized() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  CONCORD_ENFORCE(!finalized, StateError,
-                  "MPI has already been finalized in this process; Concord cannot start");
+  CONCORD_ENFORCE(!finalized, StateError, "MPI has already been finalized in this process; Concord cannot start");
   int initialized = 0;
   MPI_Initialized(&initialized);
   int provided = MPI_THREAD_SINGLE;
   if (!initialized) {
-    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided),
-              "MPI_Init_thread");
+    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
     std::atexit(finalize_at_exit);
   } else {
     MPI_Query_thread(&provided);
   }
-  CONCORD_ENFORCE(provided >= MPI_THREAD_SERIALIZED, StateError,
-                  "MPI provides thread level ", provided,
-                  " but Concord's background thread needs MPI_THREAD_SERIALIZED (",
-                  MPI_THREAD_SERIALIZED, ") or higher; initialise MPI with MPI_Init_thread");
+  CONCORD_ENFORCE(provided >= MPI_THREAD_SERIALIZED, StateError, "MPI provides thread level ", provided,
+                  " but Concord's background thread needs MPI_THREAD_SERIALIZED (", MPI_THREAD_SERIALIZED,
+                  ") or higher; initialise MPI with MPI_Init_thread");
 }
 
 MPI_Comm duplicate(MPI_Comm parent) {
@@ -107,8 +104,7 @@ RequestPtr MpiCommunicator::isend(const void* data, size_t bytes, int peer, int 
   const char* p = static_cast<const char*>(data);
   auto request = post_in_pieces(bytes, std::min<size_t>(max_message_bytes(), INT_MAX), [&](size_t offset, size_t n) {
     auto piece = std::make_unique<MpiRequest>();
-    check_mpi(MPI_Isend(p + offset, static_cast<int>(n), MPI_BYTE, peer, tag, comm_, &piece->request),
-              "MPI_Isend");
+    check_mpi(MPI_Isend(p + offset, static_cast<int>(n), MPI_BYTE, peer, tag, comm_, &piece->request), "MPI_Isend");
     return RequestPtr(std::move(piece));
   });
   record_sent(bytes);
@@ -119,8 +115,7 @@ RequestPtr MpiCommunicator::irecv(void* data, size_t bytes, int peer, int tag) {
   char* p = static_cast<char*>(data);
   auto request = post_in_pieces(bytes, std::min<size_t>(max_message_bytes(), INT_MAX), [&](size_t offset, size_t n) {
     auto piece = std::make_unique<MpiRequest>();
-    check_mpi(MPI_Irecv(p + offset, static_cast<int>(n), MPI_BYTE, peer, tag, comm_, &piece->request),
-              "MPI_Irecv");
+    check_mpi(MPI_Irecv(p + offset, static_cast<int>(n), MPI_BYTE, peer, tag, comm_, &piece->request), "MPI_Irecv");
     return RequestPtr(std::move(piece));
   });
   record_received(bytes);
@@ -137,10 +132,8 @@ void MpiCommunicator::wait_polling(MPI_Request& request, const char* what) {
   }
 }
 
-std::vector<std::vector<uint8_t>> MpiCommunicator::gather_bytes(const std::vector<uint8_t>& mine,
-                                                                int root) {
-  CONCORD_ENFORCE(mine.size() <= INT_MAX, InvalidArgument, "control message of ", mine.size(),
-                  " bytes is too large");
+std::vector<std::vector<uint8_t>> MpiCommunicator::gather_bytes(const std::vector<uint8_t>& mine, int root) {
+  CONCORD_ENFORCE(mine.size() <= INT_MAX, InvalidArgument, "control message of ", mine.size(), " bytes is too large");
   int length = static_cast<int>(mine.size());
   std::vector<int> lengths(rank_ == root ? size_ : 0);
   MPI_Request request;
@@ -156,8 +149,8 @@ std::vector<std::vector<uint8_t>> MpiCommunicator::gather_bytes(const std::vecto
     }
     all.resize(total);
   }
-  check_mpi(MPI_Igatherv(mine.data(), length, MPI_BYTE, all.data(), lengths.data(), displacements.data(),
-                         MPI_BYTE, root, comm_, &request),
+  check_mpi(MPI_Igatherv(mine.data(), length, MPI_BYTE, all.data(), lengths.data(), displacements.data(), MPI_BYTE,
+                         root, comm_, &request),
             "MPI_Igatherv");
   wait_polling(request, "MPI_Igatherv");
   record_sent(rank_ == root ? 0 : mine.size() + sizeof(int), 0);
@@ -169,8 +162,7 @@ std::vector<std::vector<uint8_t>> MpiCommunicator::gather_bytes(const std::vecto
 }
 
 void MpiCommunicator::broadcast_bytes(std::vector<uint8_t>& data, int root) {
-  CONCORD_ENFORCE(data.size() <= INT_MAX, InvalidArgument, "control message of ", data.size(),
-                  " bytes is too large");
+  CONCORD_ENFORCE(data.size() <= INT_MAX, InvalidArgument, "control message of ", data.size(), " bytes is too large");
   int length = static_cast<int>(data.size());
   MPI_Request request;
   check_mpi(MPI_Ibcast(&length, 1, MPI_INT, root, comm_, &request), "MPI_Ibcast");
@@ -222,8 +214,7 @@ std::vector<int> node_of_every_rank(MPI_Comm world, MPI_Comm local) {
 
 std::vector<int> node_of_every_rank(MPI_Comm world) {
   MPI_Comm local = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local),
-            "MPI_Comm_split_type");
+  check_mpi(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local), "MPI_Comm_split_type");
   std::vector<int> nodes;
   try {
     nodes = node_of_every_rank(world, local);

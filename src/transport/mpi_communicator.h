@@ -32,8 +32,7 @@ class MpiCommunicator : public Communicator, public NativeCollectives {
   /// gather_bytes, broadcast_bytes, barrier and allreduce_bits run MPI's nonblocking
   /// collectives (MPI_Igather/Igatherv, Ibcast, Ibarrier, Iallreduce) completed by polling
   /// with a Backoff, so a rank waiting in the control plane yields its core.
-  std::vector<std::vector<uint8_t>> gather_bytes(const std::vector<uint8_t>& mine,
-                                                 int root) override;
+  std::vector<std::vector<uint8_t>> gather_bytes(const std::vector<uint8_t>& mine, int root) override;
   void broadcast_bytes(std::vector<uint8_t>& data, int root) override;
   void barrier() override;
   void allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) override;

@@ -55,13 +55,37 @@ inline constexpr int kSparseTreeReduce = 0x5311;
 inline constexpr int kInProcessControl = 1 << 29;
 
 /// Every tag above, for the uniqueness test.
-inline constexpr std::array kAll = {
-    kAllreduceRing,      kAllgatherRing,      kBroadcastBinomial,   kAllreduceHalvingDoubling,
-    kAllreduceRecursiveDoubling, kReduceScatterRing, kReduceScatterHalving, kAllgatherRecursiveDoubling,
-    kHierarchicalReduce, kHierarchicalBroadcast, kTreeUp, kTreeDown, kDoubleTreeUp[0], kDoubleTreeUp[1],
-    kDoubleTreeDown[0],  kDoubleTreeDown[1],  kBroadcastChain,      kAlltoallPairwise, kAdasumData, kAdasumDot,
-    kOverlappedTreeUp[0], kOverlappedTreeUp[1], kOverlappedTreeDown[0], kOverlappedTreeDown[1],
-    kKeyCheckHeader,     kKeyCheckVerdict,    kWake,               kSparseCountExchange, kSparseRotation,
-    kSparseBalance,      kSparseTreeReduce,   kInProcessControl};
+inline constexpr std::array kAll = {kAllreduceRing,
+                                    kAllgatherRing,
+                                    kBroadcastBinomial,
+                                    kAllreduceHalvingDoubling,
+                                    kAllreduceRecursiveDoubling,
+                                    kReduceScatterRing,
+                                    kReduceScatterHalving,
+                                    kAllgatherRecursiveDoubling,
+                                    kHierarchicalReduce,
+                                    kHierarchicalBroadcast,
+                                    kTreeUp,
+                                    kTreeDown,
+                                    kDoubleTreeUp[0],
+                                    kDoubleTreeUp[1],
+                                    kDoubleTreeDown[0],
+                                    kDoubleTreeDown[1],
+                                    kBroadcastChain,
+                                    kAlltoallPairwise,
+                                    kAdasumData,
+                                    kAdasumDot,
+                                    kOverlappedTreeUp[0],
+                                    kOverlappedTreeUp[1],
+                                    kOverlappedTreeDown[0],
+                                    kOverlappedTreeDown[1],
+                                    kKeyCheckHeader,
+                                    kKeyCheckVerdict,
+                                    kWake,
+                                    kSparseCountExchange,
+                                    kSparseRotation,
+                                    kSparseBalance,
+                                    kSparseTreeReduce,
+                                    kInProcessControl};
 
 }  // namespace concord::tags

@@ -22,10 +22,10 @@ using testing_util::all_ops;
 using testing_util::cat;
 using testing_util::noise;
 
-#define CONCORD_REQUIRE_GPU()                                               \
-  do {                                                                      \
-    const CudaStatus status = cuda_status();                                \
-    if (status.devices == 0) GTEST_SKIP() << status.summary();              \
+#define CONCORD_REQUIRE_GPU()                                  \
+  do {                                                         \
+    const CudaStatus status = cuda_status();                   \
+    if (status.devices == 0) GTEST_SKIP() << status.summary(); \
   } while (0)
 
 TEST(CudaStatus, BuiltAndSaysWhy) {
@@ -45,12 +45,11 @@ TEST_P(CudaKernels, BitIdenticalToCpu) {
   CONCORD_REQUIRE_GPU();
   const auto [dtype, op] = GetParam();
   cuda::CudaDevice device;
-  testing_util::expect_kernels_match_cpu(device, dtype, op, {1, 1023, size_t{1} << 20}, reduce_inplace_portable,
-                                         false);
+  testing_util::expect_kernels_match_cpu(device, dtype, op, {1, 1023, size_t{1} << 20}, reduce_inplace_portable, false);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllDtypesOps, CudaKernels, testing::Combine(testing::ValuesIn(all_dtypes()),
-                                                                     testing::ValuesIn(all_ops())),
+INSTANTIATE_TEST_SUITE_P(AllDtypesOps, CudaKernels,
+                         testing::Combine(testing::ValuesIn(all_dtypes()), testing::ValuesIn(all_ops())),
                          [](const auto& info) {
                            return cat(dtype_name(std::get<0>(info.param)), "_",
                                       reduce_op_name(std::get<1>(info.param)));

@@ -27,25 +27,46 @@ std::vector<uint8_t> specials(DataType dtype) {
   std::vector<uint64_t> bits;
   switch (dtype) {
     case DataType::kFloat16:
-      bits = {0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x0400, 0x3c00, 0xbc00, 0x3555, 0x7bff, 0xfbff,
-              0x7c00, 0xfc00, 0x7e00, 0x7d01, 0xfe3f, 0x7c01, 0x4170, 0x1234};
+      bits = {0x0000, 0x8000, 0x0001, 0x8001, 0x03ff, 0x0400, 0x3c00, 0xbc00, 0x3555, 0x7bff,
+              0xfbff, 0x7c00, 0xfc00, 0x7e00, 0x7d01, 0xfe3f, 0x7c01, 0x4170, 0x1234};
       break;
     case DataType::kBFloat16:
-      bits = {0x0000, 0x8000, 0x0001, 0x8001, 0x007f, 0x0080, 0x3f80, 0xbf80, 0x3eab, 0x7f7f, 0xff7f,
-              0x7f80, 0xff80, 0x7fc0, 0x7fa1, 0xffc3, 0x7f81, 0x4170, 0x1234};
+      bits = {0x0000, 0x8000, 0x0001, 0x8001, 0x007f, 0x0080, 0x3f80, 0xbf80, 0x3eab, 0x7f7f,
+              0xff7f, 0x7f80, 0xff80, 0x7fc0, 0x7fa1, 0xffc3, 0x7f81, 0x4170, 0x1234};
       break;
     case DataType::kFloat32:
       bits = {0x00000000, 0x80000000, 0x00000001, 0x807fffff, 0x3f800000, 0xbf800000, 0x3eaaaaab, 0x7f7fffff,
               0xff7fffff, 0x7f800000, 0xff800000, 0x7fc00000, 0x7fc12345, 0xffa00001, 0x40490fdb};
       break;
     case DataType::kFloat64:
-      bits = {0, 0x8000000000000000ull, 1, 0x3ff0000000000000ull, 0xbff0000000000000ull, 0x7fefffffffffffffull,
-              0x7ff0000000000000ull, 0xfff0000000000000ull, 0x7ff8000000000000ull, 0x7ff8000000abcdefull,
+      bits = {0,
+              0x8000000000000000ull,
+              1,
+              0x3ff0000000000000ull,
+              0xbff0000000000000ull,
+              0x7fefffffffffffffull,
+              0x7ff0000000000000ull,
+              0xfff0000000000000ull,
+              0x7ff8000000000000ull,
+              0x7ff8000000abcdefull,
               0x400921fb54442d18ull};
       break;
     default:  // integers: extremes and small values (wrap-around)
-      bits = {0, 1, 2, 3, 0x7f, 0x80, 0xff, 0x7fffffff, 0x80000000, 0xffffffff, 0x7fffffffffffffffull,
-              0x8000000000000000ull, 0xffffffffffffffffull, 12345, 0xfffffffffffffff0ull};
+      bits = {0,
+              1,
+              2,
+              3,
+              0x7f,
+              0x80,
+              0xff,
+              0x7fffffff,
+              0x80000000,
+              0xffffffff,
+              0x7fffffffffffffffull,
+              0x8000000000000000ull,
+              0xffffffffffffffffull,
+              12345,
+              0xfffffffffffffff0ull};
   }
   const size_t size = dtype_size(dtype);
   std::vector<uint8_t> out(bits.size() * size);
@@ -147,8 +168,8 @@ TEST_P(Elementwise, MatchesCpuKernelsOnSpecialValues) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllDtypesOps, Elementwise, testing::Combine(testing::ValuesIn(all_dtypes()),
-                                                                     testing::ValuesIn(all_ops())),
+INSTANTIATE_TEST_SUITE_P(AllDtypesOps, Elementwise,
+                         testing::Combine(testing::ValuesIn(all_dtypes()), testing::ValuesIn(all_ops())),
                          [](const auto& info) {
                            return cat(dtype_name(std::get<0>(info.param)), "_",
                                       reduce_op_name(std::get<1>(info.param)));
@@ -202,9 +223,9 @@ TEST(Elementwise, ScaleMatchesScaleBuffer) {
 // The rules the CUDA kernels must keep from the CPU, not from CUDA's intrinsics.
 TEST(Elementwise, CpuRulesForNanSignedZeroAndPayload) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_TRUE(std::isnan(Min<float>{}(nan, 1.0f)));        // a NaN in dst stays (__hmin would give 1)
-  EXPECT_EQ(Min<float>{}(1.0f, nan), 1.0f);                 // a NaN in src never replaces dst
-  EXPECT_TRUE(std::signbit(Min<float>{}(-0.0f, 0.0f)));     // equal: dst kept
+  EXPECT_TRUE(std::isnan(Min<float>{}(nan, 1.0f)));      // a NaN in dst stays (__hmin would give 1)
+  EXPECT_EQ(Min<float>{}(1.0f, nan), 1.0f);              // a NaN in src never replaces dst
+  EXPECT_TRUE(std::signbit(Min<float>{}(-0.0f, 0.0f)));  // equal: dst kept
   EXPECT_FALSE(std::signbit(Max<float>{}(0.0f, -0.0f)));
   // float32 NaN 0x7fc12345 -> float16 keeps the top payload bits, quieted (CUDA: 0x7fff).
   EXPECT_EQ(Float16::narrow(bits_float(0x7fc12345u)), 0x7e00u | ((0x7fc12345u >> 13) & 0x3ffu));

@@ -98,8 +98,8 @@ TEST_P(EmulatedKernels, BitIdenticalToHostKernels) {
   testing_util::expect_kernels_match_cpu(device, dtype, op, {0, 1, 1023}, reduce_inplace, true);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllDtypesOps, EmulatedKernels, testing::Combine(testing::ValuesIn(all_dtypes()),
-                                                                         testing::ValuesIn(all_ops())),
+INSTANTIATE_TEST_SUITE_P(AllDtypesOps, EmulatedKernels,
+                         testing::Combine(testing::ValuesIn(all_dtypes()), testing::ValuesIn(all_ops())),
                          [](const auto& info) {
                            return cat(dtype_name(std::get<0>(info.param)), "_",
                                       reduce_op_name(std::get<1>(info.param)));

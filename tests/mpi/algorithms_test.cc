@@ -93,8 +93,8 @@ TEST_F(AlgorithmsOverMpi, AllreduceEveryAlgorithmMatchesReference) {
             if (n == large && (op != ReduceOp::kSum || chunk != (size_t{1} << 19))) continue;
             const Problem p = problem(n, dtype_size(dtype), dtype, op, chunk);
             if (!entry.declines(p).empty()) continue;
-            const std::string what = cat(entry.name, " P=", P, " n=", n, " dtype=", dtype_name(dtype), " op=",
-                                         reduce_op_name(op), " chunk_bytes=", chunk, " rank=", rank);
+            const std::string what = cat(entry.name, " P=", P, " n=", n, " dtype=", dtype_name(dtype),
+                                         " op=", reduce_op_name(op), " chunk_bytes=", chunk, " rank=", rank);
             SCOPED_TRACE(what);
             std::vector<std::vector<uint8_t>> inputs(P, std::vector<uint8_t>(n * dtype_size(dtype)));
             for (int r = 0; r < P; ++r) testing_util::fill_input(inputs[r].data(), n, dtype, op, r);
@@ -125,8 +125,8 @@ TEST_F(AlgorithmsOverMpi, DeviceAllreduceEveryAlgorithmOnEmulatedDevice) {
     for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt64}) {
       for (size_t n : {size_t{0}, size_t{1}, static_cast<size_t>(P + 1), size_t{30011}}) {
         const size_t bytes = n * dtype_size(dtype);
-        const std::string what = cat(entry.name, " (emulated device) P=", P, " n=", n, " dtype=", dtype_name(dtype),
-                                     " rank=", rank);
+        const std::string what =
+            cat(entry.name, " (emulated device) P=", P, " n=", n, " dtype=", dtype_name(dtype), " rank=", rank);
         std::vector<std::vector<uint8_t>> inputs(P, std::vector<uint8_t>(bytes));
         for (int r = 0; r < P; ++r) testing_util::fill_input(inputs[r].data(), n, dtype, ReduceOp::kSum, r);
         DeviceBuffer buffer(device, bytes);
@@ -219,8 +219,8 @@ TEST_F(AlgorithmsOverMpi, AlltoallEveryAlgorithm) {
       for (int j = 0; j < P; ++j)
         for (size_t i = 0; i < block; ++i)
           ASSERT_EQ(recv[j * block + i], static_cast<uint8_t>(j * 17 + rank * 5 + i))
-              << "alltoall " << entry.name << " P=" << P << " block_bytes=" << block << " rank=" << rank << " from rank "
-              << j << " byte " << i;
+              << "alltoall " << entry.name << " P=" << P << " block_bytes=" << block << " rank=" << rank
+              << " from rank " << j << " byte " << i;
     }
   }
 }

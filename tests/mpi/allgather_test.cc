@@ -17,8 +17,7 @@ struct Layout {
 
 std::vector<Layout> layouts(DataType dtype) {
   std::vector<Layout> result;
-  for (int64_t n : test_counts(dtype))
-    result.push_back({"equal_" + std::to_string(n), [n](int) { return n; }, {}});
+  for (int64_t n : test_counts(dtype)) result.push_back({"equal_" + std::to_string(n), [n](int) { return n; }, {}});
   result.push_back({"uneven_rank0_empty", [](int r) { return int64_t{(r * 3) % 5}; }, {}});
   result.push_back({"uneven_rank1_empty", [](int r) { return r == 1 ? 0 : int64_t{5000} * (r + 1) + r; }, {}});
   result.push_back({"multi_dim_rank2_empty", [](int r) { return int64_t{(r + 2) % 4}; }, {3, 5}});
@@ -52,8 +51,8 @@ TEST_P(AllgatherTest, ConcatenatesEveryRankAlongDim0) {
     fill(c.input, [&](auto tag, int64_t i) { return additive_value<decltype(tag)>(dtype, rank, i, k, true); });
     c.original = c.input;
     c.name = std::string("allgather.") + dtype_name(dtype) + "." + layout.label;
-    c.context = describe("allgather(ring, " + layout.label + ", this rank's shape " + shape_string(shape) + ")",
-                         c.name, dtype, c.input.count());
+    c.context = describe("allgather(ring, " + layout.label + ", this rank's shape " + shape_string(shape) + ")", c.name,
+                         dtype, c.input.count());
     cases.push_back(std::move(c));
   }
   for (auto& c : cases) c.handle = allgather_async(c.name, c.input.view());

@@ -81,13 +81,13 @@ TEST_P(AllreduceTest, MatchesReferenceForEverySizeInPlaceAndOutOfPlace) {
         }
         c.expected = reference(scale, s);
         std::ostringstream name, what;
-        name << "allreduce." << dtype_name(dtype) << "." << reduce_op_name(op) << ".pre" << scale.pre
-             << ".post" << scale.post << (all_at_once ? ".fused" : ".single") << ".shape"
-             << shape_string(shapes[s]) << (in_place ? ".in_place" : ".out_of_place");
+        name << "allreduce." << dtype_name(dtype) << "." << reduce_op_name(op) << ".pre" << scale.pre << ".post"
+             << scale.post << (all_at_once ? ".fused" : ".single") << ".shape" << shape_string(shapes[s])
+             << (in_place ? ".in_place" : ".out_of_place");
         what << "allreduce(" << reduce_op_name(op) << ", ring, " << (in_place ? "in place" : "out of place")
              << ", prescale " << scale.pre << ", postscale " << scale.post << ", "
-             << (all_at_once ? "all submitted at once" : "one at a time") << ", shape "
-             << shape_string(shapes[s]) << ")";
+             << (all_at_once ? "all submitted at once" : "one at a time") << ", shape " << shape_string(shapes[s])
+             << ")";
         c.name = name.str();
         c.context = describe(what.str(), c.name, dtype, count);
         cases.push_back(std::move(c));
@@ -120,13 +120,12 @@ TEST_P(AllreduceTest, MatchesReferenceForEverySizeInPlaceAndOutOfPlace) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    EveryDtypeEveryOp, AllreduceTest,
-    testing::Combine(testing::ValuesIn(all_dtypes()), testing::ValuesIn(all_ops())),
-    [](const testing::TestParamInfo<std::tuple<DataType, ReduceOp>>& info) {
-      return std::string(dtype_name(std::get<0>(info.param))) + "_" +
-             reduce_op_name(std::get<1>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(EveryDtypeEveryOp, AllreduceTest,
+                         testing::Combine(testing::ValuesIn(all_dtypes()), testing::ValuesIn(all_ops())),
+                         [](const testing::TestParamInfo<std::tuple<DataType, ReduceOp>>& info) {
+                           return std::string(dtype_name(std::get<0>(info.param))) + "_" +
+                                  reduce_op_name(std::get<1>(info.param));
+                         });
 
 }  // namespace
 }  // namespace concord::mpitest

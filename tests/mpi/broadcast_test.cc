@@ -43,9 +43,9 @@ TEST_P(BroadcastTest, EveryRankGetsTheRootsTensorFromEveryRoot) {
       });
       c.name = std::string("broadcast.") + dtype_name(dtype) + ".root" + std::to_string(root) + ".shape" +
                shape_string(shapes[s]);
-      c.context = describe("broadcast(binomial tree, root " + std::to_string(root) + ", shape " +
-                               shape_string(shapes[s]) + ")",
-                           c.name, dtype, c.tensor.count());
+      c.context =
+          describe("broadcast(binomial tree, root " + std::to_string(root) + ", shape " + shape_string(shapes[s]) + ")",
+                   c.name, dtype, c.tensor.count());
       cases.push_back(std::move(c));
     }
   }

@@ -14,13 +14,13 @@
 //  - (mpi.stall run only: short CONCORD_STALL_*_TIME) one rank skips a tensor: every rank's
 //    pending handle fails with StateError naming the tensor and the missing rank; the
 //    runtime is then stopped, so this test runs alone in its own ctest.
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
 #include <thread>
-#include <unistd.h>
 
 #include "reference.h"
 
@@ -37,9 +37,9 @@ uint64_t cache_capacity() { return static_cast<uint64_t>(env_double("CONCORD_CAC
 
 std::string describe_stats(const CoordinationStats& s) {
   std::ostringstream out;
-  out << "{cycles " << s.cycles << ", coordinator_rounds " << s.coordinator_rounds << ", cache_hits "
-      << s.cache_hits << ", cache_misses " << s.cache_misses << ", invalidations " << s.invalidations
-      << ", evictions " << s.evictions << ", stall_checks " << s.stall_checks << "}";
+  out << "{cycles " << s.cycles << ", coordinator_rounds " << s.coordinator_rounds << ", cache_hits " << s.cache_hits
+      << ", cache_misses " << s.cache_misses << ", invalidations " << s.invalidations << ", evictions " << s.evictions
+      << ", stall_checks " << s.stall_checks << "}";
   return out.str();
 }
 
@@ -52,8 +52,8 @@ CoordinationStats settled_stats() { return coordination_stats(); }
 // cache hit: no coordinator round), so that every rank is past the same point.
 void sync_point() {
   int32_t one = 1, count = 0;
-  const Handle handle = allreduce_async("cache.sync", TensorView{&one, DataType::kInt32, {1}},
-                                        TensorView{&count, DataType::kInt32, {1}});
+  const Handle handle =
+      allreduce_async("cache.sync", TensorView{&one, DataType::kInt32, {1}}, TensorView{&count, DataType::kInt32, {1}});
   if (wait_ok(handle, describe("allreduce(sum) used as a barrier", "cache.sync", DataType::kInt32, 1))) {
     EXPECT_EQ(count, concord::size()) << "[rank " << concord::rank() << "] barrier allreduce 'cache.sync', element 0";
   }
@@ -97,12 +97,13 @@ void prepare(Live& live) {
 
 // Waits for `live` and checks its result against every rank's input.
 void check(Live& live, const std::string& test, int iteration) {
-  const std::string what = describe(std::string("allreduce(") + reduce_op_name(live.op) + ", ring) in " + test +
-                                        ", iteration " + std::to_string(iteration) + ", shape " +
-                                        shape_string(live.shape),
-                                    live.name, live.dtype, live.input.count());
+  const std::string what =
+      describe(std::string("allreduce(") + reduce_op_name(live.op) + ", ring) in " + test + ", iteration " +
+                   std::to_string(iteration) + ", shape " + shape_string(live.shape),
+               live.name, live.dtype, live.input.count());
   if (!wait_ok(live.handle, what)) return;
-  const Reference ref = allreduce_reference(live.dtype, live.op, Scale{}, live.input.count(), live.seed, concord::size());
+  const Reference ref =
+      allreduce_reference(live.dtype, live.op, Scale{}, live.input.count(), live.seed, concord::size());
   expect_elements(what, live.dtype, live.output.data(), ref.value, ref.tolerance);
 }
 
@@ -157,7 +158,8 @@ TEST(Cache, RandomOrderIterationsUseTheFastPathOnceWarm) {
     EXPECT_EQ(end.cache_hits, 0u) << where << ": the cache is disabled";
     EXPECT_GT(end.coordinator_rounds, warm.coordinator_rounds) << where << ": every tensor goes to rank 0";
   } else if (capacity > static_cast<uint64_t>(kTensors)) {
-    EXPECT_EQ(end.coordinator_rounds, warm.coordinator_rounds) << where << ": the coordinator must not be used once warm";
+    EXPECT_EQ(end.coordinator_rounds, warm.coordinator_rounds)
+        << where << ": the coordinator must not be used once warm";
     EXPECT_EQ(end.cache_misses, warm.cache_misses) << where << ": no request may reach the coordinator once warm";
     EXPECT_EQ(end.cache_hits - warm.cache_hits, measured) << where << ": every response must come from the cache";
     EXPECT_EQ(end.evictions, warm.evictions) << where << ": everything fits";
@@ -231,9 +233,11 @@ TEST(Cache, GroupedAllreduceIsExactAndFusedPerGroup) {
   const int64_t member_counts[kMembers] = {5, 1023, 64, 1};
   const ReduceOp group_ops[kGroups] = {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kSum};
   const int rank = concord::rank();
-  const std::string test = "grouped allreduce (" + std::to_string(kGroups) + " groups of " + std::to_string(kMembers) + ")";
+  const std::string test =
+      "grouped allreduce (" + std::to_string(kGroups) + " groups of " + std::to_string(kMembers) + ")";
   const std::string timeline_path =
-      (std::filesystem::temp_directory_path() / ("concord_cache_test_" + std::to_string(::getpid()) + ".json")).string();
+      (std::filesystem::temp_directory_path() / ("concord_cache_test_" + std::to_string(::getpid()) + ".json"))
+          .string();
   sync_point();
   CoordinationStats warm{};
   for (int it = 0; it < kIterations; ++it) {
@@ -245,7 +249,8 @@ TEST(Cache, GroupedAllreduceIsExactAndFusedPerGroup) {
       const bool group = g < kGroups;
       for (int m = 0; m < (group ? kMembers : 1); ++m) {
         Live live;
-        live.name = group ? "cache.group" + std::to_string(g) + ".m" + std::to_string(m) : "cache.single" + std::to_string(g);
+        live.name =
+            group ? "cache.group" + std::to_string(g) + ".m" + std::to_string(m) : "cache.single" + std::to_string(g);
         live.dtype = DataType::kFloat32;
         live.op = group ? group_ops[g] : ReduceOp::kSum;
         live.shape = {group ? member_counts[m] : 300};
@@ -293,7 +298,8 @@ TEST(Cache, GroupedAllreduceIsExactAndFusedPerGroup) {
       int last_begin = -1, first_end = -1;
       for (const auto& live : units[u]) {
         const Span ring = span_of(events, live.name, "ALLREDUCE_RING");
-        const std::string what = "[rank 0] " + test + ", iteration " + std::to_string(it) + ", tensor '" + live.name + "'";
+        const std::string what =
+            "[rank 0] " + test + ", iteration " + std::to_string(it) + ", tensor '" + live.name + "'";
         EXPECT_GE(ring.begin, 0) << what << ": no ALLREDUCE_RING span in the timeline";
         EXPECT_GE(ring.end, 0) << what << ": ALLREDUCE_RING span not closed in the timeline";
         if (ring.begin < 0 || ring.end < 0) continue;
@@ -349,8 +355,8 @@ TEST(Cache, ShapeChangeBetweenIterationsInvalidatesTheEntry) {
   }
   const CoordinationStats after = synced_stats();
   EXPECT_EQ(after.invalidations - before.invalidations, cache_capacity() > 0 ? static_cast<uint64_t>(changes) : 0u)
-      << "[rank " << concord::rank() << "] tensor 'cache.reshape', capacity " << cache_capacity() << ", "
-      << changes << " shape changes: before " << describe_stats(before) << ", after " << describe_stats(after);
+      << "[rank " << concord::rank() << "] tensor 'cache.reshape', capacity " << cache_capacity() << ", " << changes
+      << " shape changes: before " << describe_stats(before) << ", after " << describe_stats(after);
 }
 
 TEST(Cache, MismatchAfterCachingFailsOnEveryRankAndTheCacheRecovers) {
@@ -364,9 +370,9 @@ TEST(Cache, MismatchAfterCachingFailsOnEveryRankAndTheCacheRecovers) {
   if (size > 1) {
     const bool odd_one = rank == size - 1;
     Live live = submit_one(name, {odd_one ? 7 : 6}, 602);
-    const std::string what = describe("allreduce(sum) of a cached tensor, iteration 2, with shape [7] on rank " +
-                                          std::to_string(size - 1) + " only",
-                                      name, DataType::kInt32, live.input.count());
+    const std::string what = describe(
+        "allreduce(sum) of a cached tensor, iteration 2, with shape [7] on rank " + std::to_string(size - 1) + " only",
+        name, DataType::kInt32, live.input.count());
     const std::string message = wait_error<MismatchError>(live.handle, what);
     if (!message.empty()) {
       EXPECT_NE(message.find("'" + name + "'"), std::string::npos) << what << ": message: " << message;
@@ -436,8 +442,9 @@ TEST(CacheStall, SkippedTensorFailsEveryPendingHandle) {
   EXPECT_GE(waited, shutdown_seconds * 0.9) << "[rank " << rank << "] shut down before CONCORD_STALL_SHUTDOWN_TIME";
   // The runtime has stopped: new collectives are refused.
   float x = 1;
-  EXPECT_THROW(allreduce_async("stall.after", TensorView{&x, DataType::kFloat32, {1}}, TensorView{&x, DataType::kFloat32, {1}}),
-               StateError)
+  EXPECT_THROW(
+      allreduce_async("stall.after", TensorView{&x, DataType::kFloat32, {1}}, TensorView{&x, DataType::kFloat32, {1}}),
+      StateError)
       << "[rank " << rank << "] after the stall shutdown";
 }
 

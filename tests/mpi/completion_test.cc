@@ -56,7 +56,7 @@ TEST(PerRangeCompletion, SmallFusedTensorCompletesBeforeTheLargeOne) {
         seen[t] = round;
         handles[t].wait();  // rethrows the operation's error, if any
         expect_elements(describe("fused ring allreduce (trial " + std::to_string(trial) + ")", names[t],
-                                  DataType::kFloat32, outputs[t]->count()),
+                                 DataType::kFloat32, outputs[t]->count()),
                         DataType::kFloat32, outputs[t]->data(), *expected[t]);
       }
       ASSERT_LT(std::chrono::steady_clock::now(), deadline)

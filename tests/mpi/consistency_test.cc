@@ -58,7 +58,8 @@ TEST_P(ConsistencyTest, EveryRankHoldsRank0sBytes) {
     c.seed = 1000 + k * 10 + static_cast<uint64_t>(op);
     c.tensor = Tensor(dtype, {c.count});
     for (int64_t i = 0; i < c.count; ++i) c.tensor.set(i, noisy_value(dtype, op, rank, i, c.seed));
-    c.name = std::string("consistency.") + dtype_name(dtype) + "." + reduce_op_name(op) + ".n" + std::to_string(c.count);
+    c.name =
+        std::string("consistency.") + dtype_name(dtype) + "." + reduce_op_name(op) + ".n" + std::to_string(c.count);
     c.context = describe(std::string("allreduce(") + reduce_op_name(op) + ", ring, in place, " +
                              (k + 1 < cases.size() ? "fused" : "alone") + ") then allgather of the result bytes",
                          c.name, dtype, c.count);
@@ -91,9 +92,8 @@ TEST_P(ConsistencyTest, EveryRankHoldsRank0sBytes) {
       if (std::memcmp(theirs, all.data(), block) == 0) continue;
       int64_t first = 0;
       while (std::memcmp(theirs + first * element, all.data() + first * element, element) == 0) ++first;
-      ADD_FAILURE() << c.context << ": rank " << r << "'s result differs from rank 0's, first at element "
-                    << first << ": " << element_bits(dtype, theirs, first) << " vs "
-                    << element_bits(dtype, all.data(), first);
+      ADD_FAILURE() << c.context << ": rank " << r << "'s result differs from rank 0's, first at element " << first
+                    << ": " << element_bits(dtype, theirs, first) << " vs " << element_bits(dtype, all.data(), first);
     }
     // The result itself, within the rounding error of P - 1 additions (or multiplications).
     std::vector<Real> expected(static_cast<size_t>(c.count)), tolerance(static_cast<size_t>(c.count));
@@ -116,13 +116,14 @@ TEST_P(ConsistencyTest, EveryRankHoldsRank0sBytes) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    FloatingDtypes, ConsistencyTest,
-    testing::Combine(testing::Values(DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64),
-                     testing::Values(ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kProduct)),
-    [](const testing::TestParamInfo<std::tuple<DataType, ReduceOp>>& info) {
-      return std::string(dtype_name(std::get<0>(info.param))) + "_" + reduce_op_name(std::get<1>(info.param));
-    });
+INSTANTIATE_TEST_SUITE_P(FloatingDtypes, ConsistencyTest,
+                         testing::Combine(testing::Values(DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
+                                                          DataType::kFloat64),
+                                          testing::Values(ReduceOp::kSum, ReduceOp::kAverage, ReduceOp::kProduct)),
+                         [](const testing::TestParamInfo<std::tuple<DataType, ReduceOp>>& info) {
+                           return std::string(dtype_name(std::get<0>(info.param))) + "_" +
+                                  reduce_op_name(std::get<1>(info.param));
+                         });
 
 }  // namespace
 }  // namespace concord::mpitest

@@ -23,16 +23,21 @@ std::string rank_list(int size, int parity) {
 /// Checks a MismatchError message: tensor name, the differing field, both values, and the
 /// ranks holding each value (even ranks: `even_value`, odd ranks: `odd_value`).
 void expect_mismatch_message(const std::string& message, const std::string& context, const std::string& name,
-                             const std::string& field, const std::string& even_value,
-                             const std::string& odd_value) {
+                             const std::string& field, const std::string& even_value, const std::string& odd_value) {
   const int size = concord::size();
-  EXPECT_NE(message.find("'" + name + "'"), std::string::npos) << context << ": message does not name the tensor: " << message;
-  EXPECT_NE(message.find(field), std::string::npos) << context << ": message does not say the " << field << " differs: " << message;
-  EXPECT_NE(message.find(even_value), std::string::npos) << context << ": message lacks the even ranks' value " << even_value << ": " << message;
-  EXPECT_NE(message.find(odd_value), std::string::npos) << context << ": message lacks the odd ranks' value " << odd_value << ": " << message;
+  EXPECT_NE(message.find("'" + name + "'"), std::string::npos)
+      << context << ": message does not name the tensor: " << message;
+  EXPECT_NE(message.find(field), std::string::npos)
+      << context << ": message does not say the " << field << " differs: " << message;
+  EXPECT_NE(message.find(even_value), std::string::npos)
+      << context << ": message lacks the even ranks' value " << even_value << ": " << message;
+  EXPECT_NE(message.find(odd_value), std::string::npos)
+      << context << ": message lacks the odd ranks' value " << odd_value << ": " << message;
   EXPECT_NE(message.find("rank"), std::string::npos) << context << ": message names no rank: " << message;
-  EXPECT_NE(message.find(rank_list(size, 0)), std::string::npos) << context << ": message lacks ranks " << rank_list(size, 0) << ": " << message;
-  EXPECT_NE(message.find(rank_list(size, 1)), std::string::npos) << context << ": message lacks ranks " << rank_list(size, 1) << ": " << message;
+  EXPECT_NE(message.find(rank_list(size, 0)), std::string::npos)
+      << context << ": message lacks ranks " << rank_list(size, 0) << ": " << message;
+  EXPECT_NE(message.find(rank_list(size, 1)), std::string::npos)
+      << context << ": message lacks ranks " << rank_list(size, 1) << ": " << message;
 }
 
 /// Submits (via `submit`, which sees whether this rank is even) a collective that differs
@@ -78,7 +83,8 @@ TEST_F(Mismatch, AllreduceShape) {
 
 TEST_F(Mismatch, AllreduceDtype) {
   expect_mismatch("mismatch.allreduce.dtype", "allreduce", "dtype", "float32", "float64", [&](bool even) {
-    const TensorView view = even ? TensorView{a.data(), DataType::kFloat32, {3}} : TensorView{d.data(), DataType::kFloat64, {3}};
+    const TensorView view =
+        even ? TensorView{a.data(), DataType::kFloat32, {3}} : TensorView{d.data(), DataType::kFloat64, {3}};
     return allreduce_async("mismatch.allreduce.dtype", view, view);
   });
 }
@@ -117,8 +123,9 @@ TEST_F(Mismatch, BroadcastRoot) {
 
 TEST_F(Mismatch, BroadcastShape) {
   expect_mismatch("mismatch.broadcast.shape", "broadcast", "shape", "[6]", "[2, 3]", [&](bool even) {
-    return broadcast_async("mismatch.broadcast.shape",
-                           TensorView{a.data(), DataType::kFloat32, even ? std::vector<int64_t>{6} : std::vector<int64_t>{2, 3}});
+    return broadcast_async(
+        "mismatch.broadcast.shape",
+        TensorView{a.data(), DataType::kFloat32, even ? std::vector<int64_t>{6} : std::vector<int64_t>{2, 3}});
   });
 }
 
@@ -156,16 +163,16 @@ TEST_F(Mismatch, OnlyTheMismatchedTensorOfABatchFails) {
     outputs[t].assign(10 + t, -1.0f);
     std::vector<int64_t> shape = {static_cast<int64_t>(inputs[t].size())};
     if (t == 2) shape = {even ? 10 : 11};  // the bad one
-    handles[t] = allreduce_async("mismatch.batch." + std::to_string(t), TensorView{inputs[t].data(), DataType::kFloat32, shape},
-                                 TensorView{outputs[t].data(), DataType::kFloat32, shape});
+    handles[t] =
+        allreduce_async("mismatch.batch." + std::to_string(t), TensorView{inputs[t].data(), DataType::kFloat32, shape},
+                        TensorView{outputs[t].data(), DataType::kFloat32, shape});
   }
   for (int t = 0; t < 5; ++t) {
     const std::string context = describe("allreduce(sum, ring) in a batch with a mismatched tensor",
                                          "mismatch.batch." + std::to_string(t), DataType::kFloat32, 10 + t);
     if (t == 2) {
       const std::string message = wait_error<MismatchError>(handles[t], context);
-      if (!message.empty())
-        expect_mismatch_message(message, context, "mismatch.batch.2", "shape", "[10]", "[11]");
+      if (!message.empty()) expect_mismatch_message(message, context, "mismatch.batch.2", "shape", "[10]", "[11]");
       continue;
     }
     if (!wait_ok(handles[t], context)) continue;
@@ -177,17 +184,17 @@ TEST_F(Mismatch, OnlyTheMismatchedTensorOfABatchFails) {
 
 // ---- misuse on one rank: InvalidArgument from the call itself -----------------------------
 
-#define EXPECT_INVALID_ARGUMENT(call, context, needle)                                                   \
-  do {                                                                                                   \
-    try {                                                                                                \
-      (void)(call);                                                                                      \
-      ADD_FAILURE() << (context) << ": " #call " did not throw InvalidArgument";                          \
-    } catch (const InvalidArgument& e) {                                                                 \
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)                                  \
-          << (context) << ": InvalidArgument message lacks '" << (needle) << "': " << e.what();          \
-    } catch (const std::exception& e) {                                                                  \
-      ADD_FAILURE() << (context) << ": " #call " threw the wrong error: " << e.what();                    \
-    }                                                                                                    \
+#define EXPECT_INVALID_ARGUMENT(call, context, needle)                                          \
+  do {                                                                                          \
+    try {                                                                                       \
+      (void)(call);                                                                             \
+      ADD_FAILURE() << (context) << ": " #call " did not throw InvalidArgument";                \
+    } catch (const InvalidArgument& e) {                                                        \
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)                          \
+          << (context) << ": InvalidArgument message lacks '" << (needle) << "': " << e.what(); \
+    } catch (const std::exception& e) {                                                         \
+      ADD_FAILURE() << (context) << ": " #call " threw the wrong error: " << e.what();          \
+    }                                                                                           \
   } while (0)
 
 std::string here(const std::string& what) { return "[rank " + std::to_string(concord::rank()) + "] " + what; }
@@ -199,8 +206,9 @@ TEST(InvalidArgument, NameSubmittedTwiceWhileInFlight) {
   const int rank = concord::rank(), size = concord::size();
   for (int gate = 0; gate < size; ++gate) {
     const std::string name = "invalid.duplicate.gate" + std::to_string(gate);
-    const std::string context = describe("allreduce(sum, ring) submitted twice while in flight (gate rank " +
-                                             std::to_string(gate) + ")", name, DataType::kInt32, 6);
+    const std::string context =
+        describe("allreduce(sum, ring) submitted twice while in flight (gate rank " + std::to_string(gate) + ")", name,
+                 DataType::kInt32, 6);
     std::vector<int32_t> input(6), output(6, -1), input2(6, 5), output2(6, -7);
     for (int i = 0; i < 6; ++i) input[i] = rank * 10 + i;
     const TensorView in{input.data(), DataType::kInt32, {6}}, out{output.data(), DataType::kInt32, {6}};
@@ -260,14 +268,15 @@ TEST(InvalidArgument, BroadcastRootOutOfRange) {
   const TensorView view{x, DataType::kFloat32, {4}};
   EXPECT_INVALID_ARGUMENT(broadcast_async("invalid.root", view, BroadcastOptions{size}),
                           here("broadcast with root == size"), std::to_string(size));
-  EXPECT_INVALID_ARGUMENT(broadcast_async("invalid.root", view, BroadcastOptions{-1}),
-                          here("broadcast with root -1"), "-1");
+  EXPECT_INVALID_ARGUMENT(broadcast_async("invalid.root", view, BroadcastOptions{-1}), here("broadcast with root -1"),
+                          "-1");
   // The rejected name is not left in flight: a valid broadcast under it works.
   const int root = size - 1;
   for (int i = 0; i < 4; ++i) x[i] = static_cast<float>(concord::rank() == root ? 10 + i : -1);
   const Handle handle = broadcast_async("invalid.root", view, BroadcastOptions{root});
   if (wait_ok(handle, here("broadcast 'invalid.root' after the rejected ones"))) {
-    for (int i = 0; i < 4; ++i) EXPECT_EQ(x[i], 10.0f + i) << here("broadcast 'invalid.root', element " + std::to_string(i));
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(x[i], 10.0f + i) << here("broadcast 'invalid.root', element " + std::to_string(i));
   }
 }
 
@@ -295,8 +304,9 @@ TEST(InvalidArgument, AllreduceBuffers) {
   EXPECT_INVALID_ARGUMENT(allreduce_async("invalid.buffers", TensorView{f.data(), DataType::kFloat32, {-6}},
                                           TensorView{g.data(), DataType::kFloat32, {-6}}),
                           here("allreduce with a negative dimension"), "invalid.buffers");
-  EXPECT_INVALID_ARGUMENT(allreduce_async("invalid.buffers", in, in, AllreduceOptions{ReduceOp::kSum, std::nan(""), 1.0}),
-                          here("allreduce with a NaN prescale"), "invalid.buffers");
+  EXPECT_INVALID_ARGUMENT(
+      allreduce_async("invalid.buffers", in, in, AllreduceOptions{ReduceOp::kSum, std::nan(""), 1.0}),
+      here("allreduce with a NaN prescale"), "invalid.buffers");
   EXPECT_INVALID_ARGUMENT(allreduce_async("invalid.buffers", in, in, AllreduceOptions{ReduceOp::kSum, 1.0, INFINITY}),
                           here("allreduce with an infinite postscale"), "invalid.buffers");
   expect_allreduce_works("invalid.buffers");

@@ -54,8 +54,9 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 77;
   }
-  if (rank != 0) ::testing::UnitTest::GetInstance()->listeners().Release(
-      ::testing::UnitTest::GetInstance()->listeners().default_result_printer());
+  if (rank != 0)
+    ::testing::UnitTest::GetInstance()->listeners().Release(
+        ::testing::UnitTest::GetInstance()->listeners().default_result_printer());
   const int failed = RUN_ALL_TESTS();
   MPI_Finalize();
   return failed;

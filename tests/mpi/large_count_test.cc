@@ -26,9 +26,7 @@ namespace {
 constexpr int64_t kCount = (int64_t{1} << 31) + 4099;
 
 // XOR of the five low bytes of i: flips when any byte of the index changes.
-inline uint8_t fold(uint64_t i) {
-  return static_cast<uint8_t>(i ^ (i >> 8) ^ (i >> 16) ^ (i >> 24) ^ (i >> 32));
-}
+inline uint8_t fold(uint64_t i) { return static_cast<uint8_t>(i ^ (i >> 8) ^ (i >> 16) ^ (i >> 24) ^ (i >> 32)); }
 
 // Element i of a result: scale * fold(i + offset) + add (mod 256). A rank's input is
 // {1, 13 * rank, 0}; the sum of P ranks' inputs is {P, 13 P (P - 1) / 2, 0}.

@@ -42,7 +42,8 @@ void expect_batch_works(const std::string& prefix, int count) {
     handles.push_back(allreduce_async(prefix + std::to_string(t), view, view));
   }
   for (int t = 0; t < count; ++t) {
-    const std::string what = describe("allreduce(sum, ring, in place)", prefix + std::to_string(t), DataType::kInt32, 3 + t);
+    const std::string what =
+        describe("allreduce(sum, ring, in place)", prefix + std::to_string(t), DataType::kInt32, 3 + t);
     if (!wait_ok(handles[t], what)) continue;
     EXPECT_EQ(data[t], std::vector<int32_t>(static_cast<size_t>(3 + t), size * (size - 1) / 2 + size * t)) << what;
   }
@@ -71,7 +72,8 @@ TEST(Lifecycle, ShutdownFailsPendingCallsThrowAndInitRestarts) {
   shutdown();  // a second shutdown is a no-op
   if (pending.state()) {
     EXPECT_TRUE(pending.poll()) << here("a pending allreduce is not done after shutdown()");
-    const std::string message = wait_error<StateError>(pending, here("allreduce 'lifecycle.pending' pending at shutdown"));
+    const std::string message =
+        wait_error<StateError>(pending, here("allreduce 'lifecycle.pending' pending at shutdown"));
     EXPECT_NE(message.find("lifecycle.pending"), std::string::npos)
         << here("the StateError of a pending operation does not name it: ") << message;
     EXPECT_EQ(pending_value, 1.0f) << here("the pending allreduce wrote its buffer");

@@ -22,9 +22,9 @@
 #include <thread>
 #include <vector>
 
-#include "test_support/dtype_lists.h"
 #include "common/half.h"
 #include "concord/concord.h"
+#include "test_support/dtype_lists.h"
 
 namespace concord::mpitest {
 
@@ -36,8 +36,8 @@ using testlists::all_dtypes;
 using testlists::all_ops;
 
 inline bool is_floating(DataType dtype) {
-  return dtype == DataType::kFloat32 || dtype == DataType::kFloat64 ||
-         dtype == DataType::kFloat16 || dtype == DataType::kBFloat16;
+  return dtype == DataType::kFloat32 || dtype == DataType::kFloat64 || dtype == DataType::kFloat16 ||
+         dtype == DataType::kBFloat16;
 }
 
 /// Unit roundoff (half an ulp, relative) of a floating dtype; 0 for integers.
@@ -96,12 +96,8 @@ inline void store(DataType dtype, void* data, int64_t i, T value) {
   switch (dtype) {
     case DataType::kFloat32: static_cast<float*>(data)[i] = static_cast<float>(value); return;
     case DataType::kFloat64: static_cast<double*>(data)[i] = static_cast<double>(value); return;
-    case DataType::kFloat16:
-      static_cast<uint16_t*>(data)[i] = float_to_float16(static_cast<float>(value));
-      return;
-    case DataType::kBFloat16:
-      static_cast<uint16_t*>(data)[i] = float_to_bfloat16(static_cast<float>(value));
-      return;
+    case DataType::kFloat16: static_cast<uint16_t*>(data)[i] = float_to_float16(static_cast<float>(value)); return;
+    case DataType::kBFloat16: static_cast<uint16_t*>(data)[i] = float_to_bfloat16(static_cast<float>(value)); return;
     case DataType::kInt32: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(value); return;
     case DataType::kInt64: static_cast<int64_t*>(data)[i] = static_cast<int64_t>(value); return;
     case DataType::kInt16: static_cast<int16_t*>(data)[i] = static_cast<int16_t>(value); return;
@@ -144,13 +140,13 @@ struct Tensor {
   TensorView view() { return TensorView{data(), dtype, shape}; }
   Real at(int64_t i) const { return load(dtype, bytes.data(), i); }
   template <typename T>
-  void set(int64_t i, T v) { store(dtype, bytes.data(), i, v); }
+  void set(int64_t i, T v) {
+    store(dtype, bytes.data(), i, v);
+  }
 };
 
 /// Element count of the "large" size of a dtype: more than 1 MiB and odd.
-inline int64_t large_count(DataType dtype) {
-  return static_cast<int64_t>((size_t{1} << 20) / dtype_size(dtype)) + 3;
-}
+inline int64_t large_count(DataType dtype) { return static_cast<int64_t>((size_t{1} << 20) / dtype_size(dtype)) + 3; }
 
 /// The sizes every collective is tested with: 0, 1, 7, 1023 and > 1 MiB (odd count).
 inline std::vector<int64_t> test_counts(DataType dtype) { return {0, 1, 7, 1023, large_count(dtype)}; }
@@ -180,11 +176,9 @@ inline T additive_value(DataType dtype, int rank, int64_t index, uint64_t seed, 
   const T binade = kPowerOfTwo[index % 7];
   switch (dtype) {
     case DataType::kFloat32:
-    case DataType::kFloat64:
-      return static_cast<T>(static_cast<int64_t>(h % 2001) - 1000) * binade;
+    case DataType::kFloat64: return static_cast<T>(static_cast<int64_t>(h % 2001) - 1000) * binade;
     case DataType::kFloat16:
-    case DataType::kBFloat16:
-      return static_cast<T>(static_cast<int64_t>(h % 41) - 20) * binade;
+    case DataType::kBFloat16: return static_cast<T>(static_cast<int64_t>(h % 41) - 20) * binade;
     case DataType::kInt8: return static_cast<T>(static_cast<int64_t>(h % 41) - 20);
     case DataType::kUInt8: return static_cast<T>(h % 41);
     case DataType::kBool: return static_cast<T>(h % 2);
@@ -233,20 +227,18 @@ void fill(Tensor& tensor, Value&& value) {
 
 /// Context of one checked tensor: who (rank), what (collective + algorithm + variant),
 /// which tensor, dtype and size. Printed in front of every failure.
-inline std::string describe(const std::string& collective, const std::string& name, DataType dtype,
-                            int64_t count) {
+inline std::string describe(const std::string& collective, const std::string& name, DataType dtype, int64_t count) {
   std::ostringstream out;
-  out << "[rank " << world_rank() << "/" << world_size() << "] " << collective << " of tensor '"
-      << name << "', dtype " << dtype_name(dtype) << ", size " << count << " elements ("
-      << count * static_cast<int64_t>(dtype_size(dtype)) << " bytes)";
+  out << "[rank " << world_rank() << "/" << world_size() << "] " << collective << " of tensor '" << name << "', dtype "
+      << dtype_name(dtype) << ", size " << count << " elements (" << count * static_cast<int64_t>(dtype_size(dtype))
+      << " bytes)";
   return out.str();
 }
 
 /// Checks got[i] == expected[i] (within tolerance[i] when `tolerance` is non-empty) for
 /// every element; reports the first few differing elements by index and then the count.
 inline void expect_elements(const std::string& context, DataType dtype, const void* got,
-                            const std::vector<Real>& expected,
-                            const std::vector<Real>& tolerance = {}) {
+                            const std::vector<Real>& expected, const std::vector<Real>& tolerance = {}) {
   constexpr int kMaxReported = 5;
   int64_t wrong = 0;
   for (int64_t i = 0; i < static_cast<int64_t>(expected.size()); ++i) {
@@ -263,8 +255,7 @@ inline void expect_elements(const std::string& context, DataType dtype, const vo
     }
   }
   if (wrong > kMaxReported)
-    ADD_FAILURE() << context << ": " << wrong << " of " << expected.size()
-                  << " elements differ in total";
+    ADD_FAILURE() << context << ": " << wrong << " of " << expected.size() << " elements differ in total";
 }
 
 /// A hang must fail, not block CI: a handle that is not done after this long aborts the
@@ -276,8 +267,8 @@ inline std::exception_ptr wait_for(const Handle& handle, const std::string& what
   const auto deadline = std::chrono::steady_clock::now() + kWaitLimit;
   while (!handle.poll()) {
     if (std::chrono::steady_clock::now() > deadline) {
-      std::fprintf(stderr, "[rank %d] TIMEOUT: %s did not complete within %lld s; aborting\n",
-                   world_rank(), what.c_str(), static_cast<long long>(kWaitLimit.count()));
+      std::fprintf(stderr, "[rank %d] TIMEOUT: %s did not complete within %lld s; aborting\n", world_rank(),
+                   what.c_str(), static_cast<long long>(kWaitLimit.count()));
       std::fflush(stderr);
       MPI_Abort(MPI_COMM_WORLD, 3);
     }

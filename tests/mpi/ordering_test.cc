@@ -30,8 +30,7 @@ std::vector<Spec> make_specs(int tensors, uint64_t seed, int size) {
     Spec s;
     s.name = "ordering." + std::to_string(seed) + ".tensor" + std::to_string(t);
     const uint64_t kind = rng() % 10;
-    s.type = kind < 6 ? CollectiveType::kAllreduce : kind < 8 ? CollectiveType::kAllgather
-                                                                : CollectiveType::kBroadcast;
+    s.type = kind < 6 ? CollectiveType::kAllreduce : kind < 8 ? CollectiveType::kAllgather : CollectiveType::kBroadcast;
     s.dtype = all_dtypes()[rng() % all_dtypes().size()];
     s.op = all_ops()[rng() % all_ops().size()];
     if (rng() % 10 < 3) s.scale = Scale{0.5, 3.0};
@@ -46,8 +45,7 @@ std::string describe_spec(const Spec& s, int iteration) {
   std::ostringstream what;
   what << collective_name(s.type);
   if (s.type == CollectiveType::kAllreduce)
-    what << "(" << reduce_op_name(s.op) << ", ring, prescale " << s.scale.pre << ", postscale "
-         << s.scale.post << ")";
+    what << "(" << reduce_op_name(s.op) << ", ring, prescale " << s.scale.pre << ", postscale " << s.scale.post << ")";
   if (s.type == CollectiveType::kAllgather) what << "(ring)";
   if (s.type == CollectiveType::kBroadcast) what << "(binomial tree, root " << s.root << ")";
   what << " in iteration " << iteration << " of a random-order batch";
@@ -107,9 +105,7 @@ void run_batch(const std::vector<Spec>& specs, int iteration, bool two_threads) 
         live[k].handle = allreduce_async(s.name, live[k].input.view(), live[k].output.view(),
                                          AllreduceOptions{s.op, s.scale.pre, s.scale.post});
         break;
-      case CollectiveType::kAllgather:
-        live[k].handle = allgather_async(s.name, live[k].input.view());
-        break;
+      case CollectiveType::kAllgather: live[k].handle = allgather_async(s.name, live[k].input.view()); break;
       case CollectiveType::kBroadcast:
         live[k].handle = broadcast_async(s.name, live[k].input.view(), BroadcastOptions{s.root});
         break;
@@ -159,18 +155,17 @@ void run_batch(const std::vector<Spec>& specs, int iteration, bool two_threads) 
             << context << ": output_shape";
         if (live[k].handle.output_bytes().size() == expected.size() * dtype_size(s.dtype))
           expect_elements(context, s.dtype, live[k].handle.output_bytes().data(), expected);
-        else
-          ADD_FAILURE() << context << ": output_bytes() has " << live[k].handle.output_bytes().size() << " bytes";
+        else ADD_FAILURE() << context << ": output_bytes() has " << live[k].handle.output_bytes().size() << " bytes";
         break;
       }
       case CollectiveType::kBroadcast: {
         std::vector<Real> expected(static_cast<size_t>(s.count));
-        for (int64_t i = 0; i < s.count; ++i) expected[static_cast<size_t>(i)] = additive_value(s.dtype, s.root, i, seed);
+        for (int64_t i = 0; i < s.count; ++i)
+          expected[static_cast<size_t>(i)] = additive_value(s.dtype, s.root, i, seed);
         expect_elements(context, s.dtype, live[k].input.data(), expected);
         break;
       }
-      default:
-        ADD_FAILURE() << context << ": unexpected collective type";
+      default: ADD_FAILURE() << context << ": unexpected collective type";
     }
   }
 }

@@ -90,8 +90,8 @@ TEST(ProcessSets, InitWithSetsRunsEveryCollectiveAmongTheMembers) {
     AllreduceOptions options;
     options.process_set = id;
     try {
-      allreduce_async("outsider", TensorView{one.data(), DataType::kFloat32, {1}}, TensorView{one.data(),
-                      DataType::kFloat32, {1}}, options);
+      allreduce_async("outsider", TensorView{one.data(), DataType::kFloat32, {1}},
+                      TensorView{one.data(), DataType::kFloat32, {1}}, options);
       ADD_FAILURE() << "[rank " << me << "] submitting to set " << id << " without being a member did not throw";
     } catch (const InvalidArgument& error) {
       EXPECT_NE(std::string(error.what()).find("is not in process set " + std::to_string(id)), std::string::npos)
@@ -107,7 +107,8 @@ TEST(ProcessSets, InitWithSetsRunsEveryCollectiveAmongTheMembers) {
     const TensorView view{bad.data(), DataType::kFloat32, {static_cast<int64_t>(bad.size())}};
     const std::string error = wait_error<MismatchError>(allreduce_async("set.bad", view, view, options), "mismatch");
     EXPECT_NE(error.find("[5] on ranks [" + std::to_string(last) + "] in process set 1 (ranks [0, 2"),
-              std::string::npos) << "[rank " << me << "] " << error;
+              std::string::npos)
+        << "[rank " << me << "] " << error;
   }
   wait_ok(barrier_async(0), "world barrier");  // nobody shuts down while others work in their sets
   shutdown();

@@ -25,9 +25,8 @@ inline T allreduce_input(DataType dtype, ReduceOp op, bool scaled, int rank, int
 
 /// Fills `tensor` with this rank's allreduce input.
 inline void fill_allreduce_input(Tensor& tensor, ReduceOp op, bool scaled, int rank, uint64_t seed) {
-  fill(tensor, [&](auto tag, int64_t i) {
-    return allreduce_input<decltype(tag)>(tensor.dtype, op, scaled, rank, i, seed);
-  });
+  fill(tensor,
+       [&](auto tag, int64_t i) { return allreduce_input<decltype(tag)>(tensor.dtype, op, scaled, rank, i, seed); });
 }
 
 struct Reference {
@@ -50,8 +49,8 @@ Reference allreduce_reference(DataType dtype, ReduceOp op, Scale scale, int64_t 
     return floating ? x * static_cast<T>(factor)
                     : static_cast<T>(static_cast<int64_t>(static_cast<double>(x) * factor));
   };
-  const bool exact = !floating || ((dtype == DataType::kFloat32 || dtype == DataType::kFloat64) &&
-                                   op != ReduceOp::kAverage);
+  const bool exact =
+      !floating || ((dtype == DataType::kFloat32 || dtype == DataType::kFloat64) && op != ReduceOp::kAverage);
   const bool additive = op == ReduceOp::kSum || op == ReduceOp::kAverage;
   Reference ref;
   ref.value.resize(static_cast<size_t>(count));
@@ -89,8 +88,7 @@ Reference allreduce_reference(DataType dtype, ReduceOp op, Scale scale, int64_t 
 /// kAverage multiplies the postscale by 1/size. Floating results are exact (dyadic inputs)
 /// except where rounding is unavoidable (average; 16-bit floats), which get a bound of
 /// (size + 2) unit roundoffs of the magnitudes involved.
-inline Reference allreduce_reference(DataType dtype, ReduceOp op, Scale scale, int64_t count, uint64_t seed,
-                                     int size) {
+inline Reference allreduce_reference(DataType dtype, ReduceOp op, Scale scale, int64_t count, uint64_t seed, int size) {
   if (dtype == DataType::kInt64) return detail::allreduce_reference<Real>(dtype, op, scale, count, seed, size);
   return detail::allreduce_reference<double>(dtype, op, scale, count, seed, size);
 }

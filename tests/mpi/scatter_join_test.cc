@@ -24,8 +24,12 @@ TEST_P(ReducescatterTest, EarlierRanksGetTheExtraRows) {
   std::vector<Case> cases;
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kAverage}) {
     for (int64_t rows : {int64_t{0}, int64_t{1}, int64_t{2 * size + 1}}) {
-      Case c{std::string("rs.") + dtype_name(dtype) + "." + reduce_op_name(op) + "." + std::to_string(rows), op, rows,
-             Tensor(dtype, {rows, 3}), Tensor(dtype, {reducescatter_rows(rows, size, rank), 3}), {}};
+      Case c{std::string("rs.") + dtype_name(dtype) + "." + reduce_op_name(op) + "." + std::to_string(rows),
+             op,
+             rows,
+             Tensor(dtype, {rows, 3}),
+             Tensor(dtype, {reducescatter_rows(rows, size, rank), 3}),
+             {}};
       for (int64_t i = 0; i < c.input.count(); ++i) c.input.set(i, additive_value<Real>(dtype, rank, i, 5));
       cases.push_back(std::move(c));
     }
@@ -79,7 +83,8 @@ TEST_P(AlltoallTest, UnevenSplitsArriveInRankOrder) {
   for (int q = 0; q < size; ++q) {
     int64_t start = 0;
     for (int j = 0; j < rank; ++j) start += S(q, j);
-    for (int64_t i = start * 2; i < (start + S(q, rank)) * 2; ++i) expected.push_back(additive_value<Real>(dtype, q, i, 9));
+    for (int64_t i = start * 2; i < (start + S(q, rank)) * 2; ++i)
+      expected.push_back(additive_value<Real>(dtype, q, i, 9));
     received.push_back(S(q, rank));
   }
   EXPECT_EQ(handle.received_splits(), received) << context;

@@ -66,8 +66,7 @@ TEST_P(SparseBaselinesOverMpi, MatchesReference) {
           : name == "topkdsa" ? testing_util::reference_topkdsa(all_acc, options.density, counts_traffic)
           : name == "gtopk"   ? testing_util::reference_gtopk(all_acc, options.density, counts_traffic)
           : name == "gaussiank"
-              ? testing_util::reference_gaussiank(all_acc, options.density, options.gaussian_corrections,
-                                                  pairs_traffic)
+              ? testing_util::reference_gaussiank(all_acc, options.density, options.gaussian_corrections, pairs_traffic)
               : testing_util::reference_dense(all_acc);
       SparseResult result;
       comm.reset_counters();
@@ -86,8 +85,7 @@ TEST_P(SparseBaselinesOverMpi, MatchesReference) {
         EXPECT_LE(comm.counters().bytes_sent,
                   SparseAllreduceDense::cost(P, n).max_bytes_sent + counts_traffic[rank].bytes_sent)
             << at << ": bytes";
-      else
-        EXPECT_EQ(comm.counters().bytes_sent, expected.bytes_sent[rank]) << at << ": bytes sent";
+      else EXPECT_EQ(comm.counters().bytes_sent, expected.bytes_sent[rank]) << at << ": bytes sent";
     }
   }
 }
@@ -122,7 +120,8 @@ TEST(SparseBaselinesOverMpiErrors, TopkADifferentLengthThrowsOnEveryRankThenReco
 
   acc.resize(n);
   const auto all_acc = allgather_floats(acc, P);
-  const testing_util::SparseExpectation expected = testing_util::reference_topka(all_acc, options.density, counts_traffic);
+  const testing_util::SparseExpectation expected =
+      testing_util::reference_topka(all_acc, options.density, counts_traffic);
   comm.reset_counters();
   algorithm->allreduce(acc.data(), n, result);
   EXPECT_EQ(result.indices, expected.U.indices) << at << ": U indices of the next call";

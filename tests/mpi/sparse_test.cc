@@ -87,7 +87,8 @@ TEST_F(SparseOverMpi, OkTopkThresholdModeProperties) {
     const std::string at = "P=" + std::to_string(P) + " n=" + std::to_string(n) + " call=" + std::to_string(t) +
                            " rank=" + std::to_string(rank);
     for (int q = 0; q < P; ++q)
-      EXPECT_EQ(std::memcmp(all_u[q].data(), dense_u.data(), n * sizeof(float)), 0) << at << ": U differs from rank " << q;
+      EXPECT_EQ(std::memcmp(all_u[q].data(), dense_u.data(), n * sizeof(float)), 0)
+          << at << ": U differs from rank " << q;
     for (size_t e = 0; e < result.indices.size(); ++e) {
       const int64_t j = result.indices[e];
       float sum = 0;

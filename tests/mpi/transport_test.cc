@@ -85,9 +85,10 @@ void expect_exact(const AllreduceEntry& entry, const AlgorithmContext& ctx, size
       auto data = testlists::exact_inputs(ctx.comm.rank(), n, dtype, op);
       algorithm->start(data.data(), n, dtype, op);
       run_to_completion(*algorithm);
-      const long diff = testlists::first_mismatch(data, testlists::exact_reduction(ctx.comm.size(), n, dtype, op), dtype);
-      EXPECT_EQ(diff, -1) << "[rank " << ctx.comm.rank() << "] " << entry.name << " P=" << ctx.comm.size()
-                          << " n=" << n << " " << dtype_name(dtype) << " " << reduce_op_name(op) << " element " << diff;
+      const long diff =
+          testlists::first_mismatch(data, testlists::exact_reduction(ctx.comm.size(), n, dtype, op), dtype);
+      EXPECT_EQ(diff, -1) << "[rank " << ctx.comm.rank() << "] " << entry.name << " P=" << ctx.comm.size() << " n=" << n
+                          << " " << dtype_name(dtype) << " " << reduce_op_name(op) << " element " << diff;
     }
   }
 }

@@ -30,8 +30,8 @@ Submitted submit(const std::string& name, int t, int64_t count) {
 
 void check(const Submitted& s, const std::string& name, int t, const std::string& scenario) {
   const int size = concord::size();
-  const std::string what = describe("allreduce(sum, in place) " + scenario, name, DataType::kInt32,
-                                    static_cast<int64_t>(s.data.size()));
+  const std::string what =
+      describe("allreduce(sum, in place) " + scenario, name, DataType::kInt32, static_cast<int64_t>(s.data.size()));
   if (!wait_ok(s.handle, what)) return;
   EXPECT_EQ(s.data, std::vector<int32_t>(s.data.size(), size * (size - 1) / 2 + size * t)) << what;
 }

@@ -47,9 +47,9 @@ struct KeySpec {
 /// Ten keys: every dtype, empty, one-element and multi-chunk tensors.
 inline const std::vector<KeySpec>& key_specs() {
   static const std::vector<KeySpec> specs = {
-      {10, DataType::kFloat32, {0}},   {11, DataType::kFloat32, {1}},  {12, DataType::kFloat16, {3, 5}},
-      {13, DataType::kBFloat16, {17}}, {14, DataType::kInt32, {100}},  {15, DataType::kFloat64, {33, 31}},
-      {16, DataType::kInt8, {7}},      {17, DataType::kUInt8, {1000}}, {18, DataType::kInt64, {2, 2}},
+      {10, DataType::kFloat32, {0}},    {11, DataType::kFloat32, {1}},  {12, DataType::kFloat16, {3, 5}},
+      {13, DataType::kBFloat16, {17}},  {14, DataType::kInt32, {100}},  {15, DataType::kFloat64, {33, 31}},
+      {16, DataType::kInt8, {7}},       {17, DataType::kUInt8, {1000}}, {18, DataType::kInt64, {2, 2}},
       {19, DataType::kFloat32, {4000}},
   };
   return specs;

@@ -71,7 +71,10 @@ inline bool expect_reduced_element(const std::vector<std::vector<uint8_t>>& inpu
     const double x = load(inputs[r].data(), i, dtype);
     switch (op) {
       case ReduceOp::kSum:
-      case ReduceOp::kAverage: reference += x; magnitude += std::fabs(x); break;
+      case ReduceOp::kAverage:
+        reference += x;
+        magnitude += std::fabs(x);
+        break;
       case ReduceOp::kProduct: reference *= x; break;
       case ReduceOp::kMin: reference = std::min(reference, x); break;
       case ReduceOp::kMax: reference = std::max(reference, x); break;

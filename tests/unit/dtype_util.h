@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "test_support/dtype_lists.h"
 #include "common/half.h"
 #include "concord/types.h"
+#include "test_support/dtype_lists.h"
 
 namespace concord::testing_util {
 

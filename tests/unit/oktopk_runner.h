@@ -32,8 +32,8 @@ using GradientFn = std::function<void(int rank, int64_t call, std::vector<float>
 /// `accumulate` false every call passes acc = g (the residual is dropped). Fails the test
 /// (and returns what was recorded) when a rank throws.
 inline std::vector<std::vector<SparseCall>> run_oktopk(int P, int64_t n, int calls,
-                                                       const sparse::SparseOptions& options,
-                                                       const GradientFn& gradient, bool accumulate = true) {
+                                                       const sparse::SparseOptions& options, const GradientFn& gradient,
+                                                       bool accumulate = true) {
   std::vector<std::vector<SparseCall>> records(calls, std::vector<SparseCall>(P));
   const std::string error = run_ranks(P, [&](Communicator& comm, const AbortFlag&) {
     const int rank = comm.rank();

@@ -70,7 +70,8 @@ inline SparseExpectation reference_selection_sum(const std::vector<std::vector<f
 
 /// Entries of `indices` (ascending) in [begin, end).
 inline int64_t count_in(const std::vector<int64_t>& indices, int64_t begin, int64_t end) {
-  return std::lower_bound(indices.begin(), indices.end(), end) - std::lower_bound(indices.begin(), indices.end(), begin);
+  return std::lower_bound(indices.begin(), indices.end(), end) -
+         std::lower_bound(indices.begin(), indices.end(), begin);
 }
 
 /// S_i = TopK(acc_i, k) of every rank.

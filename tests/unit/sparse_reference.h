@@ -29,8 +29,7 @@ struct SparseReference {
 inline std::vector<int64_t> reference_topk(const std::vector<float>& x, int64_t k) {
   std::vector<int64_t> order(x.size());
   std::iota(order.begin(), order.end(), int64_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return std::fabs(x[a]) > std::fabs(x[b]); });
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return std::fabs(x[a]) > std::fabs(x[b]); });
   order.resize(std::min<size_t>(order.size(), static_cast<size_t>(std::max<int64_t>(k, 0))));
   std::sort(order.begin(), order.end());
   return order;

@@ -18,8 +18,8 @@
 
 #include "algorithms/registry.h"
 #include "allreduce_check.h"
-#include "cost_check.h"
 #include "common/enforce.h"
+#include "cost_check.h"
 #include "dtype_util.h"
 #include "patterns/ring.h"
 #include "rank_runner.h"
@@ -32,8 +32,8 @@ using testing_util::all_dtypes;
 using testing_util::all_ops;
 using testing_util::cat;
 using testing_util::drive;
-using testing_util::expect_counts;
 using testing_util::expect_allreduce_results;
+using testing_util::expect_counts;
 using testing_util::fill_input;
 using testing_util::run_ranks;
 
@@ -103,8 +103,8 @@ class RegistryAllreduce : public ::testing::TestWithParam<AllreduceParam> {};
 void check_allreduce(const AllreduceEntry& entry, int P, size_t n, DataType dtype, ReduceOp op, size_t chunk,
                      bool out_of_place = false) {
   if (!entry.declines(make_problem(P, n, dtype, op, chunk)).empty()) return;
-  const std::string what = cat(entry.name, " P=", P, " n=", n, " dtype=", dtype_name(dtype), " op=",
-                               reduce_op_name(op), " chunk_bytes=", chunk, out_of_place ? " out of place" : "");
+  const std::string what = cat(entry.name, " P=", P, " n=", n, " dtype=", dtype_name(dtype), " op=", reduce_op_name(op),
+                               " chunk_bytes=", chunk, out_of_place ? " out of place" : "");
   SCOPED_TRACE(what);
   const size_t element = dtype_size(dtype);
   constexpr size_t kGuard = 16;
@@ -151,8 +151,8 @@ std::string allreduce_param_name(const ::testing::TestParamInfo<AllreduceParam>&
 }
 
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, RegistryAllreduce,
-                         ::testing::Combine(::testing::ValuesIn(names(allreduce_algorithms())),
-                                            ::testing::Range(1, 17), ::testing::ValuesIn(all_dtypes())),
+                         ::testing::Combine(::testing::ValuesIn(names(allreduce_algorithms())), ::testing::Range(1, 17),
+                                            ::testing::ValuesIn(all_dtypes())),
                          allreduce_param_name);
 
 // Out of place: the result lands in a separate output, the input is only read.
@@ -188,17 +188,14 @@ TEST_P(RegistryAllreducePipelined, MatchesReferenceWith64ByteChunks) {
 INSTANTIATE_TEST_SUITE_P(AllAlgorithms, RegistryAllreducePipelined,
                          ::testing::Combine(::testing::ValuesIn(names(allreduce_algorithms())),
                                             ::testing::Values(2, 3, 5, 8, 13, 16)),
-                         [](const auto& info) {
-                           return cat(std::get<0>(info.param), "_P", std::get<1>(info.param));
-                         });
+                         [](const auto& info) { return cat(std::get<0>(info.param), "_P", std::get<1>(info.param)); });
 
 // ---------------------------------------------------------------------------------------
 // cost() counts == transport counters, for every collective.
 
 using CountParam = std::tuple<int, size_t>;  // P, n
-const auto kCountParams = ::testing::Combine(::testing::Range(1, 17),
-                                             ::testing::Values(size_t{0}, size_t{1}, size_t{13}, size_t{1023},
-                                                               size_t{100003}));
+const auto kCountParams = ::testing::Combine(
+    ::testing::Range(1, 17), ::testing::Values(size_t{0}, size_t{1}, size_t{13}, size_t{1023}, size_t{100003}));
 std::string count_param_name(const ::testing::TestParamInfo<CountParam>& info) {
   return cat("P", std::get<0>(info.param), "_n", std::get<1>(info.param));
 }
@@ -256,9 +253,8 @@ TEST_P(RegistryCounts, BroadcastCostCountsEqualTransportCounters) {
       const Problem problem = make_problem(P, n, DataType::kUInt8, ReduceOp::kSum, chunk);
       if (!entry.declines(problem).empty()) continue;
       std::vector<std::vector<uint8_t>> data(P, std::vector<uint8_t>(n, 3));
-      const auto counters = run_entry(entry, P, chunk, [&](BroadcastAlgorithm& algorithm, int rank) {
-        algorithm.start(data[rank].data(), n, 0);
-      });
+      const auto counters = run_entry(
+          entry, P, chunk, [&](BroadcastAlgorithm& algorithm, int rank) { algorithm.start(data[rank].data(), n, 0); });
       expect_counts(cat("broadcast ", entry.name, " P=", P, " bytes=", n, " chunk_bytes=", chunk), entry.cost(problem),
                     counters);
     }

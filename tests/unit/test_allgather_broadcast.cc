@@ -69,7 +69,8 @@ void check_allgather(const AllgatherEntry& entry, int P, Blocks blocks) {
                       }),
             "");
   for (int r = 0; r < P; ++r) {
-    for (size_t b = total; b < total + kGuard; ++b) ASSERT_EQ(outputs[r][b], 0xEE) << "rank " << r << " wrote past the end";
+    for (size_t b = total; b < total + kGuard; ++b)
+      ASSERT_EQ(outputs[r][b], 0xEE) << "rank " << r << " wrote past the end";
     const std::vector<uint8_t> got(outputs[r].begin(), outputs[r].begin() + static_cast<long>(total));
     const long diff = first_difference(got, expected, 1);
     EXPECT_EQ(diff, -1) << "rank " << r << ": first wrong byte " << diff;
@@ -104,7 +105,8 @@ void check_broadcast(int P, size_t bytes) {
   for (int root = 0; root < P; ++root) {
     std::vector<std::vector<uint8_t>> buffers(P, std::vector<uint8_t>(bytes + kGuard, 0xEE));
     for (int rank = 0; rank < P; ++rank)
-      for (size_t j = 0; j < bytes; ++j) buffers[rank][j] = rank == root ? block_byte(root, j) : static_cast<uint8_t>(rank);
+      for (size_t j = 0; j < bytes; ++j)
+        buffers[rank][j] = rank == root ? block_byte(root, j) : static_cast<uint8_t>(rank);
     std::vector<TrafficCounters> counters(P);
     ASSERT_EQ(run_ranks(P,
                         [&](Communicator& comm, const AbortFlag& aborted) {
@@ -134,7 +136,8 @@ void check_broadcast(int P, size_t bytes) {
 class BroadcastBinomialTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(BroadcastBinomialTest, EveryRootReachesEveryRank) {
-  for (size_t bytes : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}, size_t{100003}}) check_broadcast(GetParam(), bytes);
+  for (size_t bytes : {size_t{0}, size_t{1}, size_t{7}, size_t{1023}, size_t{100003}})
+    check_broadcast(GetParam(), bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Sizes1To16, BroadcastBinomialTest, ::testing::Range(1, 17),

@@ -104,8 +104,8 @@ TEST_P(AdasumRanks, MatchesTheSequentialTree) {
 
 INSTANTIATE_TEST_SUITE_P(All, AdasumRanks,
                          ::testing::Combine(::testing::Values(1, 2, 4, 8, 16),
-                                            ::testing::Values(size_t{0}, size_t{1}, size_t{2}, size_t{3},
-                                                              size_t{7}, size_t{100}, size_t{1001})),
+                                            ::testing::Values(size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{7},
+                                                              size_t{100}, size_t{1001})),
                          [](const auto& info) {
                            return cat("P", std::get<0>(info.param), "_n", std::get<1>(info.param));
                          });

@@ -91,8 +91,7 @@ std::vector<Event> root_events(const std::string& algorithm, int P, int K) {
     std::unique_ptr<AllreduceAlgorithm> allreduce;
     if (algorithm == "tree")
       allreduce = std::make_unique<AllreducePipelinedTree>(logged, scratch[r], kChunkElements * sizeof(float));
-    else
-      allreduce = std::make_unique<AllreduceOverlappedTree>(logged, scratch[r], kChunkElements * sizeof(float));
+    else allreduce = std::make_unique<AllreduceOverlappedTree>(logged, scratch[r], kChunkElements * sizeof(float));
     allreduce->start(data[r].data(), count, DataType::kFloat32, ReduceOp::kSum);
     drive(*allreduce, aborted);
     for (size_t i = 0; i < count; ++i)

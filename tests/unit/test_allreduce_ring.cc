@@ -71,8 +71,7 @@ std::string describe(const char* algorithm, int P, size_t n, DataType dtype, Red
 }
 
 // Runs one AllreduceRing on P in-process ranks and checks every rank's result.
-void check_allreduce(int P, size_t n, DataType dtype, ReduceOp op,
-                     size_t chunk = AllreduceRing::kDefaultChunkBytes) {
+void check_allreduce(int P, size_t n, DataType dtype, ReduceOp op, size_t chunk = AllreduceRing::kDefaultChunkBytes) {
   const std::string what = describe("AllreduceRing", P, n, dtype, op, chunk);
   SCOPED_TRACE(what);
   const size_t element = dtype_size(dtype);
@@ -111,15 +110,14 @@ TEST_P(AllreduceRingPipelined, MatchesReferenceWith64ByteChunks) {
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) check_allreduce(P, elements(size, P), dtype, op, 64);
 }
 
-INSTANTIATE_TEST_SUITE_P(Chunk64, AllreduceRingPipelined,
-                         ::testing::Combine(::testing::Values(2, 3, 7, 16),
-                                            ::testing::Values(Size::kPPlus1, Size::k1023, Size::k100003),
-                                            ::testing::Values(DataType::kFloat32, DataType::kBFloat16,
-                                                              DataType::kInt8)),
-                         [](const auto& info) {
-                           return testing_util::cat("P", std::get<0>(info.param), "_", size_name(std::get<1>(info.param)),
-                                                    "_", dtype_name(std::get<2>(info.param)));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Chunk64, AllreduceRingPipelined,
+    ::testing::Combine(::testing::Values(2, 3, 7, 16), ::testing::Values(Size::kPPlus1, Size::k1023, Size::k100003),
+                       ::testing::Values(DataType::kFloat32, DataType::kBFloat16, DataType::kInt8)),
+    [](const auto& info) {
+      return testing_util::cat("P", std::get<0>(info.param), "_", size_name(std::get<1>(info.param)), "_",
+                               dtype_name(std::get<2>(info.param)));
+    });
 
 // Chunk sizes that do not divide the element size (down to 1 byte): chunks are cut in whole
 // elements, so some are empty, and the result must not change.
@@ -231,13 +229,11 @@ TEST_P(AllreduceRingTraffic, BytesPerRankAreTwoPMinusOneOverPTimesN) {
   for (size_t chunk : {size_t{64}, AllreduceRing::kDefaultChunkBytes}) check_traffic(P, n, chunk);
 }
 
-INSTANTIATE_TEST_SUITE_P(SizesAndChunks, AllreduceRingTraffic,
-                         ::testing::Combine(::testing::Values(1, 2, 3, 4, 7, 16),
-                                            ::testing::Values(size_t{0}, size_t{1}, size_t{5}, size_t{1023},
-                                                              size_t{100003})),
-                         [](const auto& info) {
-                           return testing_util::cat("P", std::get<0>(info.param), "_n", std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    SizesAndChunks, AllreduceRingTraffic,
+    ::testing::Combine(::testing::Values(1, 2, 3, 4, 7, 16),
+                       ::testing::Values(size_t{0}, size_t{1}, size_t{5}, size_t{1023}, size_t{100003})),
+    [](const auto& info) { return testing_util::cat("P", std::get<0>(info.param), "_n", std::get<1>(info.param)); });
 
 }  // namespace
 }  // namespace concord

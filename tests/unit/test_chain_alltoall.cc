@@ -32,11 +32,12 @@ uint8_t payload(int rank, size_t j) { return static_cast<uint8_t>(rank * 131 + j
 
 void check_chain(int P, size_t bytes, size_t chunk) {
   for (int root = 0; root < P; ++root) {
-    const std::string what = testing_util::cat("BroadcastChain P=", P, " bytes=", bytes, " chunk_bytes=", chunk,
-                                               " root ", root);
+    const std::string what =
+        testing_util::cat("BroadcastChain P=", P, " bytes=", bytes, " chunk_bytes=", chunk, " root ", root);
     std::vector<std::vector<uint8_t>> buffers(P, std::vector<uint8_t>(bytes + kGuard, 0xEE));
     for (int rank = 0; rank < P; ++rank)
-      for (size_t j = 0; j < bytes; ++j) buffers[rank][j] = rank == root ? payload(root, j) : static_cast<uint8_t>(rank);
+      for (size_t j = 0; j < bytes; ++j)
+        buffers[rank][j] = rank == root ? payload(root, j) : static_cast<uint8_t>(rank);
     std::vector<TrafficCounters> counters(P);
     ASSERT_EQ(run_ranks(P,
                         [&](Communicator& comm, const AbortFlag& aborted) {
@@ -48,7 +49,8 @@ void check_chain(int P, size_t bytes, size_t chunk) {
               "")
         << what;
     for (int r = 0; r < P; ++r) {
-      for (size_t b = bytes; b < bytes + kGuard; ++b) ASSERT_EQ(buffers[r][b], 0xEE) << what << " rank " << r << " wrote past the end";
+      for (size_t b = bytes; b < bytes + kGuard; ++b)
+        ASSERT_EQ(buffers[r][b], 0xEE) << what << " rank " << r << " wrote past the end";
       long wrong = -1;
       for (size_t j = 0; j < bytes && wrong < 0; ++j)
         if (buffers[r][j] != payload(root, j)) wrong = static_cast<long>(j);
@@ -106,7 +108,8 @@ TEST(PairwisePattern, EveryPairExchangesOnceAndSendsMatchReceives) {
         ASSERT_LT(to, P);
         ++sent[to];
         ++received[me.receive_from(s)];
-        EXPECT_EQ((patterns::PairwiseExchange{to, P}.receive_from(s)), r) << "P=" << P << " rank " << r << " step " << s;
+        EXPECT_EQ((patterns::PairwiseExchange{to, P}.receive_from(s)), r)
+            << "P=" << P << " rank " << r << " step " << s;
       }
       for (int peer = 0; peer < P; ++peer) {
         EXPECT_EQ(sent[peer], peer == r ? 0 : 1) << "P=" << P << " rank " << r << " peer " << peer;
@@ -121,7 +124,8 @@ uint8_t block_byte(int from, int to, size_t j) { return static_cast<uint8_t>(fro
 void check_alltoall(int P, size_t block) {
   const std::string what = testing_util::cat("AlltoallPairwise P=", P, " block_bytes=", block);
   const size_t total = block * P;
-  std::vector<std::vector<uint8_t>> send(P, std::vector<uint8_t>(total)), recv(P, std::vector<uint8_t>(total + kGuard, 0xEE));
+  std::vector<std::vector<uint8_t>> send(P, std::vector<uint8_t>(total)),
+      recv(P, std::vector<uint8_t>(total + kGuard, 0xEE));
   for (int r = 0; r < P; ++r)
     for (int to = 0; to < P; ++to)
       for (size_t j = 0; j < block; ++j) send[r][to * block + j] = block_byte(r, to, j);
@@ -136,7 +140,8 @@ void check_alltoall(int P, size_t block) {
             "")
       << what;
   for (int r = 0; r < P; ++r) {
-    for (size_t b = total; b < total + kGuard; ++b) ASSERT_EQ(recv[r][b], 0xEE) << what << " rank " << r << " wrote past the end";
+    for (size_t b = total; b < total + kGuard; ++b)
+      ASSERT_EQ(recv[r][b], 0xEE) << what << " rank " << r << " wrote past the end";
     for (int from = 0; from < P; ++from) {
       long wrong = -1;
       for (size_t j = 0; j < block && wrong < 0; ++j)

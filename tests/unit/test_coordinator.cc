@@ -156,10 +156,12 @@ TEST(Coordinator, ProcessSetMessagesNameGlobalRanksAndTheSet) {
   coordinator.add(allreduce(2, "twice"));
   const auto responses = coordinator.take_ready();
   ASSERT_EQ(responses.size(), 2u);
-  expect_error(responses[0], "Mismatched shape for tensor 'x': [3] on ranks [1, 6], [4] on ranks [4] in process "
-                             "set 2 (ranks [1, 4, 6])");
+  expect_error(responses[0],
+               "Mismatched shape for tensor 'x': [3] on ranks [1, 6], [4] on ranks [4] in process "
+               "set 2 (ranks [1, 4, 6])");
   EXPECT_NE(responses[1].error.find("twice by rank 1 before every rank had submitted it in process set 2"),
-            std::string::npos) << responses[1].error;
+            std::string::npos)
+      << responses[1].error;
   std::vector<Request> roots;
   for (int r = 0; r < 3; ++r) {
     roots.push_back(of_type(CollectiveType::kBroadcast, r, "x", {3}));
@@ -177,9 +179,7 @@ TEST(Coordinator, RankOutsideTheWorldIsInternalError) {
   EXPECT_EQ(coordinator.pending(), 0u);
 }
 
-TEST(BuildResponse, NoRequestsIsInternalError) {
-  EXPECT_THROW(build_response({}), InternalError);
-}
+TEST(BuildResponse, NoRequestsIsInternalError) { EXPECT_THROW(build_response({}), InternalError); }
 
 TEST(BuildResponse, AllreduceCarriesParametersAndElementCount) {
   std::vector<Request> requests;
@@ -201,10 +201,8 @@ TEST(BuildResponse, AllreduceCarriesParametersAndElementCount) {
 }
 
 TEST(BuildResponse, ScalarAndEmptyShapes) {
-  EXPECT_EQ(build_response({allreduce(0, "s", {}), allreduce(1, "s", {})}).sizes,
-            std::vector<int64_t>{1});
-  EXPECT_EQ(build_response({allreduce(0, "e", {3, 0}), allreduce(1, "e", {3, 0})}).sizes,
-            std::vector<int64_t>{0});
+  EXPECT_EQ(build_response({allreduce(0, "s", {}), allreduce(1, "s", {})}).sizes, std::vector<int64_t>{1});
+  EXPECT_EQ(build_response({allreduce(0, "e", {3, 0}), allreduce(1, "e", {3, 0})}).sizes, std::vector<int64_t>{0});
 }
 
 TEST(BuildResponse, BroadcastCarriesRootAndIgnoresReduceParameters) {
@@ -247,18 +245,21 @@ TEST(BuildResponse, ShapeMismatchNamesTensorRanksAndBothShapes) {
   expect_error(with_ranks_changed(3, {1}, [](Request& r) { r.shape = {4}; }),
                "Mismatched shape for tensor 'x': [3] on ranks [0, 2], [4] on ranks [1]");
   // Same element count, different shape: still a mismatch.
-  expect_error(with_ranks_changed(2, {0}, [](Request& r) { r.shape = {1, 3}; }),
+  expect_error(with_ranks_changed(2, {0},
+                                  [](Request& r) {
+                                    r.shape = {1, 3};
+                                  }),
                "Mismatched shape for tensor 'x': [1, 3] on ranks [0], [3] on ranks [1]");
-  expect_error(with_ranks_changed(4, {1, 3}, [](Request& r) { r.shape = {4}; },
-                                  CollectiveType::kBroadcast),
+  expect_error(with_ranks_changed(
+                   4, {1, 3}, [](Request& r) { r.shape = {4}; }, CollectiveType::kBroadcast),
                "Mismatched shape for tensor 'x': [3] on ranks [0, 2], [4] on ranks [1, 3]");
 }
 
 TEST(BuildResponse, DtypeMismatch) {
   expect_error(with_ranks_changed(3, {2}, [](Request& r) { r.dtype = DataType::kFloat16; }),
                "Mismatched dtype for tensor 'x': float32 on ranks [0, 1], float16 on ranks [2]");
-  expect_error(with_ranks_changed(2, {1}, [](Request& r) { r.dtype = DataType::kInt64; },
-                                  CollectiveType::kAllgather),
+  expect_error(with_ranks_changed(
+                   2, {1}, [](Request& r) { r.dtype = DataType::kInt64; }, CollectiveType::kAllgather),
                "Mismatched dtype for tensor 'x': float32 on ranks [0], int64 on ranks [1]");
 }
 
@@ -279,7 +280,8 @@ TEST(BuildResponse, ScaleFactorMismatches) {
 }
 
 TEST(BuildResponse, RootMismatch) {
-  expect_error(with_ranks_changed(3, {2}, [](Request& r) { r.root = 2; }, CollectiveType::kBroadcast),
+  expect_error(with_ranks_changed(
+                   3, {2}, [](Request& r) { r.root = 2; }, CollectiveType::kBroadcast),
                "Mismatched root rank for tensor 'x': 0 on ranks [0, 1], 2 on ranks [2]");
 }
 

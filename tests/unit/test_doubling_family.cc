@@ -85,8 +85,8 @@ TEST(DoublingCost, PowerOfTwoMatchesTextbookFormulas) {
     EXPECT_DOUBLE_EQ(rd.reduce_bytes, L * n);
     EXPECT_EQ(rd.max_messages_sent, static_cast<uint64_t>(L));
     EXPECT_EQ(rd.total_bytes_sent, static_cast<uint64_t>(L * n * P));
-    for (const Cost& rs : {ReduceScatterHalving::cost(problem_of(P, count, 4)),
-                           ReduceScatterRing::cost(problem_of(P, count, 4))}) {
+    for (const Cost& rs :
+         {ReduceScatterHalving::cost(problem_of(P, count, 4)), ReduceScatterRing::cost(problem_of(P, count, 4))}) {
       EXPECT_DOUBLE_EQ(rs.wire_bytes, (P - 1) * n / P);
       EXPECT_DOUBLE_EQ(rs.reduce_bytes, (P - 1) * n / P);
       EXPECT_EQ(rs.max_bytes_sent, share);
@@ -151,8 +151,7 @@ TEST_P(AllreduceOperandOrder, SignedZerosAndNaNsGiveBitIdenticalResultsOnEveryRa
   constexpr size_t n = 1001;
   for (DataType dtype : {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16}) {
     for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kSum}) {
-      const std::string what =
-          cat(name, " P=", P, " n=", n, " dtype=", dtype_name(dtype), " op=", reduce_op_name(op));
+      const std::string what = cat(name, " P=", P, " n=", n, " dtype=", dtype_name(dtype), " op=", reduce_op_name(op));
       std::vector<std::vector<uint8_t>> data(P, std::vector<uint8_t>(n * dtype_size(dtype)));
       for (int r = 0; r < P; ++r) fill_order_sensitive(data[r].data(), n, dtype, r);
       std::vector<ScratchBuffer> scratch(P);

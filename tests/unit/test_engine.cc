@@ -134,27 +134,25 @@ TEST_P(EngineRandomDag, EqualsSequentialExecution) {
         update(state);
       };
       if (rng() % 10 == 0) {
-        engine.push_async([&completer, body](OnComplete done) { completer.post(body, std::move(done)); },
-                          reads, written, options);
+        engine.push_async([&completer, body](OnComplete done) { completer.post(body, std::move(done)); }, reads,
+                          written, options);
       } else {
         engine.push_sync(body, reads, written, options);
       }
     }
     engine.wait_all();
     for (int v = 0; v < kVars; ++v) {
-      ASSERT_EQ(state[v], expected[v]) << "seed " << seed << ", cpu_threads " << sizes.cpu
-                                       << ", comm_threads " << sizes.comm << ", var " << v;
+      ASSERT_EQ(state[v], expected[v]) << "seed " << seed << ", cpu_threads " << sizes.cpu << ", comm_threads "
+                                       << sizes.comm << ", var " << v;
       ASSERT_EQ(engine.version(vars[v]), writes[v]) << "version of var " << v << ", seed " << seed;
     }
   }
 }
 
 INSTANTIATE_TEST_SUITE_P(Pools, EngineRandomDag,
-                         ::testing::Values(PoolSizes{1, 1}, PoolSizes{2, 1}, PoolSizes{4, 2},
-                                           PoolSizes{8, 3}),
+                         ::testing::Values(PoolSizes{1, 1}, PoolSizes{2, 1}, PoolSizes{4, 2}, PoolSizes{8, 3}),
                          [](const auto& info) {
-                           return "cpu" + std::to_string(info.param.cpu) + "_comm" +
-                                  std::to_string(info.param.comm);
+                           return "cpu" + std::to_string(info.param.cpu) + "_comm" + std::to_string(info.param.comm);
                          });
 
 // ---- Versions, readers and writers ----
@@ -280,8 +278,8 @@ TEST(Engine, AsyncOperationsCompleteFromAForeignThread) {
   for (auto id : ran_on) EXPECT_EQ(id, completer.id());
 
   // An error passed to on_complete is stored like a thrown one; a throw before completing too.
-  engine.push_async([&](OnComplete done) { completer.post([] { throw CommError("link down"); }, std::move(done)); },
-                    {}, {v});
+  engine.push_async([&](OnComplete done) { completer.post([] { throw CommError("link down"); }, std::move(done)); }, {},
+                    {v});
   EXPECT_THROW(engine.wait_for_var(v), CommError);
   engine.push_async([](OnComplete) { throw MismatchError("refused"); }, {}, {v});
   EXPECT_THROW(engine.wait_for_var(v), MismatchError);
@@ -377,7 +375,12 @@ TEST(Engine, DeleteVarIsDeferredUntilQueuedWorkIsDone) {
   Var* keep = engine.new_var();
   std::latch release(1);
   std::atomic<int> ran{0};
-  engine.push_sync([&] { release.wait(); ++ran; }, {}, {v});
+  engine.push_sync(
+      [&] {
+        release.wait();
+        ++ran;
+      },
+      {}, {v});
   engine.push_sync([&] { ++ran; }, {v}, {keep});
   engine.delete_var(v);  // returns at once: the two operations still need v
   EXPECT_THROW(engine.push_sync([] {}, {v}, {}), InvalidArgument) << "push on a var being deleted";
@@ -404,8 +407,7 @@ TEST(Engine, ShutdownFinishesPendingWorkThenRefusesPushes) {
   for (int i = 0; i < 300; ++i) {
     if (i % 3 == 0)
       engine.push_async([&](OnComplete done) { completer.post([&] { ++ran; }, std::move(done)); }, {}, {v});
-    else
-      engine.push_sync([&] { ++ran; }, {v}, {}, {i % 2 ? FnKind::kComm : FnKind::kCpu, 0, ""});
+    else engine.push_sync([&] { ++ran; }, {v}, {}, {i % 2 ? FnKind::kComm : FnKind::kCpu, 0, ""});
   }
   engine.shutdown();
   EXPECT_EQ(ran.load(), 300);
@@ -433,7 +435,12 @@ TEST(Engine, DestructorRunsPendingWork) {
 TEST(Engine, HigherPriorityReadyOperationsRunFirst) {
   Engine engine(1, 1);
   std::latch blocker_started(1), release(1);
-  engine.push_sync([&] { blocker_started.count_down(); release.wait(); }, {}, {});
+  engine.push_sync(
+      [&] {
+        blocker_started.count_down();
+        release.wait();
+      },
+      {}, {});
   blocker_started.wait();
   std::vector<int> order;  // one worker: no two operations run at once
   const std::vector<int> priorities = {3, -1, 7, 0, 7, 2, -5, 3, 10, 0};
@@ -444,8 +451,7 @@ TEST(Engine, HigherPriorityReadyOperationsRunFirst) {
   engine.wait_all();
   std::vector<int> expected(priorities.size());
   for (size_t i = 0; i < expected.size(); ++i) expected[i] = static_cast<int>(i);
-  std::stable_sort(expected.begin(), expected.end(),
-                   [&](int a, int b) { return priorities[a] > priorities[b]; });
+  std::stable_sort(expected.begin(), expected.end(), [&](int a, int b) { return priorities[a] > priorities[b]; });
   EXPECT_EQ(order, expected);
 }
 

@@ -68,7 +68,12 @@ TEST(Engine, OnSkipRunsWithTheInheritedErrorInsteadOfSkipping) {
     }
     done(nullptr);
   };
-  engine.push_async([&](OnComplete done) { fn_ran = true; done(nullptr); }, {grad}, {clean}, quiet);
+  engine.push_async(
+      [&](OnComplete done) {
+        fn_ran = true;
+        done(nullptr);
+      },
+      {grad}, {clean}, quiet);
   // 2. on_skip completes with its own error: stored on its write.
   PushOptions loud{FnKind::kCpu, 0, "reporter"};
   loud.on_skip = [](std::exception_ptr, OnComplete done) {
@@ -88,7 +93,12 @@ TEST(Engine, OnSkipRunsWithTheInheritedErrorInsteadOfSkipping) {
   EXPECT_THROW(engine.wait_for_var(grad), std::runtime_error) << "the inherited error stays on its var";
   // 3. Later operations on `clean` run (nothing was stored there), and with the error
   // cleared the operation with on_skip runs its own function again.
-  engine.push_async([&](OnComplete done) { fn_ran = true; done(nullptr); }, {grad}, {clean}, quiet);
+  engine.push_async(
+      [&](OnComplete done) {
+        fn_ran = true;
+        done(nullptr);
+      },
+      {grad}, {clean}, quiet);
   EXPECT_NO_THROW(engine.wait_for_var(clean));
   EXPECT_TRUE(fn_ran.load()) << "with no error on its vars the function runs, not on_skip";
   // 4. A throw from on_skip is the operation's error.
@@ -106,8 +116,18 @@ TEST(Engine, WaitAllRethrowsTheFirstErrorThenClearsAll) {
   Var* a = engine.new_var();
   Var* b = engine.new_var();
   std::latch first_done(1);
-  engine.push_sync([&] { first_done.count_down(); throw InvalidArgument("first"); }, {}, {a});
-  engine.push_sync([&] { first_done.wait(); throw StateError("second"); }, {}, {b});
+  engine.push_sync(
+      [&] {
+        first_done.count_down();
+        throw InvalidArgument("first");
+      },
+      {}, {a});
+  engine.push_sync(
+      [&] {
+        first_done.wait();
+        throw StateError("second");
+      },
+      {}, {b});
   engine.push_sync([] { throw CommError("read-only op"); }, {a}, {});  // skipped: inherits "first"
   try {
     engine.wait_all();
@@ -169,7 +189,12 @@ TEST(Engine, SelfWaitsAndForeignVarsAreRefused) {
   // Waiting on another engine from inside an operation is allowed.
   std::atomic<bool> waited{false};
   other.push_sync([] {}, {}, {foreign});
-  engine.push_sync([&] { other.wait_for_var(foreign); waited = true; }, {}, {v});
+  engine.push_sync(
+      [&] {
+        other.wait_for_var(foreign);
+        waited = true;
+      },
+      {}, {v});
   EXPECT_NO_THROW(engine.wait_for_var(v));
   EXPECT_TRUE(waited.load());
   EXPECT_THROW(engine.push_sync([] {}, {foreign}, {}), InvalidArgument);

@@ -62,8 +62,8 @@ TEST_P(ExecutorRanks, FusedReducescatterGivesEarlierRanksTheExtraRows) {
         for (int64_t i = 0; i < rows[t] * row; ++i) inputs[t][i] = value(me, t, i);
         const int64_t mine = rows[t] / P + (me < rows[t] % P ? 1 : 0);
         outputs[t].assign(mine * row, -99);
-        TensorEntry e = entry("rs" + std::to_string(t), inputs[t].data(), outputs[t].data(), DataType::kFloat64,
-                              {rows[t], row});
+        TensorEntry e =
+            entry("rs" + std::to_string(t), inputs[t].data(), outputs[t].data(), DataType::kFloat64, {rows[t], row});
         e.output.shape = {mine, row};
         handles.push_back(e.handle);
         queue.push(e);
@@ -128,7 +128,8 @@ TEST_P(ExecutorRanks, AlltoallWithUnevenSplits) {
     for (int q = 0; q < P; ++q) {
       int64_t start = 0;
       for (int j = 0; j < me; ++j) start += S(q, j);
-      for (int64_t k = start * 2; k < (start + S(q, me)) * 2; ++k) expected.push_back(static_cast<int16_t>(q * 1000 + k));
+      for (int64_t k = start * 2; k < (start + S(q, me)) * 2; ++k)
+        expected.push_back(static_cast<int16_t>(q * 1000 + k));
       splits.push_back(S(q, me));
     }
     std::vector<int16_t> got(handle->output_bytes.size() / 2);
@@ -165,8 +166,8 @@ TEST_P(ExecutorRanks, FusedAllgatherWithAJoinedRank) {
       if (me == joined && P > 1) continue;
       inputs[t].resize((me + t) * (t + 1));
       for (size_t i = 0; i < inputs[t].size(); ++i) inputs[t][i] = static_cast<float>(value(me, t, i));
-      TensorEntry e = entry(response.names.back(), inputs[t].data(), inputs[t].data(), DataType::kFloat32,
-                            {me + t, t + 1});
+      TensorEntry e =
+          entry(response.names.back(), inputs[t].data(), inputs[t].data(), DataType::kFloat32, {me + t, t + 1});
       handles.push_back(e.handle);
       queue.push(e);
     }

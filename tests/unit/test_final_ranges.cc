@@ -127,7 +127,8 @@ std::string check_ranges(Kind kind, int P, size_t count, bool out_of_place) {
             range.offset + range.bytes > bytes)
           throw std::runtime_error(what.str() + " is empty, not whole elements or outside the buffer");
         for (size_t i = range.offset / sizeof(int32_t); i < (range.offset + range.bytes) / sizeof(int32_t); ++i) {
-          if (covered[i]) throw std::runtime_error(what.str() + " overlaps an earlier one at element " + std::to_string(i));
+          if (covered[i])
+            throw std::runtime_error(what.str() + " overlaps an earlier one at element " + std::to_string(i));
           covered[i] = true;
           ++covered_elements;
           if (buffer[i] != expected[i])
@@ -171,8 +172,9 @@ TEST_P(FinalRangesTest, ReportedOnlyWhenFinalDisjointAndComplete) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, FinalRangesTest,
-                         ::testing::Combine(::testing::Values(Kind::kRing, Kind::kRingChunk64, Kind::kHalvingDoubling, Kind::kRecursiveDoubling,
-                                                              Kind::kTreeChunk64, Kind::kOverlappedDoubleTreeChunk64,
+                         ::testing::Combine(::testing::Values(Kind::kRing, Kind::kRingChunk64, Kind::kHalvingDoubling,
+                                                              Kind::kRecursiveDoubling, Kind::kTreeChunk64,
+                                                              Kind::kOverlappedDoubleTreeChunk64,
                                                               Kind::kHierarchicalChunk64),
                                             ::testing::Range(1, 17)),
                          [](const auto& info) {

@@ -75,9 +75,7 @@ TEST(Fusion, JoinsOnlyTheMostRecentCompatibleResponse) {
   EXPECT_EQ(groups(plan_fusion({allreduce("a", 100), allreduce("b", 300), allreduce("c", 100)}, 1000)),
             (Groups{{"a"}, {"b"}, {"c"}}));
   // ... and a compatible response further back is reached across incompatible ones.
-  EXPECT_EQ(groups(plan_fusion({allreduce("a", 10), allreduce("d", 10, DataType::kFloat64),
-                                allreduce("c", 10)},
-                               1000)),
+  EXPECT_EQ(groups(plan_fusion({allreduce("a", 10), allreduce("d", 10, DataType::kFloat64), allreduce("c", 10)}, 1000)),
             (Groups{{"a", "c"}, {"d"}}));
 }
 
@@ -150,8 +148,8 @@ TEST(Fusion, RandomListsKeepEveryInvariant) {
       if (kind == 0) {
         input.push_back(other(ResponseType::kBroadcast, name));
       } else {
-        input.push_back(allreduce(name, std::uniform_int_distribution<int64_t>(0, 700)(rng),
-                                  dtypes[rng() % 4], ops[rng() % 2], kind == 9 ? 0.5 : 1.0));
+        input.push_back(allreduce(name, std::uniform_int_distribution<int64_t>(0, 700)(rng), dtypes[rng() % 4],
+                                  ops[rng() % 2], kind == 9 ? 0.5 : 1.0));
       }
     }
     const auto plan = plan_fusion(input, threshold);

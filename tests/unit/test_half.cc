@@ -72,8 +72,8 @@ TEST(Float16, RoundToNearestEvenAtEveryHalfwayPoint) {
 }
 
 TEST(Float16, OverflowToInfinity) {
-  EXPECT_EQ(float_to_float16(65504.0f), 0x7bff);                               // largest finite
-  EXPECT_EQ(float_to_float16(std::nextafter(65520.0f, 0.0f)), 0x7bff);          // below the midpoint
+  EXPECT_EQ(float_to_float16(65504.0f), 0x7bff);                        // largest finite
+  EXPECT_EQ(float_to_float16(std::nextafter(65520.0f, 0.0f)), 0x7bff);  // below the midpoint
   EXPECT_EQ(float_to_float16(65520.0f), 0x7c00) << "midpoint ties to even: infinity";
   EXPECT_EQ(float_to_float16(-65520.0f), 0xfc00);
   EXPECT_EQ(float_to_float16(1e10f), 0x7c00);

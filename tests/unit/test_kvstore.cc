@@ -33,9 +33,7 @@ std::string run_scenario(const Case& c, void (*scenario)(Communicator&, KVStoreT
 
 class KVStoreTest : public ::testing::TestWithParam<Case> {};
 
-TEST_P(KVStoreTest, InitTakesRank0Value) {
-  EXPECT_EQ(run_scenario(GetParam(), scenarios::init_takes_rank0_value), "");
-}
+TEST_P(KVStoreTest, InitTakesRank0Value) { EXPECT_EQ(run_scenario(GetParam(), scenarios::init_takes_rank0_value), ""); }
 TEST_P(KVStoreTest, PushSumsGradientsReadyInRandomOrder) {
   EXPECT_EQ(run_scenario(GetParam(), scenarios::push_sums_gradients_ready_in_random_order), "");
 }
@@ -43,15 +41,14 @@ TEST_P(KVStoreTest, PushPullAveragesInPlace) {
   EXPECT_EQ(run_scenario(GetParam(), scenarios::pushpull_averages_in_place), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Designs, KVStoreTest,
-    ::testing::Values(Case{KVStoreType::kFunneled, 1}, Case{KVStoreType::kFunneled, 2}, Case{KVStoreType::kFunneled, 3},
-                      Case{KVStoreType::kFunneled, 5}, Case{KVStoreType::kConcurrent, 1},
-                      Case{KVStoreType::kConcurrent, 2}, Case{KVStoreType::kConcurrent, 4},
-                      Case{KVStoreType::kConcurrent, 5}, Case{KVStoreType::kDepChain, 1},
-                      Case{KVStoreType::kDepChain, 2}, Case{KVStoreType::kDepChain, 3},
-                      Case{KVStoreType::kDepChain, 5}),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(Designs, KVStoreTest,
+                         ::testing::Values(Case{KVStoreType::kFunneled, 1}, Case{KVStoreType::kFunneled, 2},
+                                           Case{KVStoreType::kFunneled, 3}, Case{KVStoreType::kFunneled, 5},
+                                           Case{KVStoreType::kConcurrent, 1}, Case{KVStoreType::kConcurrent, 2},
+                                           Case{KVStoreType::kConcurrent, 4}, Case{KVStoreType::kConcurrent, 5},
+                                           Case{KVStoreType::kDepChain, 1}, Case{KVStoreType::kDepChain, 2},
+                                           Case{KVStoreType::kDepChain, 3}, Case{KVStoreType::kDepChain, 5}),
+                         case_name);
 
 class KVStoreErrorTest : public ::testing::TestWithParam<Case> {};
 
@@ -77,9 +74,8 @@ INSTANTIATE_TEST_SUITE_P(Designs, KVStoreErrorTest,
                          case_name);
 
 TEST(KVStoreConcurrent, OrderMattersOnlyPerCommunicator) {
-  EXPECT_EQ(run_ranks(3, [](Communicator& comm, const AbortFlag&) {
-              scenarios::concurrent_order_matters_only_per_communicator(comm);
-            }),
+  EXPECT_EQ(run_ranks(3, [](Communicator& comm,
+                            const AbortFlag&) { scenarios::concurrent_order_matters_only_per_communicator(comm); }),
             "");
 }
 
@@ -97,8 +93,11 @@ TEST(KVStoreFunneled, FailedGradientOpFailsOnEveryRank) {
       kv.init(3, g);
       engine::Var* grad_var = engine.new_var();
       const bool culprit = comm.rank() == P - 1;
-      engine.push_sync([culprit] { if (culprit) throw std::runtime_error("out of memory in layer 3"); }, {},
-                       {grad_var});
+      engine.push_sync(
+          [culprit] {
+            if (culprit) throw std::runtime_error("out of memory in layer 3");
+          },
+          {}, {grad_var});
       std::map<int, std::string> errors;
       try {
         kv.push(0, g, grad_var);

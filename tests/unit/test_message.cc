@@ -21,9 +21,9 @@ const std::vector<CollectiveType> kCollectives = {
     CollectiveType::kAllreduce, CollectiveType::kAllgather, CollectiveType::kBroadcast, CollectiveType::kReducescatter,
     CollectiveType::kAlltoall,  CollectiveType::kBarrier,   CollectiveType::kJoin,      CollectiveType::kProcessSet};
 const std::vector<ResponseType> kResponseTypes = {
-    ResponseType::kAllreduce, ResponseType::kAllgather, ResponseType::kBroadcast,
+    ResponseType::kAllreduce, ResponseType::kAllgather,     ResponseType::kBroadcast,
     ResponseType::kError,     ResponseType::kReducescatter, ResponseType::kAlltoall,
-    ResponseType::kBarrier,   ResponseType::kJoin,      ResponseType::kProcessSet};
+    ResponseType::kBarrier,   ResponseType::kJoin,          ResponseType::kProcessSet};
 
 Request sample_request() {
   Request r;
@@ -110,7 +110,7 @@ TEST(MessageRoundTrip, UnicodeLongAndBinaryNames) {
   std::string long_name(100000, 'x');
   for (size_t i = 0; i < long_name.size(); i += 7) long_name[i] = static_cast<char>('a' + i % 26);
   const std::vector<std::string> names = {"",
-                                          "\xce\xb8.grad",               // θ.grad
+                                          "\xce\xb8.grad",                              // θ.grad
                                           "\xe6\xa2\xaf\xe5\xba\xa6/\xf0\x9f\x94\xa5",  // 梯度/🔥
                                           with_nul,
                                           "\xff\xfe invalid utf-8",
@@ -137,7 +137,11 @@ TEST(MessageRoundTrip, UnicodeLongAndBinaryNames) {
 
 TEST(MessageRoundTrip, ShapesAndSizes) {
   const std::vector<std::vector<int64_t>> shapes = {
-      {}, {0}, {1}, {0, 0}, {1, 2, 3, 4, 5, 6, 7, 8},
+      {},
+      {0},
+      {1},
+      {0, 0},
+      {1, 2, 3, 4, 5, 6, 7, 8},
       {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), -1}};
   RequestList requests;
   ResponseList responses;
@@ -155,8 +159,12 @@ TEST(MessageRoundTrip, ShapesAndSizes) {
 }
 
 TEST(MessageRoundTrip, ScaleFactorsKeepEveryBit) {
-  const double values[] = {0.0, -0.0, 1.0 / 3.0, std::numeric_limits<double>::denorm_min(),
-                           std::numeric_limits<double>::max(), -INFINITY,
+  const double values[] = {0.0,
+                           -0.0,
+                           1.0 / 3.0,
+                           std::numeric_limits<double>::denorm_min(),
+                           std::numeric_limits<double>::max(),
+                           -INFINITY,
                            std::numeric_limits<double>::quiet_NaN()};
   for (double value : values) {
     RequestList requests;
@@ -197,20 +205,19 @@ TEST(MessageWireFormat, RequestListLayout) {
   r.group = "g";
   r.group_size = 2;
   list.requests.push_back(r);
-  const std::vector<uint8_t> expected = {
-      1,                                    // shutdown
-      1, 0, 0, 0, 0, 0, 0, 0,               // request count
-      1, 0, 0, 0,                           // rank
-      2, 0, 0, 0, 0, 0, 0, 0, 'a', 'b',     // name
-      1, 6, 3,                              // type, dtype, op
-      2, 0, 0, 0,                           // root
-      0, 0, 0, 0, 0, 0, 0xe0, 0x3f,         // prescale
-      0, 0, 0, 0, 0, 0, 0, 0x40,            // postscale
-      1, 0, 0, 0, 0, 0, 0, 0,               // shape length
-      3, 0, 0, 0, 0, 0, 0, 0,               // shape[0]
-      0, 0, 0, 0, 0, 0, 0, 0,               // splits length (alltoall, process sets)
-      1, 0, 0, 0, 0, 0, 0, 0, 'g',          // group
-      2, 0, 0, 0};                          // group size
+  const std::vector<uint8_t> expected = {1,                                       // shutdown
+                                         1, 0, 0, 0, 0, 0, 0,    0,               // request count
+                                         1, 0, 0, 0,                              // rank
+                                         2, 0, 0, 0, 0, 0, 0,    0,    'a', 'b',  // name
+                                         1, 6, 3,                                 // type, dtype, op
+                                         2, 0, 0, 0,                              // root
+                                         0, 0, 0, 0, 0, 0, 0xe0, 0x3f,            // prescale
+                                         0, 0, 0, 0, 0, 0, 0,    0x40,            // postscale
+                                         1, 0, 0, 0, 0, 0, 0,    0,               // shape length
+                                         3, 0, 0, 0, 0, 0, 0,    0,               // shape[0]
+                                         0, 0, 0, 0, 0, 0, 0,    0,          // splits length (alltoall, process sets)
+                                         1, 0, 0, 0, 0, 0, 0,    0,    'g',  // group
+                                         2, 0, 0, 0};                        // group size
   EXPECT_EQ(encode(list), expected);
 }
 
@@ -223,27 +230,26 @@ TEST(MessageWireFormat, ResponseListLayout) {
   r.dtype = DataType::kFloat64;
   r.op = ReduceOp::kAverage;
   r.root = -1;
-  r.prescale_factor = 1.0;   // 0x3FF0000000000000
+  r.prescale_factor = 1.0;  // 0x3FF0000000000000
   r.postscale_factor = 1.0;
   r.sizes = {};
   list.responses.push_back(r);
-  const std::vector<uint8_t> expected = {
-      0,                                         // shutdown
-      1, 0, 0, 0, 0, 0, 0, 0,                    // response count
-      3,                                         // type
-      1, 0, 0, 0, 0, 0, 0, 0,                    // names count
-      1, 0, 0, 0, 0, 0, 0, 0, 'x',               // names[0]
-      1, 0, 0, 0, 0, 0, 0, 0, 'e',               // error
-      1, 1,                                      // dtype, op
-      0xff, 0xff, 0xff, 0xff,                    // root
-      0, 0, 0, 0, 0, 0, 0xf0, 0x3f,              // prescale
-      0, 0, 0, 0, 0, 0, 0xf0, 0x3f,              // postscale
-      0, 0, 0, 0, 0, 0, 0, 0,                    // sizes length
-      0, 0, 0, 0, 0, 0, 0, 0,                    // row_elements length
-      0, 0, 0, 0, 0, 0, 0, 0,                    // rows length
-      0, 0, 0, 0, 0, 0, 0, 0,                    // joined length
-      0, 0, 0, 0, 0, 0, 0, 0,                    // group (empty)
-      0, 0, 0, 0, 0, 0, 0, 0};                   // list's joined ranks length
+  const std::vector<uint8_t> expected = {0,                                              // shutdown
+                                         1,    0,    0,    0,    0, 0, 0,    0,          // response count
+                                         3,                                              // type
+                                         1,    0,    0,    0,    0, 0, 0,    0,          // names count
+                                         1,    0,    0,    0,    0, 0, 0,    0,    'x',  // names[0]
+                                         1,    0,    0,    0,    0, 0, 0,    0,    'e',  // error
+                                         1,    1,                                        // dtype, op
+                                         0xff, 0xff, 0xff, 0xff,                         // root
+                                         0,    0,    0,    0,    0, 0, 0xf0, 0x3f,       // prescale
+                                         0,    0,    0,    0,    0, 0, 0xf0, 0x3f,       // postscale
+                                         0,    0,    0,    0,    0, 0, 0,    0,          // sizes length
+                                         0,    0,    0,    0,    0, 0, 0,    0,          // row_elements length
+                                         0,    0,    0,    0,    0, 0, 0,    0,          // rows length
+                                         0,    0,    0,    0,    0, 0, 0,    0,          // joined length
+                                         0,    0,    0,    0,    0, 0, 0,    0,          // group (empty)
+                                         0,    0,    0,    0,    0, 0, 0,    0};         // list's joined ranks length
   EXPECT_EQ(encode(list), expected);
 }
 
@@ -268,14 +274,14 @@ TEST(MessageDecode, EveryTruncationThrowsInternalError) {
   const auto requests = encode(two_requests());
   for (size_t n = 0; n < requests.size(); ++n) {
     const std::vector<uint8_t> prefix(requests.begin(), requests.begin() + n);
-    EXPECT_THROW(decode_request_list(prefix), InternalError) << "request list cut to " << n << " of "
-                                                             << requests.size() << " bytes";
+    EXPECT_THROW(decode_request_list(prefix), InternalError)
+        << "request list cut to " << n << " of " << requests.size() << " bytes";
   }
   const auto responses = encode(two_responses());
   for (size_t n = 0; n < responses.size(); ++n) {
     const std::vector<uint8_t> prefix(responses.begin(), responses.begin() + n);
-    EXPECT_THROW(decode_response_list(prefix), InternalError) << "response list cut to " << n << " of "
-                                                              << responses.size() << " bytes";
+    EXPECT_THROW(decode_response_list(prefix), InternalError)
+        << "response list cut to " << n << " of " << responses.size() << " bytes";
   }
 }
 

@@ -147,9 +147,9 @@ TEST_P(PiecewiseAlgorithms, EveryAllreduceIsExact) {
         run_in_pieces(entry, P, [&](AllreduceAlgorithm& algorithm, int rank) {
           algorithm.start(results[rank].data(), n, dtype, ReduceOp::kSum);
         });
-        testing_util::expect_allreduce_results(inputs, results, n, dtype, ReduceOp::kSum,
-                                               cat(entry.name, " P=", P, " n=", n, " ", dtype_name(dtype),
-                                                   " in ", kPiece, "-byte pieces"));
+        testing_util::expect_allreduce_results(
+            inputs, results, n, dtype, ReduceOp::kSum,
+            cat(entry.name, " P=", P, " n=", n, " ", dtype_name(dtype), " in ", kPiece, "-byte pieces"));
       }
 }
 
@@ -171,8 +171,8 @@ TEST_P(PiecewiseAlgorithms, EveryReduceScatterIsExact) {
       for (int r = 0; r < P; ++r) {
         const auto block = patterns::segment(n, P, r);
         for (size_t i = block.offset; i < block.offset + block.count; ++i)
-          ASSERT_EQ(data[r][i], expected[i]) << entry.name << " P=" << P << " n=" << n << " rank " << r
-                                             << " element " << i;
+          ASSERT_EQ(data[r][i], expected[i])
+              << entry.name << " P=" << P << " n=" << n << " rank " << r << " element " << i;
       }
     }
 }
@@ -190,7 +190,8 @@ TEST_P(PiecewiseAlgorithms, EveryAllgatherIsExact) {
       std::vector<std::vector<uint8_t>> out(P, std::vector<uint8_t>(offset[P], 0));
       for (int r = 0; r < P; ++r)
         for (size_t b = 0; b < block_bytes[r]; ++b) out[r][offset[r] + b] = byte_of(r, b);
-      run_in_pieces(entry, P, [&](AllgatherAlgorithm& algorithm, int rank) { algorithm.start(out[rank].data(), block_bytes); });
+      run_in_pieces(entry, P,
+                    [&](AllgatherAlgorithm& algorithm, int rank) { algorithm.start(out[rank].data(), block_bytes); });
       for (int r = 0; r < P; ++r)
         for (int from = 0; from < P; ++from)
           for (size_t b = 0; b < block_bytes[from]; ++b)
@@ -207,10 +208,12 @@ TEST_P(PiecewiseAlgorithms, EveryBroadcastIsExact) {
       if (!entry.declines(problem_of(P, n, DataType::kUInt8)).empty()) continue;
       std::vector<std::vector<uint8_t>> data(P, std::vector<uint8_t>(n, 0));
       for (size_t b = 0; b < n; ++b) data[root][b] = byte_of(root, b);
-      run_in_pieces(entry, P, [&](BroadcastAlgorithm& algorithm, int rank) { algorithm.start(data[rank].data(), n, root); });
+      run_in_pieces(entry, P,
+                    [&](BroadcastAlgorithm& algorithm, int rank) { algorithm.start(data[rank].data(), n, root); });
       for (int r = 0; r < P; ++r)
         for (size_t b = 0; b < n; ++b)
-          ASSERT_EQ(data[r][b], byte_of(root, b)) << entry.name << " P=" << P << " n=" << n << " rank " << r << " byte " << b;
+          ASSERT_EQ(data[r][b], byte_of(root, b))
+              << entry.name << " P=" << P << " n=" << n << " rank " << r << " byte " << b;
     }
 }
 

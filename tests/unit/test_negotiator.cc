@@ -73,8 +73,7 @@ TEST_P(NegotiatorCapacity, MismatchIsTheSameErrorOnEveryRankAndShutdownSpreads) 
     ASSERT_EQ(received[rank].responses.size(), 1u) << "rank " << rank;
     const Response& r = received[rank].responses[0];
     EXPECT_EQ(r.type, ResponseType::kError) << "rank " << rank;
-    EXPECT_EQ(r.error, "Mismatched shape for tensor 'x': [3] on ranks [0, 2], [4] on ranks [1]")
-        << "rank " << rank;
+    EXPECT_EQ(r.error, "Mismatched shape for tensor 'x': [3] on ranks [0, 2], [4] on ranks [1]") << "rank " << rank;
     EXPECT_TRUE(received[rank].shutdown) << "rank " << rank << ": rank 2 asked to shut down";
   }
 }

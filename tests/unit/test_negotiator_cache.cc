@@ -108,27 +108,26 @@ Request make_request(int rank, const Spec& spec, int64_t elements) {
 
 // What one rank saw; cycles run in lockstep, so cycle c is the same cycle on every rank.
 struct RankRecord {
-  std::vector<ResponseList> lists;                 // per cycle
-  std::vector<int> iteration_of_cycle;             // per cycle
+  std::vector<ResponseList> lists;                             // per cycle
+  std::vector<int> iteration_of_cycle;                         // per cycle
   std::map<std::pair<int, std::string>, int> group_submitted;  // (iteration, group) -> cycle
-  std::vector<CoordinationStats> stats;            // at the end of each iteration
-  std::vector<bool> gave_up;                       // per iteration: not everything answered
-  std::string error;                               // exception thrown on this rank
+  std::vector<CoordinationStats> stats;                        // at the end of each iteration
+  std::vector<bool> gave_up;                                   // per iteration: not everything answered
+  std::string error;                                           // exception thrown on this rank
 };
 
 std::string describe_stats(const CoordinationStats& s) {
   std::ostringstream out;
-  out << "{cycles " << s.cycles << ", coordinator_rounds " << s.coordinator_rounds << ", cache_hits "
-      << s.cache_hits << ", cache_misses " << s.cache_misses << ", invalidations " << s.invalidations
-      << ", evictions " << s.evictions << "}";
+  out << "{cycles " << s.cycles << ", coordinator_rounds " << s.coordinator_rounds << ", cache_hits " << s.cache_hits
+      << ", cache_misses " << s.cache_misses << ", invalidations " << s.invalidations << ", evictions " << s.evictions
+      << "}";
   return out.str();
 }
 
 // Runs body(comm, record) on P in-process ranks. An exception on one rank is printed at once
 // (the other ranks then block in a collective and the test times out, so the cause must be
 // in the log) and recorded.
-void run_world(int P, std::vector<RankRecord>& records,
-               const std::function<void(Communicator&, RankRecord&)>& body) {
+void run_world(int P, std::vector<RankRecord>& records, const std::function<void(Communicator&, RankRecord&)>& body) {
   records.assign(P, {});
   InProcessWorld::run(P, [&](Communicator& comm) {
     try {
@@ -216,8 +215,8 @@ TEST_P(NegotiatorCacheLoop, RandomOrderEveryIteration) {
   for (int r = 0; r < P; ++r) {
     ASSERT_EQ(records[r].stats.size(), size_t{kIterations}) << "rank " << r;
     for (int it = 0; it < kIterations; ++it)
-      EXPECT_FALSE(records[r].gave_up[it]) << "rank " << r << ", iteration " << it
-                                           << ": some tensor still unanswered after many empty cycles";
+      EXPECT_FALSE(records[r].gave_up[it])
+          << "rank " << r << ", iteration " << it << ": some tensor still unanswered after many empty cycles";
   }
 
   // 2. Every tensor answered exactly once per iteration, with this iteration's size; groups
@@ -306,8 +305,9 @@ TEST_P(NegotiatorCacheLoop, RandomOrderEveryIteration) {
     EXPECT_EQ(last.evictions, 0u) << "rank " << r << ": everything fits";
     // With everything cached, only these iterations need the coordinator: the first, the one
     // that changes t07's shape, and (P > 1) the mismatch of t09 and the one re-caching it.
-    const std::set<int> slow = P > 1 ? std::set<int>{0, kShapeChangeIteration, kMismatchIteration, kMismatchIteration + 1}
-                                     : std::set<int>{0, kShapeChangeIteration};
+    const std::set<int> slow = P > 1
+                                   ? std::set<int>{0, kShapeChangeIteration, kMismatchIteration, kMismatchIteration + 1}
+                                   : std::set<int>{0, kShapeChangeIteration};
     for (int it = 1; it < kIterations; ++it) {
       const CoordinationStats& before = stats[it - 1];
       const CoordinationStats& after = stats[it];
@@ -316,8 +316,7 @@ TEST_P(NegotiatorCacheLoop, RandomOrderEveryIteration) {
       const uint64_t invalidated = after.invalidations - before.invalidations;
       if (it == kShapeChangeIteration || (it == kMismatchIteration && P > 1))
         EXPECT_EQ(invalidated, 1u) << where << ": one cached tensor changed its parameters";
-      else
-        EXPECT_EQ(invalidated, 0u) << where;
+      else EXPECT_EQ(invalidated, 0u) << where;
       if (slow.contains(it)) {
         EXPECT_GT(after.coordinator_rounds, before.coordinator_rounds) << where << ": a changed tensor needs rank 0";
         continue;
@@ -329,14 +328,15 @@ TEST_P(NegotiatorCacheLoop, RandomOrderEveryIteration) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    SizesAndCapacities, NegotiatorCacheLoop,
-    ::testing::Values(LoopParam{1, 0}, LoopParam{1, 4}, LoopParam{1, 1024}, LoopParam{2, 0}, LoopParam{2, 4},
-                      LoopParam{2, 1024}, LoopParam{3, 0}, LoopParam{3, 4}, LoopParam{3, 1024}, LoopParam{5, 0},
-                      LoopParam{5, 4}, LoopParam{5, 1024}, LoopParam{8, 0}, LoopParam{8, 4}, LoopParam{8, 1024}),
-    [](const auto& info) {
-      return "P" + std::to_string(info.param.size) + "_capacity" + std::to_string(info.param.capacity);
-    });
+INSTANTIATE_TEST_SUITE_P(SizesAndCapacities, NegotiatorCacheLoop,
+                         ::testing::Values(LoopParam{1, 0}, LoopParam{1, 4}, LoopParam{1, 1024}, LoopParam{2, 0},
+                                           LoopParam{2, 4}, LoopParam{2, 1024}, LoopParam{3, 0}, LoopParam{3, 4},
+                                           LoopParam{3, 1024}, LoopParam{5, 0}, LoopParam{5, 4}, LoopParam{5, 1024},
+                                           LoopParam{8, 0}, LoopParam{8, 4}, LoopParam{8, 1024}),
+                         [](const auto& info) {
+                           return "P" + std::to_string(info.param.size) + "_capacity" +
+                                  std::to_string(info.param.capacity);
+                         });
 
 class NegotiatorCacheCapacity : public ::testing::TestWithParam<uint32_t> {};
 
@@ -349,8 +349,8 @@ TEST_P(NegotiatorCacheCapacity, ShutdownFromOneRankReachesEveryRank) {
     Negotiator negotiator(comm, NegotiatorOptions{GetParam()});
     for (int cycle = 0; cycle < kCycles; ++cycle) {
       Spec spec{"x", 6, "", 0};
-      record.lists.push_back(negotiator.negotiate({make_request(comm.rank(), spec, 6)},
-                                                  comm.rank() == 1 && cycle == kShutdownCycle));
+      record.lists.push_back(
+          negotiator.negotiate({make_request(comm.rank(), spec, 6)}, comm.rank() == 1 && cycle == kShutdownCycle));
     }
   });
   for (int r = 0; r < P; ++r) {
@@ -414,8 +414,8 @@ TEST_P(NegotiatorStall, MissingRankShutsDownEveryRank) {
     ASSERT_FALSE(records[r].lists.empty());
     // "stalled" is answered only by the warm-up cycle (which is not recorded).
     for (size_t c = 0; c < records[r].lists.size(); ++c)
-      EXPECT_TRUE(records[r].lists[c].responses.empty()) << "rank " << r << ", cycle " << c
-                                                         << ": rank 1 never submitted 'stalled'";
+      EXPECT_TRUE(records[r].lists[c].responses.empty())
+          << "rank " << r << ", cycle " << c << ": rank 1 never submitted 'stalled'";
     const ResponseList& last = records[r].lists.back();
     EXPECT_TRUE(last.shutdown) << "rank " << r << ": stalled for 0.25 s > 0.2 s";
     EXPECT_NE(last.shutdown_message.find("tensor 'stalled' is missing on ranks [1]"), std::string::npos)

@@ -25,7 +25,9 @@ using testing_util::run_oktopk;
 using testing_util::SparseCall;
 using Records = std::vector<std::vector<SparseCall>>;
 
-std::string where(int P, int64_t n, int call, int rank) { return cat("P=", P, " n=", n, " call=", call, " rank=", rank); }
+std::string where(int P, int64_t n, int call, int rank) {
+  return cat("P=", P, " n=", n, " call=", call, " rank=", rank);
+}
 
 // Every rank's result and residual equal the exact-mode reference bit for bit, and S_i too.
 void expect_exact_semantics(const Records& records, int P, int64_t n, double density) {
@@ -62,9 +64,9 @@ void expect_properties(const Records& records, int P, int64_t n) {
       const SparseCall& c = records[t][rank];
       const std::string at = where(P, n, static_cast<int>(t), rank);
       EXPECT_EQ(c.result.indices, first.result.indices) << at << ": G differs from rank 0's";
-      EXPECT_TRUE(c.result.values.size() == first.result.values.size() &&
-                  std::memcmp(c.result.values.data(), first.result.values.data(),
-                              c.result.values.size() * sizeof(float)) == 0)
+      EXPECT_TRUE(
+          c.result.values.size() == first.result.values.size() &&
+          std::memcmp(c.result.values.data(), first.result.values.data(), c.result.values.size() * sizeof(float)) == 0)
           << at << ": U not bit-identical to rank 0's";
     }
     std::vector<double> sum_acc(n, 0.0), sum_eps(n, 0.0), sum_abs(n, 0.0);
@@ -102,8 +104,8 @@ void expect_properties(const Records& records, int P, int64_t n) {
         const bool zeroed = dense_u[j] != 0 && std::binary_search(s.begin(), s.end(), j);
         const float expected = zeroed ? 0.0f : c.acc[j];
         if (c.residual[j] != expected) {
-          ADD_FAILURE() << where(P, n, static_cast<int>(t), rank) << " residual element " << j << ": "
-                        << c.residual[j] << " expected " << expected;
+          ADD_FAILURE() << where(P, n, static_cast<int>(t), rank) << " residual element " << j << ": " << c.residual[j]
+                        << " expected " << expected;
           break;
         }
       }
@@ -112,8 +114,8 @@ void expect_properties(const Records& records, int P, int64_t n) {
       const double lhs = sum_eps[j] + P * static_cast<double>(dense_u[j]);
       // P U = P fl(R / P) differs from R by rounding: a few ulps of the summed magnitudes.
       if (std::fabs(lhs - sum_acc[j]) > 4.0 * P * 0x1p-24 * sum_abs[j]) {
-        ADD_FAILURE() << where(P, n, static_cast<int>(t), -1) << " conservation, element " << j << ": " << lhs
-                      << " vs " << sum_acc[j];
+        ADD_FAILURE() << where(P, n, static_cast<int>(t), -1) << " conservation, element " << j << ": " << lhs << " vs "
+                      << sum_acc[j];
         break;
       }
     }
@@ -142,10 +144,13 @@ const std::vector<std::vector<float>> kVectorA = {
 
 // Runs `calls` calls with acc = Vector A's g each time (no residual); records[call][rank].
 Records run_vector_a(const SparseOptions& options, int calls) {
-  return run_oktopk(4, 16, calls, options, [](int rank, int64_t call, std::vector<float>& g) {
-    (void)call;
-    g = kVectorA[rank];
-  }, /*accumulate=*/false);
+  return run_oktopk(
+      4, 16, calls, options,
+      [](int rank, int64_t call, std::vector<float>& g) {
+        (void)call;
+        g = kVectorA[rank];
+      },
+      /*accumulate=*/false);
 }
 
 TEST(OkTopkVectorA, ExactModeStepByStep) {
@@ -439,8 +444,10 @@ TEST(OkTopkErrors, MismatchedOrNegativeLengthThrowsOnEveryRank) {
       ASSERT_EQ(failure, "") << "P=" << P;
       for (int rank = 0; rank < P; ++rank) {
         const std::string& e = errors[rank];
-        EXPECT_EQ(e.rfind(negative ? "InvalidArgument" : "MismatchError", 0), 0u) << "P=" << P << " rank=" << rank << ": " << e;
-        EXPECT_NE(e.find(negative ? "rank 1: n=-5" : "rank 1: n=41"), std::string::npos) << "P=" << P << " rank=" << rank << ": " << e;
+        EXPECT_EQ(e.rfind(negative ? "InvalidArgument" : "MismatchError", 0), 0u)
+            << "P=" << P << " rank=" << rank << ": " << e;
+        EXPECT_NE(e.find(negative ? "rank 1: n=-5" : "rank 1: n=41"), std::string::npos)
+            << "P=" << P << " rank=" << rank << ": " << e;
         EXPECT_NE(e.find("rank 0: n=40"), std::string::npos) << "P=" << P << " rank=" << rank << ": " << e;
       }
     }

@@ -172,7 +172,8 @@ TEST(CooExchange, RotationBucketsAndGatherAtEveryP) {
         CooBlock mine;
         for (int q = 0; q < P; ++q) {
           send_counts[q] = (r + 1) * (q + 1) % 4;
-          for (int64_t e = 0; e < send_counts[q]; ++e) mine.push_back(q * 100 + e, static_cast<float>(r * 1000 + q * 10 + e));
+          for (int64_t e = 0; e < send_counts[q]; ++e)
+            mine.push_back(q * 100 + e, static_cast<float>(r * 1000 + q * 10 + e));
         }
         const auto recv_counts = exchange_counts(comm, send_counts, 77, "test");
         // Wire format block by block, as the exchange expects.
@@ -181,17 +182,18 @@ TEST(CooExchange, RotationBucketsAndGatherAtEveryP) {
           coo_pack(mine, first, send_counts[q], 4, wire.data() + coo_wire_bytes(first, 4));
         RotatedExchange exchange(comm);
         std::vector<int> order;
-        exchange.run(wire.data(), send_counts, recv_counts, 4, steps, [&](int source, const uint8_t* data, int64_t count) {
-          order.push_back(source);
-          CooBlock got;
-          coo_unpack(data, count, 4, got);
-          EXPECT_EQ(count, (source + 1) * (r + 1) % 4) << "P=" << P << " rank=" << r << " source " << source;
-          for (int64_t e = 0; e < got.size(); ++e) {
-            EXPECT_EQ(got.indices[e], r * 100 + e) << "P=" << P << " rank=" << r << " source " << source;
-            EXPECT_EQ(got.values[e], static_cast<float>(source * 1000 + r * 10 + e))
-                << "P=" << P << " rank=" << r << " source " << source << " element " << e;
-          }
-        });
+        exchange.run(
+            wire.data(), send_counts, recv_counts, 4, steps, [&](int source, const uint8_t* data, int64_t count) {
+              order.push_back(source);
+              CooBlock got;
+              coo_unpack(data, count, 4, got);
+              EXPECT_EQ(count, (source + 1) * (r + 1) % 4) << "P=" << P << " rank=" << r << " source " << source;
+              for (int64_t e = 0; e < got.size(); ++e) {
+                EXPECT_EQ(got.indices[e], r * 100 + e) << "P=" << P << " rank=" << r << " source " << source;
+                EXPECT_EQ(got.values[e], static_cast<float>(source * 1000 + r * 10 + e))
+                    << "P=" << P << " rank=" << r << " source " << source << " element " << e;
+              }
+            });
         std::vector<int> expected;
         for (int s = 0; s < P; ++s)
           if ((r - s + P) % P + 1 > 0 && ((r - s + P) % P + 1) * (r + 1) % 4 != 0) expected.push_back((r - s + P) % P);

@@ -66,8 +66,7 @@ TEST_P(RingPattern, ReduceScatterThenAllgatherSimulation) {
       held[to][seg] |= before[r][seg];
     }
   }
-  for (int r = 0; r < P; ++r)
-    EXPECT_EQ(held[r][(Ring{r, P}.owned_segment())], everyone) << "P=" << P << " rank " << r;
+  for (int r = 0; r < P; ++r) EXPECT_EQ(held[r][(Ring{r, P}.owned_segment())], everyone) << "P=" << P << " rank " << r;
 
   std::vector<std::vector<bool>> complete(P, std::vector<bool>(P, false));
   for (int r = 0; r < P; ++r) complete[r][Ring{r, P}.owned_segment()] = true;
@@ -165,7 +164,8 @@ TEST_P(BinomialTreePattern, EveryRootGivesASpanningTreeOfBoundedDepth) {
       ASSERT_LT(parent, P) << "rank " << r;
       EXPECT_NE(parent, r);
       const auto siblings = BinomialTree{parent, P, root}.children();
-      EXPECT_EQ(std::count(siblings.begin(), siblings.end(), r), 1) << "rank " << r << " not listed once by its parent " << parent;
+      EXPECT_EQ(std::count(siblings.begin(), siblings.end(), r), 1)
+          << "rank " << r << " not listed once by its parent " << parent;
     }
     EXPECT_EQ(edges, P - 1) << "a tree on P ranks has P - 1 edges";
     for (int r = 0; r < P; ++r)

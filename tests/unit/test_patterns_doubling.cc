@@ -155,8 +155,7 @@ TEST_P(DoublingPattern, LayoutsCoverTheBufferAndGroupRealBlocks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, DoublingPattern,
-                         ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 31, 32, 33,
-                                           100),
+                         ::testing::Values(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 31, 32, 33, 100),
                          [](const auto& info) { return "P" + std::to_string(info.param); });
 
 }  // namespace

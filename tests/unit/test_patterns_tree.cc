@@ -28,7 +28,8 @@ void check_tree(int P, int index) {
       ASSERT_GE(node.parent, 0);
       ASSERT_LT(node.parent, P);
       const TreeNode parent = double_binary_tree(node.parent, P, index);
-      EXPECT_TRUE(parent.children[0] == r || parent.children[1] == r) << "parent " << node.parent << " does not list me";
+      EXPECT_TRUE(parent.children[0] == r || parent.children[1] == r)
+          << "parent " << node.parent << " does not list me";
     }
     EXPECT_FALSE(node.children[0] < 0 && node.children[1] >= 0) << "children[0] is filled first";
     for (int child : node.children) {

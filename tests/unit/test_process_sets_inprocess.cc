@@ -87,7 +87,8 @@ void exercise(Runtime& runtime, int id, const std::vector<int>& ranks, const std
   const auto* gathered = reinterpret_cast<const float*>(gather.output_bytes().data());
   size_t at = 0;
   for (int q : ranks)
-    for (int i = 0; i <= q; ++i, ++at) ASSERT_EQ(gathered[at], static_cast<float>(q)) << where << "allgather row " << at;
+    for (int i = 0; i <= q; ++i, ++at)
+      ASSERT_EQ(gathered[at], static_cast<float>(q)) << where << "allgather row " << at;
   ASSERT_EQ(gather.output_shape().at(0), static_cast<int64_t>(at)) << where << "allgather rows";
 }
 
@@ -161,11 +162,13 @@ TEST_P(ProcessSetsInProcess, SetCollectivesRunConcurrentlyWithWorldCollectivesFr
         const float total = static_cast<float>(std::accumulate(ranks.begin(), ranks.end(), 0));
         for (int i = 0; i < kIterations; ++i) {
           std::vector<float> data(7 + i, static_cast<float>(me));
-          wait(runtime.enqueue(request("c" + std::to_string(i), CollectiveType::kAllreduce), view(data), view(data), id),
-               "set " + std::to_string(id) + " iteration " + std::to_string(i));
+          wait(
+              runtime.enqueue(request("c" + std::to_string(i), CollectiveType::kAllreduce), view(data), view(data), id),
+              "set " + std::to_string(id) + " iteration " + std::to_string(i));
           for (float v : data)
-            if (v != total) throw std::runtime_error("set " + std::to_string(id) + " iteration " + std::to_string(i) +
-                                                     ": got " + std::to_string(v) + ", want " + std::to_string(total));
+            if (v != total)
+              throw std::runtime_error("set " + std::to_string(id) + " iteration " + std::to_string(i) + ": got " +
+                                       std::to_string(v) + ", want " + std::to_string(total));
         }
       } catch (const std::exception& e) {
         error = e.what();
@@ -198,14 +201,14 @@ TEST_P(ProcessSetsInProcess, MismatchInASetNamesGlobalRanksAndTheSet) {
       std::vector<float> bad(me == last ? 5 : 4, 1.0f);  // the last member disagrees on the shape
       Handle shape = runtime.enqueue(request("bad.shape", CollectiveType::kAllreduce), view(bad), view(bad), 1);
       const std::string error = expect_error<MismatchError>([&] { wait(shape, "bad.shape"); }, "shape mismatch");
-      EXPECT_NE(error.find("[5] on ranks [" + std::to_string(last) + "]"), std::string::npos) << "rank " << me << ": "
-                                                                                             << error;
+      EXPECT_NE(error.find("[5] on ranks [" + std::to_string(last) + "]"), std::string::npos)
+          << "rank " << me << ": " << error;
       EXPECT_NE(error.find(set_name), std::string::npos) << "rank " << me << ": " << error;
       // Roots are global ranks in requests and in messages.
       std::vector<float> message(2, 0.0f);
       const int root = me == last ? last : evens[0];
-      Handle broadcast = runtime.enqueue(request("bad.root", CollectiveType::kBroadcast, root), view(message),
-                                         view(message), 1);
+      Handle broadcast =
+          runtime.enqueue(request("bad.root", CollectiveType::kBroadcast, root), view(message), view(message), 1);
       const std::string roots = expect_error<MismatchError>([&] { wait(broadcast, "bad.root"); }, "root mismatch");
       EXPECT_NE(roots.find(std::to_string(last) + " on ranks [" + std::to_string(last) + "]"), std::string::npos)
           << "rank " << me << ": " << roots;

@@ -77,8 +77,8 @@ void check_reduce(DataType dtype, ReduceOp op, size_t count) {
                             << ": wrote past the end, byte " << i;
   int failures = 0;
   for (size_t i = 0; i < count && failures < 10; ++i) {
-    SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " " << reduce_op_name(op) << " count "
-                                      << count << " element " << i);
+    SCOPED_TRACE(::testing::Message() << dtype_name(dtype) << " " << reduce_op_name(op) << " count " << count
+                                      << " element " << i);
     if (is_integer(dtype)) {
       const uint64_t a = load_bits(original.data(), i, dtype);
       const uint64_t b = load_bits(src.data(), i, dtype);
@@ -175,23 +175,23 @@ TEST(ReduceInplaceSemantics, FloatSpecialValues) {
   EXPECT_EQ(reduce_one<float>(INFINITY, 1.0f, DataType::kFloat32, ReduceOp::kSum), INFINITY);
   EXPECT_EQ(reduce_one<double>(-INFINITY, 5.0, DataType::kFloat64, ReduceOp::kMin), -INFINITY);
   // float16: 65504 + 16 = 65520 rounds (ties to even) to infinity; 65504 + 15 stays finite.
-  EXPECT_EQ(reduce_one<uint16_t>(float_to_float16(65504.0f), float_to_float16(16.0f), DataType::kFloat16,
-                                 ReduceOp::kSum),
-            0x7c00);
-  EXPECT_EQ(reduce_one<uint16_t>(float_to_float16(65504.0f), float_to_float16(15.0f), DataType::kFloat16,
-                                 ReduceOp::kSum),
-            0x7bff);
+  EXPECT_EQ(
+      reduce_one<uint16_t>(float_to_float16(65504.0f), float_to_float16(16.0f), DataType::kFloat16, ReduceOp::kSum),
+      0x7c00);
+  EXPECT_EQ(
+      reduce_one<uint16_t>(float_to_float16(65504.0f), float_to_float16(15.0f), DataType::kFloat16, ReduceOp::kSum),
+      0x7bff);
   // 2048 + 1 is a float16 tie: rounds to even 2048; 2048 + 3 ties up to 2052.
-  EXPECT_EQ(float16_to_float(reduce_one<uint16_t>(float_to_float16(2048.0f), float_to_float16(1.0f),
-                                                  DataType::kFloat16, ReduceOp::kSum)),
+  EXPECT_EQ(float16_to_float(reduce_one<uint16_t>(float_to_float16(2048.0f), float_to_float16(1.0f), DataType::kFloat16,
+                                                  ReduceOp::kSum)),
             2048.0f);
-  EXPECT_EQ(float16_to_float(reduce_one<uint16_t>(float_to_float16(2048.0f), float_to_float16(3.0f),
-                                                  DataType::kFloat16, ReduceOp::kSum)),
+  EXPECT_EQ(float16_to_float(reduce_one<uint16_t>(float_to_float16(2048.0f), float_to_float16(3.0f), DataType::kFloat16,
+                                                  ReduceOp::kSum)),
             2052.0f);
   // bfloat16 products underflow to subnormals, then zero.
   const uint16_t tiny = float_to_bfloat16(std::ldexp(1.0f, -100));
-  EXPECT_EQ(bfloat16_to_float(reduce_one<uint16_t>(tiny, float_to_bfloat16(std::ldexp(1.0f, -30)),
-                                                   DataType::kBFloat16, ReduceOp::kProduct)),
+  EXPECT_EQ(bfloat16_to_float(reduce_one<uint16_t>(tiny, float_to_bfloat16(std::ldexp(1.0f, -30)), DataType::kBFloat16,
+                                                   ReduceOp::kProduct)),
             std::ldexp(1.0f, -130));
   EXPECT_EQ(reduce_one<uint16_t>(tiny, tiny, DataType::kBFloat16, ReduceOp::kProduct), 0x0000);
 }

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <functional>
 #include <list>
-#include <memory>
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <sstream>
@@ -90,14 +90,21 @@ TEST(ResponseCache, MissHitAndInvalidClassification) {
   // Every parameter but the rank turns the hit into INVALID (same bit).
   const std::vector<std::pair<std::string, std::function<void(Request&)>>> changes = {
       {"shape", [](Request& r) { r.shape = {4}; }},
-      {"rank of shape", [](Request& r) { r.shape = {3, 1}; }},
+      {"rank of shape",
+       [](Request& r) {
+         r.shape = {3, 1};
+       }},
       {"dtype", [](Request& r) { r.dtype = DataType::kFloat64; }},
       {"collective", [](Request& r) { r.type = CollectiveType::kAllgather; }},
       {"reduce op", [](Request& r) { r.op = ReduceOp::kMax; }},
       {"root", [](Request& r) { r.root = 1; }},
       {"prescale", [](Request& r) { r.prescale_factor = 0.5; }},
       {"postscale", [](Request& r) { r.postscale_factor = 2; }},
-      {"group", [](Request& r) { r.group = "a"; r.group_size = 2; }},
+      {"group",
+       [](Request& r) {
+         r.group = "a";
+         r.group_size = 2;
+       }},
   };
   for (const auto& [what, change] : changes) {
     Request changed = a;

@@ -73,8 +73,8 @@ TEST_P(RuntimeInProcess, NegotiatesFusesAndExecutesInAnyOrder) {
       for (size_t t = 0; t < T; ++t) {
         handles[t].wait();
         for (size_t i = 0; i < sizes[t]; ++i) {
-          const float expected = t % 2 == 0 ? static_cast<float>(P * (P + 1) / 2 + P * (i % 5))
-                                            : static_cast<float>(P + i % 5);
+          const float expected =
+              t % 2 == 0 ? static_cast<float>(P * (P + 1) / 2 + P * (i % 5)) : static_cast<float>(P + i % 5);
           ASSERT_EQ(out[t][i], expected) << "rank " << rank << " round " << round << " tensor t" << t << " ("
                                          << sizes[t] << " floats) element " << i;
         }
@@ -82,8 +82,8 @@ TEST_P(RuntimeInProcess, NegotiatesFusesAndExecutesInAnyOrder) {
     }
     // Broadcast from the last rank, allgather of rank-dependent dim 0.
     std::vector<float> message(100, static_cast<float>(rank));
-    Handle broadcast = runtime.enqueue(request("b", CollectiveType::kBroadcast, ReduceOp::kSum, P - 1), view(message),
-                                       view(message));
+    Handle broadcast =
+        runtime.enqueue(request("b", CollectiveType::kBroadcast, ReduceOp::kSum, P - 1), view(message), view(message));
     std::vector<float> rows(static_cast<size_t>(rank + 1) * 2, static_cast<float>(rank));
     TensorView rows_view{rows.data(), DataType::kFloat32, {rank + 1, 2}};
     Handle gather = runtime.enqueue(request("g", CollectiveType::kAllgather), rows_view, rows_view);

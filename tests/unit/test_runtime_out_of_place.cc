@@ -95,21 +95,24 @@ TEST_P(RuntimeOutOfPlace, SingleTensorEqualsInPlaceAndLeavesTheInput) {
       original = in_place = input;
       const std::string name = cat("oop", serial++);
       // One at a time, so each response holds a single tensor.
-      runtime.enqueue(allreduce(name + ".in", c.op, c.prescale, c.postscale), view(in_place, c.dtype),
-                      view(in_place, c.dtype)).wait();
-      runtime.enqueue(allreduce(name + ".out", c.op, c.prescale, c.postscale), view(input, c.dtype),
-                      view(output, c.dtype)).wait();
+      runtime
+          .enqueue(allreduce(name + ".in", c.op, c.prescale, c.postscale), view(in_place, c.dtype),
+                   view(in_place, c.dtype))
+          .wait();
+      runtime
+          .enqueue(allreduce(name + ".out", c.op, c.prescale, c.postscale), view(input, c.dtype), view(output, c.dtype))
+          .wait();
       ASSERT_EQ(first_difference(input, original, dtype_size(c.dtype)), -1) << what << ": the input changed";
       const long differs = first_difference(output, in_place, dtype_size(c.dtype));
       ASSERT_EQ(differs, -1) << what << ": out of place differs from in place at element " << differs;
-      const bool plain = c.prescale == 1.0 && c.postscale == 1.0 && c.op != ReduceOp::kAverage &&
-                         c.op != ReduceOp::kAdasum;
+      const bool plain =
+          c.prescale == 1.0 && c.postscale == 1.0 && c.op != ReduceOp::kAverage && c.op != ReduceOp::kAdasum;
       if (!plain) continue;
       std::vector<std::vector<uint8_t>> inputs(P, std::vector<uint8_t>(bytes));
       for (int r = 0; r < P; ++r) fill_input(inputs[r].data(), c.n, c.dtype, c.op, r);
       for (size_t i = 0; i < c.n; ++i)
-        ASSERT_TRUE(testing_util::expect_reduced_element(inputs, output.data(), i, c.dtype, c.op,
-                                                         cat("rank ", rank), describe(c, P)));
+        ASSERT_TRUE(testing_util::expect_reduced_element(inputs, output.data(), i, c.dtype, c.op, cat("rank ", rank),
+                                                         describe(c, P)));
     }
     runtime.shutdown();
   });

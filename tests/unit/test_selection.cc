@@ -3,12 +3,12 @@
 // transport, and the config table's shared settings adopted by name (common/config.h).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <thread>
-#include <unistd.h>
 
 #include "algorithms/autotune.h"
 #include "algorithms/cost_model.h"

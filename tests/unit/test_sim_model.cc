@@ -109,16 +109,16 @@ TEST(SimModel, BandwidthOptimalAlgorithmsWinLargeMessagesAtSmallP) {
     for (const size_t bytes : {size_t{64} << 20, size_t{1} << 30}) {
       const double best = std::min(predicted("ring", bytes, P), predicted("halving_doubling", bytes, P));
       for (const char* other : {"tree", "recursive_doubling", "double_tree"})
-        EXPECT_LT(best, predicted(other, bytes, P)) << "ring/halving_doubling vs " << other << " P=" << P
-                                                    << " n=" << bytes;
+        EXPECT_LT(best, predicted(other, bytes, P))
+            << "ring/halving_doubling vs " << other << " P=" << P << " n=" << bytes;
     }
 }
 
 TEST(SimModel, TreeAt32768RanksIsSimulatedStepByStep) {
   const Topology topology = Topology::from_params(32768, 1, params());
   const Problem problem = allreduce_problem(size_t{4} << 20, topology, size_t{1} << 19);  // 8 chunks
-  const Prediction prediction = predict(find_simulated("tree"), problem, topology, params().gamma,
-                                        SimOptions{.max_messages = uint64_t{1} << 20});
+  const Prediction prediction =
+      predict(find_simulated("tree"), problem, topology, params().gamma, SimOptions{.max_messages = uint64_t{1} << 20});
   EXPECT_EQ(prediction.method, Method::kStepByStep);
   EXPECT_EQ(prediction.detail.traffic.total_messages_sent, 2u * 32767 * 8);
   EXPECT_EQ(prediction.detail.events, 2u * prediction.messages);
@@ -135,8 +135,8 @@ TEST(SimModel, OverlappedTreeTurnsTheFirstChunkAroundFasterAtP64) {
     const double baseline = gradient_turnaround(tree, problem, topology, params().gamma);
     const double cube = gradient_turnaround(overlapped, problem, topology, params().gamma);
     EXPECT_GT(cube, 0) << overlapped << " P=64 n=64 MiB";
-    EXPECT_LT(5 * cube, baseline) << overlapped << " vs " << tree << " P=64 n=64 MiB: turnaround " << cube
-                                   << " s vs " << baseline << " s";
+    EXPECT_LT(5 * cube, baseline) << overlapped << " vs " << tree << " P=64 n=64 MiB: turnaround " << cube << " s vs "
+                                  << baseline << " s";
     const double total = predicted(overlapped, size_t{64} << 20, 64);
     EXPECT_LT(cube, total) << overlapped << " P=64 n=64 MiB: turnaround after the end";
     EXPECT_LT(total, predicted(tree, size_t{64} << 20, 64)) << overlapped << " vs " << tree << " total P=64";

@@ -22,8 +22,8 @@
 #include "sparse/coo_gather.h"
 #include "sparse/dense.h"
 #include "sparse/gtopk.h"
-#include "sparse/topka.h"
 #include "sparse/sparse_allreduce.h"
+#include "sparse/topka.h"
 #include "sparse_baseline_reference.h"
 
 namespace concord {
@@ -53,8 +53,8 @@ std::vector<float> gradient(int r, int t, int64_t n, bool dyadic) {
   std::normal_distribution<float> noise(0.0f, 1.0f);
   std::vector<float> g(static_cast<size_t>(n));
   for (int64_t j = 0; j < n; ++j) {
-    const float x = std::sin(0.37f * static_cast<float>(j) + 0.1f * static_cast<float>(t + r)) * (1 + j % 5) +
-                    noise(gen);
+    const float x =
+        std::sin(0.37f * static_cast<float>(j) + 0.1f * static_cast<float>(t + r)) * (1 + j % 5) + noise(gen);
     g[j] = dyadic ? std::round(x * 64.0f) / 64.0f : x;
   }
   return g;
@@ -105,8 +105,7 @@ std::vector<TrafficCounters> count_allgather_traffic(int P, int words = 1) {
     traffic[comm.rank()] = comm.counters();
     EXPECT_EQ(traffic[comm.rank()].bytes_sent, sparse::CooGather::words_traffic(P, comm.rank(), words).bytes_sent)
         << "rank " << comm.rank() << " (P=" << P << ", words=" << words << "): CooGather::words_traffic bytes";
-    EXPECT_EQ(traffic[comm.rank()].messages_sent,
-              sparse::CooGather::words_traffic(P, comm.rank(), words).messages_sent)
+    EXPECT_EQ(traffic[comm.rank()].messages_sent, sparse::CooGather::words_traffic(P, comm.rank(), words).messages_sent)
         << "rank " << comm.rank() << " (P=" << P << ", words=" << words << "): CooGather::words_traffic messages";
   });
   EXPECT_EQ(error, "");
@@ -142,8 +141,8 @@ int64_t first_difference(const std::vector<int64_t>& a, const std::vector<int64_
 void expect_same_result(const std::string& what, const sparse::SparseResult& got, const sparse::SparseResult& want) {
   const int64_t i = first_difference(got.indices, want.indices);
   EXPECT_EQ(i, -1) << what << ": U indices differ at entry " << i << " (sizes " << got.indices.size() << " vs "
-                   << want.indices.size() << ", index " << (i >= 0 && i < static_cast<int64_t>(got.indices.size()) ? got.indices[i] : -1)
-                   << ")";
+                   << want.indices.size() << ", index "
+                   << (i >= 0 && i < static_cast<int64_t>(got.indices.size()) ? got.indices[i] : -1) << ")";
   const int64_t v = first_difference(got.values, want.values);
   EXPECT_EQ(v, -1) << what << ": U values differ at entry " << v << " (index "
                    << (v >= 0 && v < static_cast<int64_t>(got.indices.size()) ? got.indices[v] : -1) << ": "
@@ -153,7 +152,8 @@ void expect_same_result(const std::string& what, const sparse::SparseResult& got
 
 // sum_i eps_i + P U == sum_i acc_i, elementwise within `tolerance` relative to sum |acc|.
 void expect_conservation(const std::string& what, const CallLog& out, int t, int P, int64_t n, double tolerance) {
-  std::vector<double> lhs(static_cast<size_t>(n), 0.0), rhs(static_cast<size_t>(n), 0.0), scale(static_cast<size_t>(n), 0.0);
+  std::vector<double> lhs(static_cast<size_t>(n), 0.0), rhs(static_cast<size_t>(n), 0.0),
+      scale(static_cast<size_t>(n), 0.0);
   for (int i = 0; i < P; ++i)
     for (int64_t j = 0; j < n; ++j) {
       lhs[j] += out.acc_after[t][i][j];
@@ -274,7 +274,6 @@ TEST(SparseBaselines, TopkABytesPerRankAre8kPMinus1PlusLengthCheck) {
   }
 }
 
-
 // n = -1 on every rank, or on rank 1 only (the others pass 10 and must not wait for it):
 // InvalidArgument naming rank 1's n on every rank.
 TEST(SparseBaselines, NegativeLengthIsInvalidOnEveryRank) {
@@ -343,7 +342,8 @@ TEST(SparseBaselines, DifferentLengthsThrowOnEveryRankThenRecover) {
           expect_same_result(cat("rank ", r, " of ", what, ", consistent call after the mismatch"), reused[r],
                              fresh[r]);
           const int64_t e = first_difference(reused_acc[r], fresh_acc[r]);
-          EXPECT_EQ(e, -1) << "rank " << r << " of " << what << ": residual after the mismatch differs at element " << e;
+          EXPECT_EQ(e, -1) << "rank " << r << " of " << what << ": residual after the mismatch differs at element "
+                           << e;
         }
       }
 }

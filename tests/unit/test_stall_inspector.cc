@@ -50,8 +50,9 @@ TEST(StallInspectorWarning, ExactlyOneJustAfterWarningTimeNamingTensorRanksAndSe
   submit(inspector, "a", {2, 0}, 0);
   const StallReport report = inspector.check(at(61.2));
   ASSERT_EQ(report.warnings.size(), 1u);
-  EXPECT_PRED2(starts_with, report.warnings[0], "Tensor 'a' (allreduce) has been submitted by ranks [0, 2] but not by ranks "
-                         "[1, 3] for 61.2 s;");
+  EXPECT_PRED2(starts_with, report.warnings[0],
+               "Tensor 'a' (allreduce) has been submitted by ranks [0, 2] but not by ranks "
+               "[1, 3] for 61.2 s;");
   EXPECT_FALSE(report.shutdown);
   EXPECT_EQ(report.shutdown_message, "");
 }
@@ -61,10 +62,12 @@ TEST(StallInspectorWarning, OnAProcessSetNamesGlobalRanksAndTheSet) {
   submit(inspector, "a", {2, 0}, 0);
   const StallReport report = inspector.check(at(61.2));
   ASSERT_EQ(report.warnings.size(), 1u);
-  EXPECT_PRED2(starts_with, report.warnings[0], "Tensor 'a' (allreduce) in process set 2 (ranks [1, 4, 6]) has been "
-                                                "submitted by ranks [1, 6] but not by ranks [4] for 61.2 s;");
-  EXPECT_EQ(report.shutdown_message, "Stall shutdown after 5 s (CONCORD_STALL_SHUTDOWN_TIME): tensor 'a' is missing "
-                                     "on ranks [4] in process set 2 (ranks [1, 4, 6])");
+  EXPECT_PRED2(starts_with, report.warnings[0],
+               "Tensor 'a' (allreduce) in process set 2 (ranks [1, 4, 6]) has been "
+               "submitted by ranks [1, 6] but not by ranks [4] for 61.2 s;");
+  EXPECT_EQ(report.shutdown_message,
+            "Stall shutdown after 5 s (CONCORD_STALL_SHUTDOWN_TIME): tensor 'a' is missing "
+            "on ranks [4] in process set 2 (ranks [1, 4, 6])");
 }
 
 TEST(StallInspectorWarning, NoRepeatOnNextCallButAgainAfterAnotherPeriod) {
@@ -161,8 +164,9 @@ TEST(StallInspectorRecord, IdempotentKeepsFirstTimeAndCollective) {
   EXPECT_EQ(inspector.tracked(), 1u);
   const StallReport report = inspector.check(at(61));
   ASSERT_EQ(report.warnings.size(), 1u);
-  EXPECT_PRED2(starts_with, report.warnings[0], "Tensor 'a' (broadcast) has been submitted by ranks [0] but not by ranks [1] "
-                         "for 61.0 s;");
+  EXPECT_PRED2(starts_with, report.warnings[0],
+               "Tensor 'a' (broadcast) has been submitted by ranks [0] but not by ranks [1] "
+               "for 61.0 s;");
 }
 
 TEST(StallInspectorRecord, RejectsBadArguments) {

@@ -48,8 +48,7 @@ class TimelineTest : public testing::Test {
  protected:
   void SetUp() override {
     const auto* info = testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("concord_timeline_" + std::to_string(::getpid()) + "_" + info->name());
+    dir_ = fs::temp_directory_path() / ("concord_timeline_" + std::to_string(::getpid()) + "_" + info->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -146,8 +145,7 @@ TEST_F(TimelineTest, EventsFormAChromeTraceArrayWithOneNamedTrackPerTensor) {
       ranks_seen[tid].insert(event["args"]["rank"].get<int>());
     }
   }
-  const std::vector<std::string> one_step = {"QUEUE", "MEMCPY_IN_FUSION_BUFFER",
-                                             "ALLREDUCE_RING", "MEMCPY_OUT"};
+  const std::vector<std::string> one_step = {"QUEUE", "MEMCPY_IN_FUSION_BUFFER", "ALLREDUCE_RING", "MEMCPY_OUT"};
   for (const std::string& tensor : tensors) {
     SCOPED_TRACE(tensor);
     const int tid = tid_of.at(tensor);
@@ -189,9 +187,8 @@ TEST_F(TimelineTest, TimestampsAreMicrosecondsSinceStart) {
   timeline.activity_start("t", "ALLREDUCE_RING");
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   timeline.activity_end("t");
-  const auto elapsed_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                              std::chrono::steady_clock::now() - before)
-                              .count();
+  const auto elapsed_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - before).count();
   timeline.stop();
 
   const json trace = json::parse(read_text(file("trace.json")));
@@ -428,8 +425,7 @@ TEST_F(TimelineTest, FourConcurrentWritersProduceValidJsonWithAllEvents) {
   ASSERT_EQ(trace.size(), static_cast<size_t>(kTensors * (1 + kSteps * kEventsPerAllreduce)));
   std::map<int, int> per_tid;
   for (const json& event : trace) ++per_tid[event["tid"].get<int>()];
-  for (const auto& [tid, count] : per_tid)
-    EXPECT_EQ(count, 1 + kSteps * kEventsPerAllreduce) << names.at(tid);
+  for (const auto& [tid, count] : per_tid) EXPECT_EQ(count, 1 + kSteps * kEventsPerAllreduce) << names.at(tid);
 }
 
 TEST_F(TimelineTest, LargeBurstIsFlushedAutomaticallyAndStaysValid) {

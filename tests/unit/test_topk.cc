@@ -289,9 +289,12 @@ TEST(ThresholdFeedback, AdjustsOutsideTheBand) {
 
 TEST(GaussianThreshold, NormalQuantileIsAccurate) {
   // Values of statistics.NormalDist().inv_cdf (Wichura's AS241).
-  const std::pair<double, double> cases[] = {{0.975, 1.9599639845400536}, {0.995, 2.5758293035489},
-                                             {1e-10, -6.361340902404056}, {0.999999, 4.753424308817089},
-                                             {0.5, 0.0},                  {0.3, -0.5244005127080407}};
+  const std::pair<double, double> cases[] = {{0.975, 1.9599639845400536},
+                                             {0.995, 2.5758293035489},
+                                             {1e-10, -6.361340902404056},
+                                             {0.999999, 4.753424308817089},
+                                             {0.5, 0.0},
+                                             {0.3, -0.5244005127080407}};
   for (const auto& [p, want] : cases) EXPECT_NEAR(detail::normal_quantile(p), want, 1e-12) << "p=" << p;
   EXPECT_THROW(detail::normal_quantile(0.0), InvalidArgument);
   EXPECT_THROW(detail::normal_quantile(1.0), InvalidArgument);

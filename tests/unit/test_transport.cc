@@ -199,7 +199,8 @@ TEST(InProcessTransport, BroadcastBytesFromEveryRoot) {
         comm.broadcast_bytes(data, root);
         result[comm.rank()] = data;
       });
-      for (int r = 0; r < P; ++r) EXPECT_EQ(result[r], result[root]) << "root " << root << " length " << length << " rank " << r;
+      for (int r = 0; r < P; ++r)
+        EXPECT_EQ(result[r], result[root]) << "root " << root << " length " << length << " rank " << r;
       EXPECT_EQ(result[root].size(), length);
     }
   }

@@ -156,8 +156,8 @@ std::string run_executor(int P, size_t count, const Config& config, const CostPa
     for (size_t i = 0; i < count; ++i) {
       if (data[i] != ranks_sum * static_cast<float>(i % 13)) {
         std::ostringstream what;
-        what << "rank " << rank << " " << config.allreduce_algorithm << " P=" << P << " n=" << count
-             << ": element " << i << " is " << data[i];
+        what << "rank " << rank << " " << config.allreduce_algorithm << " P=" << P << " n=" << count << ": element "
+             << i << " is " << data[i];
         throw std::runtime_error(what.str());
       }
     }

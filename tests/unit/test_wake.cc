@@ -79,8 +79,8 @@ TEST_P(WakeRanks, NegotiatorIsIdleExactlyAfterARoundWithoutProgress) {
   });
   for (int rank = 0; rank < size; ++rank)
     for (size_t round = 0; round < expected.size(); ++round)
-      EXPECT_EQ(idle[rank][round], expected[round]) << "rank " << rank << " of " << size << ", idle() after round "
-                                                    << round;
+      EXPECT_EQ(idle[rank][round], expected[round])
+          << "rank " << rank << " of " << size << ", idle() after round " << round;
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, WakeRanks, ::testing::Values(1, 2, 3, 5, 8, 16),

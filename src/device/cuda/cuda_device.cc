@@ -109,8 +109,8 @@ CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
   std::string reason;
   const int count = usable_devices(reason);
   CONCORD_ENFORCE(count > 0, DeviceError, "CUDA: no usable device (", reason, ")");
-  CONCORD_ENFORCE(ordinal >= 0 && ordinal < count, InvalidArgument, "CUDA device ", ordinal, " does not exist (",
-                  count, " device(s))");
+  CONCORD_ENFORCE(ordinal >= 0 && ordinal < count, InvalidArgument, "CUDA device ", ordinal, " does not exist (", count,
+                  " device(s))");
   cudaDeviceProp properties{};
   check(cudaGetDeviceProperties(&properties, ordinal), "cudaGetDeviceProperties");
   name_ = "cuda:" + std::to_string(ordinal) + " (" + properties.name + ")";

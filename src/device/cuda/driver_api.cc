@@ -15,11 +15,11 @@ using GetAttributes = CUresult (*)(unsigned int, CUpointer_attribute*, void**, C
 
 DriverAttributeProvider::DriverAttributeProvider() {
   cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  const cudaError_t error = cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &get_attributes_, 12000,
-                                                             cudaEnableDefault, &found);
+  const cudaError_t error =
+      cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &get_attributes_, 12000, cudaEnableDefault, &found);
   CONCORD_ENFORCE(error == cudaSuccess && found == cudaDriverEntryPointSuccess && get_attributes_ != nullptr,
-                  DeviceError, "CUDA driver entry point cuPointerGetAttributes unavailable: ",
-                  cudaGetErrorName(error), ": ", cudaGetErrorString(error));
+                  DeviceError, "CUDA driver entry point cuPointerGetAttributes unavailable: ", cudaGetErrorName(error),
+                  ": ", cudaGetErrorString(error));
 }
 
 std::optional<DeviceAllocation> DriverAttributeProvider::query(const void* data) {

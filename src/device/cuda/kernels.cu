@@ -101,15 +101,15 @@ cudaError_t reduce_half(void* dst, const void* src, size_t n, ReduceOp op, cudaS
 
 template <typename T, typename Compute>
 cudaError_t scale_typed(void* dst, const void* src, size_t n, Compute factor, cudaStream_t stream) {
-  scale_kernel<T, Compute><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), static_cast<const T*>(src),
-                                                                     n, factor);
+  scale_kernel<T, Compute>
+      <<<blocks_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), static_cast<const T*>(src), n, factor);
   return cudaGetLastError();
 }
 
 template <typename Half>
 cudaError_t scale_half(void* dst, const void* src, size_t n, float factor, cudaStream_t stream) {
   scale_half_kernel<Half><<<blocks_for(n), kThreads, 0, stream>>>(static_cast<uint16_t*>(dst),
-                                                                   static_cast<const uint16_t*>(src), n, factor);
+                                                                  static_cast<const uint16_t*>(src), n, factor);
   return cudaGetLastError();
 }
 
