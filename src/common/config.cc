@@ -26,9 +26,11 @@ int64_t parse_int_text(const std::string& text, const char* name, int64_t min_va
 }
 
 // Row parsers and formatters, one per field type (function pointers for ConfigVar).
-template <auto Field, double Min>
+// MinMicro: the smallest value accepted, in millionths (an integer: clang 14 has no
+// floating-point template parameters).
+template <auto Field, int64_t MinMicro>
 void parse_double(Config& config, const std::string& text, const char* name) {
-  config.*Field = parse_double_text(text, name, Min);
+  config.*Field = parse_double_text(text, name, static_cast<double>(MinMicro) * 1e-6);
 }
 template <auto Field>
 std::string format_double(const Config& config) {
@@ -79,7 +81,7 @@ const std::vector<ConfigVar>& config_table() {
        "upper bound in milliseconds on how long a rank with tensors in flight takes to join a "
        "negotiation round another rank starts (the background thread runs rounds back to back "
        "while they make progress and blocks when idle; an enqueue wakes it at once)",
-       parse_double<&Config::cycle_time_ms, 0.0>, format_double<&Config::cycle_time_ms>},
+       parse_double<&Config::cycle_time_ms, 0>, format_double<&Config::cycle_time_ms>},
       {"CONCORD_FUSION_THRESHOLD", "134217728", "bytes",
        "largest fused allreduce in bytes; ready tensors are packed into the fusion buffer up "
        "to this size (0 disables fusion)",
@@ -129,11 +131,11 @@ const std::vector<ConfigVar>& config_table() {
       {"CONCORD_STALL_WARNING_TIME", "60", "float",
        "seconds after which rank 0 logs tensors submitted by some ranks but not others, naming "
        "the missing ranks",
-       parse_double<&Config::stall_warning_seconds, 0.001>},
+       parse_double<&Config::stall_warning_seconds, 1000>},
       {"CONCORD_STALL_SHUTDOWN_TIME", "600", "float",
        "seconds after which a stall shuts Concord down, fails every pending operation with an "
        "error naming the stalled tensors and ranks, and the job ends (0 = never)",
-       parse_double<&Config::stall_shutdown_seconds, 0.0>},
+       parse_double<&Config::stall_shutdown_seconds, 0>},
       {"CONCORD_TIMELINE", "", "string",
        "path of a Chrome-trace/Perfetto JSON timeline written by rank 0 (empty = none)",
        parse_string<&Config::timeline_path>},
