@@ -1,10 +1,12 @@
 // libFuzzer target: the sparse allreduces' wire decoders (src/sparse/coo.h,
 // src/sparse/coo_exchange.h): COO blocks received from other ranks (scatter-added into
 // this rank's region, or unpacked) and the exchanged gradient lengths. Input: a selector
-// byte (bit 0: int32 or int64 indices), int64 region base, uint16 region length, then the
-// COO wire bytes (as many whole entries as fit; a trailing partial entry is ignored, as
-// the receiver sizes buffers from counts it has checked). Out-of-region indices must throw
-// concord::MismatchError; the lengths check must throw or accept, never crash.
+// byte (bit 0: int32 or int64 indices), int64 region base, uint16 whose low 12 bits are
+// the region length (at most 4,095 elements: longer regions only add allocation time per
+// execution), then the COO wire bytes (as many whole entries as fit; a trailing partial
+// entry is ignored, as the receiver sizes buffers from counts it has checked).
+// Out-of-region indices must throw concord::MismatchError; the lengths check must throw or
+// accept, never crash.
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -22,6 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint16_t length;
   std::memcpy(&base, data + 1, 8);
   std::memcpy(&length, data + 9, 2);
+  length &= 0x0fff;
   const uint8_t* wire = data + kHeader;
   const auto count = static_cast<int64_t>((size - kHeader) / (index_bytes + sizeof(float)));
   std::vector<uint8_t> exact(wire, wire + coo_wire_bytes(count, index_bytes));  // ASan bounds

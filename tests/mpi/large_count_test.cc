@@ -1,5 +1,5 @@
 // Collectives above 2^31 bytes and 2^31 int8 elements through the public C++ API (issue
-// 15, item 5): every count and offset on the path (request shapes, control messages,
+// 15, item 5; broadcast, allreduce, allgather, alltoall, reducescatter): every count and offset on the path (request shapes, control messages,
 // fusion, executor, algorithms, the MPI transport's 1 GiB message pieces, MPI_Allreduce's
 // int count) must be 64-bit. Run at 2 ranks by ctest (mpi.large.np2, RUN_SERIAL, label
 // "large"): about 2.1 GB per tensor, at most 2 such buffers per rank at a time (the tensor
@@ -146,6 +146,20 @@ TEST_F(LargeCount, AlltoallOfMoreThan2GiB) {
   for (int r = 0; r < size(); ++r)
     expect_all(handle.output_bytes().data() + r * block, block, "alltoall block from rank " + std::to_string(r),
                input_of(r, first));
+}
+
+TEST_F(LargeCount, ReducescatterOfMoreThan2GiB) {
+  // The whole tensor is reduced; rank r receives reducescatter_rows(kCount, size, r) rows
+  // (the first kCount % size ranks one more), starting after the rows of ranks before it.
+  fill_input(rank());
+  const int64_t mine = reducescatter_rows(kCount, size(), rank());
+  int64_t first = 0;
+  for (int r = 0; r < rank(); ++r) first += reducescatter_rows(kCount, size(), r);
+  std::vector<int8_t> output(static_cast<size_t>(mine));
+  reducescatter_async("large.reducescatter", int8_view(*buffer_, kCount), int8_view(output, mine)).wait();
+  Pattern want = summed();
+  want.offset = static_cast<uint64_t>(first);
+  expect_all(reinterpret_cast<const uint8_t*>(output.data()), mine, "reducescatter (sum)", want);
 }
 
 }  // namespace
