@@ -133,7 +133,7 @@ TEST_P(ExecutorRanks, AlltoallWithUnevenSplits) {
       splits.push_back(S(q, me));
     }
     std::vector<int16_t> got(handle->output_bytes.size() / 2);
-    std::memcpy(got.data(), handle->output_bytes.data(), handle->output_bytes.size());
+    if (!got.empty()) std::memcpy(got.data(), handle->output_bytes.data(), handle->output_bytes.size());
     if (got != expected) failures[me] = "received data differs (" + std::to_string(got.size()) + " elements)";
     if (handle->received_splits != splits) failures[me] += " received splits differ";
     if (handle->output_shape != std::vector<int64_t>{static_cast<int64_t>(expected.size() / 2), 2})
