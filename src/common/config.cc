@@ -146,6 +146,10 @@ const std::vector<ConfigVar>& config_table() {
        "1 allows add_process_set()/remove_process_set() after init (Horovod's "
        "HOROVOD_DYNAMIC_PROCESS_SETS); 0 = only the sets given to init()",
        parse_flag<&Config::dynamic_process_sets>, format_flag<&Config::dynamic_process_sets>},
+      {"CONCORD_DEVICE", "auto", "string",
+       "devices that TensorView::device indexes: auto (CUDA devices when built and usable), emulated "
+       "(device 0 = the strict emulated device, for tests without a GPU) or none",
+       parse_string<&Config::device>},
   };
   return table;
 }

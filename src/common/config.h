@@ -65,6 +65,10 @@ struct Config {
   std::string timeline_path;            ///< CONCORD_TIMELINE
   std::string log_level = "warning";    ///< CONCORD_LOG_LEVEL
   bool dynamic_process_sets = false;    ///< CONCORD_DYNAMIC_PROCESS_SETS
+  /// CONCORD_DEVICE: the devices TensorView::device indexes (device/device_set.h): "auto"
+  /// (the CUDA devices when built and usable, else none), "emulated" (device 0 is the
+  /// strict emulated device: the GPU data path without a GPU) or "none".
+  std::string device = "auto";
 
   /// Parses every variable of the table; throws InvalidArgument naming the variable and its
   /// value when one is malformed or out of range.
