@@ -1,0 +1,152 @@
+// concord-gpubench-allreduce: device-buffer allreduce on one machine, every variant of
+// device/device_registry.h side by side with the host-memory allreduce (the algorithm the
+// cost model picks, on pinned host memory), 1 KiB .. 256 MiB (powers of 4) at several
+// ranks (docs/performance.md, "GPU data path"; scripts/gpu_check.sh runs it).
+//
+// Ranks are threads on Concord's in-process transport, so no mpirun and no MPI job is
+// needed (the binary links libconcord, hence the MPI library, which gpu_check.sh checks
+// for). On the in-process transport:
+//   - "cuda_aware" declines (the in-process transport moves host memory only; it needs a
+//     CUDA-aware MPI under mpirun) -- printed as skipped with the registry's reason;
+//   - "nccl" needs one GPU per rank: it runs for P <= the number of GPUs (rank r on GPU r);
+//   - the other variants put every rank on GPU r % G (on a 1-GPU machine all share it,
+//     so they measure the staging machinery, not a multi-GPU machine).
+// Output: one line per (P, bytes, variant): median microseconds of -n runs (each run starts
+// after a barrier) on rank 0 and the algorithm bandwidth bytes / seconds.
+// Without a usable GPU it prints the CUDA status and exits 0; --emulated runs the whole
+// benchmark on the strict emulated device instead (a smoke test of this tool, labelled
+// "emulated": those times are NOT GPU numbers).
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "algorithms/allreduce_ring.h"
+#include "algorithms/registry.h"
+#include "device/cuda/cuda_device.h"
+#include "device/cuda_status.h"
+#include "device/device_capabilities.h"
+#include "device/device_registry.h"
+#include "device/emulated_device.h"
+#include "transport/inprocess_communicator.h"
+
+namespace {
+
+using namespace concord;
+
+struct Options {
+  std::vector<int> ranks = {1, 2, 4};
+  size_t min_bytes = 1024;
+  size_t max_bytes = size_t{256} << 20;
+  int iterations = 5;
+  bool emulated = false;
+};
+
+double run_once(Communicator& comm, AllreduceAlgorithm& algorithm, void* data, size_t count) {
+  comm.barrier();
+  const auto begin = std::chrono::steady_clock::now();
+  algorithm.start(data, count, DataType::kFloat32, ReduceOp::kSum);
+  run_to_completion(algorithm);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+}
+
+double median(std::vector<double> times) {
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+// One rank of one P: every size, the host algorithm then every device entry.
+void bench_rank(Communicator& comm, const Options& options, int gpus, std::mutex& print) {
+  const int P = comm.size(), r = comm.rank();
+  std::unique_ptr<Device> device;
+  if (options.emulated) {
+    device = std::make_unique<EmulatedDevice>();
+  } else {
+    device = std::make_unique<cuda::CudaDevice>(r % gpus);
+  }
+  const DeviceCapabilities caps = agree_device_capabilities(comm, *device);
+  DeviceBuffer buffer(*device, options.max_bytes);
+  void* host = device->allocate_host(options.max_bytes);
+  std::vector<uint8_t> zeros(options.max_bytes, 0);
+  auto stream = device->create_stream();
+  stream->copy(buffer.data(), zeros.data(), zeros.size(), CopyKind::kHostToDevice);
+  stream->synchronize();
+  ScratchBuffer scratch;
+  AlgorithmContext ctx{comm, scratch, AllreduceRing::kDefaultChunkBytes, {}};
+  const auto report = [&](size_t bytes, const std::string& name, const std::vector<double>& times,
+                          const std::string& skipped) {
+    if (r != 0) return;
+    std::lock_guard<std::mutex> lock(print);
+    if (!skipped.empty()) {
+      std::printf("%3d %12zu %-12s skipped: %s\n", P, bytes, name.c_str(), skipped.c_str());
+    } else {
+      const double seconds = median(times);
+      std::printf("%3d %12zu %-12s %12.1f %10.3f\n", P, bytes, name.c_str(), seconds * 1e6, bytes / seconds / 1e9);
+    }
+    std::fflush(stdout);
+  };
+  for (size_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= 4) {
+    const size_t count = bytes / 4;
+    {  // host memory: the host algorithm the cost model picks for this size
+      const Problem problem = make_problem(ctx, count, DataType::kFloat32, ReduceOp::kSum);
+      const auto& entry = select_algorithm(allreduce_algorithms(), problem, ctx.cost_params);
+      auto algorithm = entry.create(ctx);
+      std::vector<double> times;
+      run_once(comm, *algorithm, host, count);  // warm-up
+      for (int i = 0; i < options.iterations; ++i) times.push_back(run_once(comm, *algorithm, host, count));
+      report(bytes, "host:" + entry.name, times, "");
+    }
+    DeviceProblem problem{make_problem(ctx, count, DataType::kFloat32, ReduceOp::kSum), caps};
+    for (const auto& entry : device_allreduce_algorithms()) {
+      std::string skipped = entry.declines(problem);
+      if (skipped.empty() && entry.name == "nccl" && P > gpus) {
+        skipped = "NCCL needs one GPU per rank (" + std::to_string(P) + " ranks, " + std::to_string(gpus) + " GPUs)";
+      }
+      if (!skipped.empty()) {
+        report(bytes, entry.name, {}, skipped);
+        continue;
+      }
+      size_t chunk = 0;
+      entry.seconds(problem, ctx.cost_params, StagingParams{}, &chunk);
+      auto algorithm = entry.create(ctx, *device, chunk);
+      std::vector<double> times;
+      run_once(comm, *algorithm, buffer.data(), count);
+      for (int i = 0; i < options.iterations; ++i) times.push_back(run_once(comm, *algorithm, buffer.data(), count));
+      report(bytes, entry.name, times, "");
+    }
+  }
+  device->free_host(host);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"concord-gpubench-allreduce: staged vs staged_gpu vs cuda_aware vs nccl vs host-memory allreduce"};
+  Options options;
+  app.add_option("--ranks", options.ranks, "rank counts (threads on the in-process transport)")->delimiter(',');
+  app.add_option("--min-bytes", options.min_bytes, "smallest message (bytes, float32)");
+  app.add_option("--max-bytes", options.max_bytes, "largest message (bytes; sizes go up by 4x)");
+  app.add_option("-n,--iterations", options.iterations, "timed runs per point (median reported)")->check(CLI::PositiveNumber);
+  app.add_flag("--emulated", options.emulated, "run on the strict emulated device (smoke test; NOT GPU numbers)");
+  CLI11_PARSE(app, argc, argv);
+  const CudaStatus status = cuda_status();
+  std::printf("%s\n", status.summary().c_str());
+  if (status.devices == 0 && !options.emulated) return 0;
+  std::printf("# device: %s; ranks are threads on the in-process transport\n",
+              options.emulated ? "emulated (strict) -- NOT a GPU: these times say nothing about GPUs" : "CUDA");
+  std::printf("%3s %12s %-12s %12s %10s\n", "P", "bytes", "variant", "us", "GB/s");
+  std::mutex print;
+  try {
+    for (int P : options.ranks) {
+      InProcessWorld::run(P, [&](Communicator& comm) { bench_rank(comm, options, std::max(status.devices, 1), print); });
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "concord-gpubench-allreduce: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
