@@ -12,6 +12,7 @@
 #include "concord/version.h"
 #include "device/cuda_status.h"
 #include "device/device_registry.h"
+#include "device/nccl/nccl_api.h"
 #include "sparse/sparse_allreduce.h"
 #include "transport/device_pointers.h"
 #include "transport/mpi_communicator.h"
@@ -58,11 +59,14 @@ json document() {
   } catch (const Error& e) {
     mpi_cuda = {false, std::string("MPI could not be initialised: ") + e.what()};
   }
+  nccl::Status nccl;
+  nccl::library(&nccl);
   return {{"version", CONCORD_VERSION_STRING},
           {"settings", settings},
           {"collectives", collectives},
           {"cost_model", json::parse(CostParams::from_env().encode())},
           {"mpi_cuda_aware", {{"supported", mpi_cuda.supported}, {"reason", mpi_cuda.reason}}},
+          {"nccl", {{"built", nccl.built}, {"loaded", nccl.loaded}, {"version", nccl.version}, {"summary", nccl.summary()}}},
           {"cuda",
            {{"built", cuda.built}, {"devices", cuda.devices}, {"reason", cuda.reason}, {"summary", cuda.summary()}}}};
 }
@@ -110,6 +114,7 @@ std::string build_info_text() {
          cost["inter_alpha"].get<double>(), cost["inter_beta"].get<double>());
   append(out, "\nMPI CUDA-aware: %s (%s)\n", info["mpi_cuda_aware"]["supported"].get<bool>() ? "yes" : "no",
          str(info["mpi_cuda_aware"]["reason"]));
+  append(out, "%s\n", str(info["nccl"]["summary"]));
   append(out, "%s\n", str(info["cuda"]["summary"]));
   return out;
 }

@@ -169,6 +169,27 @@ TEST(NcclMapping, TypesOpsAndDeclines) {
   for (ReduceOp op : all_ops()) EXPECT_EQ(nccl::declines(DataType::kInt64, op), "") << reduce_op_name(op);
 }
 
+// nccl::library() either loads libnccl (every symbol bound, a version) or says why not;
+// loading needs no GPU. Status::summary() spells the version as NCCL does.
+TEST(NcclLibrary, LoadsOrSaysWhy) {
+  nccl::Status status;
+  nccl::Api* api = nccl::library(&status);
+  EXPECT_EQ(api != nullptr, status.loaded);
+  if (!status.built) {
+    EXPECT_EQ(status.summary(), "NCCL: not built");
+  } else if (!status.loaded) {
+    EXPECT_FALSE(status.reason.empty());
+  } else {
+    EXPECT_GE(status.version, 20000) << status.summary();
+    EXPECT_EQ(api->version(), status.version);
+  }
+  nccl::Status example{true, true, 22809, "libnccl.so.2"};
+  EXPECT_EQ(example.summary(), "NCCL: 2.28.9 (libnccl.so.2)");
+  example.loaded = false;
+  example.reason = "libnccl.so.2: cannot open shared object file";
+  EXPECT_EQ(example.summary(), "NCCL: built, not loaded (libnccl.so.2: cannot open shared object file)");
+}
+
 // Here (no GPU; NCCL built or not) the registry's "nccl" entry declines with the reason.
 TEST(DeviceRegistry, NcclDeclinesWithoutACudaDevice) {
   const std::string error = run_ranks(2, [&](Communicator& comm, const AbortFlag&) {

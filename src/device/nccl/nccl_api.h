@@ -73,7 +73,7 @@ struct Status {
   bool loaded = false;  ///< dlopen and every symbol succeeded
   int version = 0;      ///< ncclGetVersion, when loaded
   std::string reason;   ///< why not loaded (or what was loaded)
-  /// "NCCL: not built", "NCCL: built, not loaded (<reason>)" or "NCCL: <version> (<path>)".
+  /// "NCCL: not built", "NCCL: built, not loaded (<reason>)" or "NCCL: 2.28.9 (<path>)".
   std::string summary() const;
 };
 

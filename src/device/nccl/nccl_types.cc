@@ -49,7 +49,9 @@ Op op_of(ReduceOp op) {
 std::string Status::summary() const {
   if (!built) return "NCCL: not built";
   if (!loaded) return "NCCL: built, not loaded (" + reason + ")";
-  return "NCCL: " + std::to_string(version) + " (" + reason + ")";
+  // NCCL's code since 2.9: major * 10000 + minor * 100 + patch.
+  return "NCCL: " + std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
+         std::to_string(version % 100) + " (" + reason + ")";
 }
 
 }  // namespace concord::nccl
