@@ -11,6 +11,10 @@
 //   - "nccl" needs one GPU per rank: it runs for P <= the number of GPUs (rank r on GPU r);
 //   - the other variants put every rank on GPU r % G (on a 1-GPU machine all share it,
 //     so they measure the staging machinery, not a multi-GPU machine).
+// Every point first runs once on known input and checks the result on every rank (exact
+// float32 sums of small integers): a wrong result ends the tool with an error naming the
+// variant, size, rank and element -- so on a GPU it is also a correctness check of each
+// variant's CUDA code (kernels, streams, NCCL).
 // Output: one line per (P, bytes, variant): median microseconds of -n runs (each run starts
 // after a barrier) on rank 0 and the algorithm bandwidth bytes / seconds.
 // Without a usable GPU it prints the CUDA status and exits 0; --emulated runs the whole
@@ -21,6 +25,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <stdexcept>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -54,6 +60,24 @@ double run_once(Communicator& comm, AllreduceAlgorithm& algorithm, void* data, s
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
 }
 
+// Rank r's input: element i = (r + 1) * (i % 5 + 1), small integers in float32, so every
+// variant's sum is exact: (i % 5 + 1) * P (P + 1) / 2.
+void fill(std::vector<float>& values, int rank) {
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>((rank + 1) * (i % 5 + 1));
+}
+
+// Throws naming the variant, size, rank and first wrong element unless `values` hold the sum.
+void check(const std::vector<float>& values, int P, int rank, const std::string& variant, size_t bytes) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float expected = static_cast<float>((i % 5 + 1) * P * (P + 1) / 2);
+    if (values[i] != expected) {
+      throw std::runtime_error(variant + " at " + std::to_string(bytes) + " bytes, rank " + std::to_string(rank) +
+                               ": element " + std::to_string(i) + " is " + std::to_string(values[i]) + ", expected " +
+                               std::to_string(expected));
+    }
+  }
+}
+
 double median(std::vector<double> times) {
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
@@ -71,10 +95,7 @@ void bench_rank(Communicator& comm, const Options& options, int gpus, std::mutex
   const DeviceCapabilities caps = agree_device_capabilities(comm, *device);
   DeviceBuffer buffer(*device, options.max_bytes);
   void* host = device->allocate_host(options.max_bytes);
-  std::vector<uint8_t> zeros(options.max_bytes, 0);
   auto stream = device->create_stream();
-  stream->copy(buffer.data(), zeros.data(), zeros.size(), CopyKind::kHostToDevice);
-  stream->synchronize();
   ScratchBuffer scratch;
   AlgorithmContext ctx{comm, scratch, AllreduceRing::kDefaultChunkBytes, {}};
   const auto report = [&](size_t bytes, const std::string& name, const std::vector<double>& times,
@@ -95,8 +116,13 @@ void bench_rank(Communicator& comm, const Options& options, int gpus, std::mutex
       const Problem problem = make_problem(ctx, count, DataType::kFloat32, ReduceOp::kSum);
       const auto& entry = select_algorithm(allreduce_algorithms(), problem, ctx.cost_params);
       auto algorithm = entry.create(ctx);
+      std::vector<float> values(count);
+      fill(values, r);
+      std::memcpy(host, values.data(), bytes);
+      run_once(comm, *algorithm, host, count);  // warm-up, checked
+      std::memcpy(values.data(), host, bytes);
+      check(values, P, r, "host:" + entry.name, bytes);
       std::vector<double> times;
-      run_once(comm, *algorithm, host, count);  // warm-up
       for (int i = 0; i < options.iterations; ++i) times.push_back(run_once(comm, *algorithm, host, count));
       report(bytes, "host:" + entry.name, times, "");
     }
@@ -113,8 +139,15 @@ void bench_rank(Communicator& comm, const Options& options, int gpus, std::mutex
       size_t chunk = 0;
       entry.seconds(problem, ctx.cost_params, StagingParams{}, &chunk);
       auto algorithm = entry.create(ctx, *device, chunk);
+      std::vector<float> values(count);
+      fill(values, r);
+      stream->copy(buffer.data(), values.data(), bytes, CopyKind::kHostToDevice);
+      stream->synchronize();
+      run_once(comm, *algorithm, buffer.data(), count);  // warm-up, checked
+      stream->copy(values.data(), buffer.data(), bytes, CopyKind::kDeviceToHost);
+      stream->synchronize();
+      check(values, P, r, entry.name, bytes);
       std::vector<double> times;
-      run_once(comm, *algorithm, buffer.data(), count);
       for (int i = 0; i < options.iterations; ++i) times.push_back(run_once(comm, *algorithm, buffer.data(), count));
       report(bytes, entry.name, times, "");
     }
