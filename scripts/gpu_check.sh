@@ -11,8 +11,9 @@
 # in-process transport -- no mpirun) links libconcord and so needs the MPI library to
 # build and load: where MPI is missing only the device targets are built
 # (concord_device_tests, concord-gpubench) and the comparison is reported as skipped.
-# cuda_aware needs a CUDA-aware MPI under mpirun and is skipped on the in-process
-# transport (the tool prints the registry's reason); nccl runs at P <= number of GPUs.
+# cuda_aware runs over DirectCommunicator (device-to-device copies between the ranks of
+# the process, as a CUDA-aware MPI inside a node; a real CUDA-aware MPI needs mpirun);
+# nccl runs at P <= number of GPUs. Every point is first checked for the exact result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-gpu_results}"

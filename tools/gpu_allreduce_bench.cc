@@ -37,6 +37,7 @@
 #include "device/cuda_status.h"
 #include "device/device_capabilities.h"
 #include "device/device_registry.h"
+#include "device/direct_communicator.h"
 #include "device/emulated_device.h"
 #include "transport/inprocess_communicator.h"
 
@@ -84,20 +85,22 @@ double median(std::vector<double> times) {
 }
 
 // One rank of one P: every size, the host algorithm then every device entry.
-void bench_rank(Communicator& comm, const Options& options, int gpus, std::mutex& print) {
+// `shared` is the emulated device every rank uses (null: rank r uses CUDA device r % gpus).
+void bench_rank(Communicator& comm, const Options& options, int gpus, Device* shared, std::mutex& print) {
   const int P = comm.size(), r = comm.rank();
-  std::unique_ptr<Device> device;
-  if (options.emulated) {
-    device = std::make_unique<EmulatedDevice>();
-  } else {
-    device = std::make_unique<cuda::CudaDevice>(r % gpus);
-  }
+  std::unique_ptr<Device> own;
+  if (shared == nullptr) own = std::make_unique<cuda::CudaDevice>(r % gpus);
+  Device* device = shared != nullptr ? shared : own.get();
   const DeviceCapabilities caps = agree_device_capabilities(comm, *device);
+  DirectCommunicator direct(comm, *device);  // the in-process CUDA-aware transport, for cuda_aware
+  const DeviceCapabilities direct_caps = agree_device_capabilities(direct, *device);
   DeviceBuffer buffer(*device, options.max_bytes);
   void* host = device->allocate_host(options.max_bytes);
   auto stream = device->create_stream();
   ScratchBuffer scratch;
   AlgorithmContext ctx{comm, scratch, AllreduceRing::kDefaultChunkBytes, {}};
+  ScratchBuffer direct_scratch;
+  AlgorithmContext direct_ctx{direct, direct_scratch, AllreduceRing::kDefaultChunkBytes, {}};
   const auto report = [&](size_t bytes, const std::string& name, const std::vector<double>& times,
                           const std::string& skipped) {
     if (r != 0) return;
@@ -126,8 +129,11 @@ void bench_rank(Communicator& comm, const Options& options, int gpus, std::mutex
       for (int i = 0; i < options.iterations; ++i) times.push_back(run_once(comm, *algorithm, host, count));
       report(bytes, "host:" + entry.name, times, "");
     }
-    DeviceProblem problem{make_problem(ctx, count, DataType::kFloat32, ReduceOp::kSum), caps};
     for (const auto& entry : device_allreduce_algorithms()) {
+      const bool over_direct = entry.name == "cuda_aware";
+      const AlgorithmContext& context = over_direct ? direct_ctx : ctx;
+      const DeviceProblem problem{make_problem(context, count, DataType::kFloat32, ReduceOp::kSum),
+                                  over_direct ? direct_caps : caps};
       std::string skipped = entry.declines(problem);
       if (skipped.empty() && entry.name == "nccl" && P > gpus) {
         skipped = "NCCL needs one GPU per rank (" + std::to_string(P) + " ranks, " + std::to_string(gpus) + " GPUs)";
@@ -138,17 +144,19 @@ void bench_rank(Communicator& comm, const Options& options, int gpus, std::mutex
       }
       size_t chunk = 0;
       entry.seconds(problem, ctx.cost_params, StagingParams{}, &chunk);
-      auto algorithm = entry.create(ctx, *device, chunk);
+      auto algorithm = entry.create(context, *device, chunk);
       std::vector<float> values(count);
       fill(values, r);
       stream->copy(buffer.data(), values.data(), bytes, CopyKind::kHostToDevice);
       stream->synchronize();
       run_once(comm, *algorithm, buffer.data(), count);  // warm-up, checked
+      comm.barrier();  // over DirectCommunicator the peers read this buffer until their copies are done
       stream->copy(values.data(), buffer.data(), bytes, CopyKind::kDeviceToHost);
       stream->synchronize();
       check(values, P, r, entry.name, bytes);
       std::vector<double> times;
       for (int i = 0; i < options.iterations; ++i) times.push_back(run_once(comm, *algorithm, buffer.data(), count));
+      comm.barrier();
       report(bytes, entry.name, times, "");
     }
   }
@@ -174,8 +182,12 @@ int main(int argc, char** argv) {
   std::printf("%3s %12s %-12s %12s %10s\n", "P", "bytes", "variant", "us", "GB/s");
   std::mutex print;
   try {
+    std::unique_ptr<EmulatedDevice> emulated;
+    if (options.emulated) emulated = std::make_unique<EmulatedDevice>();
     for (int P : options.ranks) {
-      InProcessWorld::run(P, [&](Communicator& comm) { bench_rank(comm, options, std::max(status.devices, 1), print); });
+      InProcessWorld::run(P, [&](Communicator& comm) {
+        bench_rank(comm, options, std::max(status.devices, 1), emulated.get(), print);
+      });
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "concord-gpubench-allreduce: %s\n", e.what());
