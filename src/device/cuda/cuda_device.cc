@@ -124,11 +124,14 @@ void* CudaDevice::allocate(size_t bytes) {
   use(ordinal_);
   void* data = nullptr;
   check(cudaMalloc(&data, bytes), "cudaMalloc");
+  pointers_.notify_alloc({reinterpret_cast<uintptr_t>(data), bytes, ordinal_, 0});
   return data;
 }
 
 void CudaDevice::free(void* data) {
-  if (data != nullptr) check(cudaFree(data), "cudaFree");
+  if (data == nullptr) return;
+  pointers_.notify_free(data);
+  check(cudaFree(data), "cudaFree");
 }
 
 void* CudaDevice::allocate_host(size_t bytes) {
@@ -143,12 +146,11 @@ void CudaDevice::free_host(void* data) {
 }
 
 bool CudaDevice::is_device_pointer(const void* data) const {
-  cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, data) != cudaSuccess) {
-    cudaGetLastError();  // an unknown pointer is host memory
-    return false;
+  try {
+    return pointers_.lookup(data).is_device();
+  } catch (const DeviceError&) {
+    return false;  // the driver could not tell: treat as host memory (never dereferenced here)
   }
-  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
 }
 
 std::unique_ptr<Stream> CudaDevice::create_stream() { return std::make_unique<CudaStream>(ordinal_); }

@@ -6,7 +6,9 @@
 #include <memory>
 #include <string>
 
+#include "device/cuda/driver_api.h"
 #include "device/device.h"
+#include "device/pointer_cache.h"
 
 namespace concord::cuda {
 
@@ -28,7 +30,10 @@ class CudaDevice : public Device {
   void free_host(void* data) override;
   std::unique_ptr<Stream> create_stream() override;
   std::unique_ptr<Event> create_event() override;
-  /// cudaPointerGetAttributes: cudaMemoryTypeDevice (or managed) memory.
+  /// Through the pointer cache (device/pointer_cache.h): allocations of this device are
+  /// registered when made and forgotten when freed; any other pointer costs one
+  /// cuPointerGetAttributes the first time its allocation is seen (device memory of any
+  /// allocator, e.g. PyTorch's, is then cached; host memory is asked every time).
   bool is_device_pointer(const void* data) const override;
   int cuda_ordinal() const override { return ordinal_; }
   int ordinal() const { return ordinal_; }
@@ -36,6 +41,8 @@ class CudaDevice : public Device {
  private:
   int ordinal_;
   std::string name_;
+  mutable cuda::DriverAttributeProvider driver_;
+  mutable PointerCache pointers_{driver_};
 };
 
 }  // namespace concord::cuda
