@@ -1,6 +1,7 @@
 #include "device/cuda/cuda_device.h"
 
 #include <cuda_runtime_api.h>
+#include <unistd.h>
 
 #include <vector>
 
@@ -115,6 +116,11 @@ CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
   cudaDeviceProp properties{};
   check(cudaGetDeviceProperties(&properties, ordinal), "cudaGetDeviceProperties");
   name_ = "cuda:" + std::to_string(ordinal) + " (" + properties.name + ")";
+  char bus[64] = {};
+  check(cudaDeviceGetPCIBusId(bus, sizeof bus, ordinal), "cudaDeviceGetPCIBusId");
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  hardware_id_ = std::string(host) + "/" + bus;
 }
 
 std::string CudaDevice::name() const { return name_; }

@@ -36,11 +36,13 @@ class CudaDevice : public Device {
   /// allocator, e.g. PyTorch's, is then cached; host memory is asked every time).
   bool is_device_pointer(const void* data) const override;
   int cuda_ordinal() const override { return ordinal_; }
+  std::string hardware_id() const override { return hardware_id_; }
   int ordinal() const { return ordinal_; }
 
  private:
   int ordinal_;
   std::string name_;
+  std::string hardware_id_;
   mutable cuda::DriverAttributeProvider driver_;
   mutable PointerCache pointers_{driver_};
 };
