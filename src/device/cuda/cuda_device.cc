@@ -85,6 +85,7 @@ class CudaStream : public Stream {
     check(cudaStreamWaitEvent(stream_, dynamic_cast<CudaEvent&>(event).get(), 0), "cudaStreamWaitEvent");
   }
   void synchronize() override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+  void* cuda_stream() override { return stream_; }
 
  private:
   int ordinal_;
@@ -139,6 +140,15 @@ void* CudaDevice::allocate_host(size_t bytes) {
 
 void CudaDevice::free_host(void* data) {
   if (data != nullptr) check(cudaFreeHost(data), "cudaFreeHost");
+}
+
+bool CudaDevice::is_device_pointer(const void* data) const {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, data) != cudaSuccess) {
+    cudaGetLastError();  // an unknown pointer is host memory
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
 }
 
 std::unique_ptr<Stream> CudaDevice::create_stream() { return std::make_unique<CudaStream>(ordinal_); }

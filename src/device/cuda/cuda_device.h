@@ -28,6 +28,9 @@ class CudaDevice : public Device {
   void free_host(void* data) override;
   std::unique_ptr<Stream> create_stream() override;
   std::unique_ptr<Event> create_event() override;
+  /// cudaPointerGetAttributes: cudaMemoryTypeDevice (or managed) memory.
+  bool is_device_pointer(const void* data) const override;
+  int cuda_ordinal() const override { return ordinal_; }
   int ordinal() const { return ordinal_; }
 
  private:
