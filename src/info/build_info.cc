@@ -46,6 +46,7 @@ json document() {
       collective("broadcast", "CONCORD_BROADCAST_ALGORITHM", broadcast_algorithms()),
       collective("reduce-scatter", nullptr, reduce_scatter_algorithms()),
       collective("alltoall", nullptr, alltoall_algorithms()),
+      collective("reduce (a phase of hierarchical)", nullptr, reduce_algorithms()),
       collective("device-buffer allreduce", nullptr, device_allreduce_algorithms()),
       collective("sparse allreduce", nullptr, sparse::sparse_allreduce_algorithms()),
   };
