@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "algorithms/allreduce_hierarchical.h"
 #include "patterns/binary_tree.h"
 #include "patterns/chunking.h"
 #include "patterns/ring.h"
 #include "sim/schedules.h"
-#include "sim/simulator.h"
 
 namespace concord::sim {
 namespace {
@@ -22,6 +20,12 @@ LinkParams slowest(const Topology& topology) {
 }
 
 double message(const LinkParams& link, double bytes) { return link.alpha + bytes * link.beta; }
+
+int ceil_log2(int value) {
+  int bits = 0;
+  while ((1 << bits) < value) ++bits;
+  return bits;
+}
 
 int log2_floor(int value) {
   int bits = 0;
@@ -146,20 +150,24 @@ double overlapped_double_tree_closed_form(const Problem& problem, const Topology
                               patterns::segment(problem.count, 2, 1).count, 2, problem, slowest(topology), gamma);
 }
 
-double hierarchical_closed_form(const Problem& problem, const Topology& topology, double gamma) {
+double binomial_reduce_closed_form(const Problem& problem, const LinkParams& link, double gamma) {
   if (problem.ranks == 1 || problem.count == 0) return 0;
-  const int R = std::min(topology.ranks_per_node(), problem.ranks);
-  const int d = patterns::tree_height(R);  // children of a node's leader
+  const int d = ceil_log2(problem.ranks);  // children of the root
   const int K = patterns::ChunkPlan::make(problem.count, problem.element_size, problem.chunk_bytes).chunks;
   const double m = static_cast<double>(patterns::segment(problem.count, K, 0).count * problem.element_size);
-  const double T = message(topology.intra(), m), G = gamma * m;
-  const double reduce = d * (T + G) + (K - 1) * d * std::max(T, G);
-  const double broadcast = d * T + (K - 1) * d * T;
-  const LinkParams inter = topology.nodes() > 1 ? topology.inter() : topology.intra();
-  // Among the leaders: the flat algorithm AllreduceHierarchical picks, on a switch of N ports.
-  const Problem among = AllreduceHierarchical::inter_problem(problem);
-  const SimAlgorithm& flat = find_simulated(AllreduceHierarchical::inter_algorithm(problem, CostParams{}).name);
-  return reduce + flat.closed_form(among, Topology::flat(topology.nodes(), inter), gamma) + broadcast;
+  const double T = message(link, m), G = gamma * m;
+  return d * (T + G) + (K - 1) * d * std::max(T, G);
+}
+
+double binomial_broadcast_closed_form(const Problem& problem, const LinkParams& link) {
+  if (problem.ranks == 1 || problem.count == 0) return 0;
+  return ceil_log2(problem.ranks) * message(link, static_cast<double>(problem.count));
+}
+
+double chain_broadcast_closed_form(const Problem& problem, const LinkParams& link) {
+  const auto plan = patterns::ChunkPlan::make(problem.count, 1, problem.chunk_bytes);
+  if (problem.ranks == 1 || plan.chunks == 0) return 0;
+  return (problem.ranks - 1 + plan.chunks - 1) * message(link, static_cast<double>(plan.largest_bytes()));
 }
 
 }  // namespace concord::sim

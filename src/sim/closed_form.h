@@ -24,11 +24,13 @@
 //   overlapped double tree (K chunks of n/2, L and f summed over both trees, which load
 //     every link from the start): (h-1) L T + h G + (K-1) max(L T, f G); K max(L T, f G) at
 //     P = 2; with K = 1 the single tree's formula (one chunk per tree, latency-bound).
-//   hierarchical (R ranks per node, N nodes, K chunks of m bytes, d = ceil(log2 R) children
-//     at a node's leader, intra-node T_i): binomial reduce d (T_i + G) + (K-1) d max(T_i, G),
-//     the closed form of the flat algorithm AllreduceHierarchical picks (e.g. ring) among the
-//     N leaders at inter-node constants, binomial broadcast
-//     d T_i + (K-1) d T_i.
+//   pipelined binomial reduce (ReduceBinomial; d = ceil(log2 P) children at the root, K chunks
+//     of m bytes): d (T + G) + (K-1) d max(T, G)
+//   binomial broadcast (whole message): ceil(log2 P) T(n)
+//   chain broadcast (K chunks of m bytes): (P-1 + K-1) T(m)
+//   hierarchical: the sum of its phases' closed forms (sim/models.cc): its reduce within a
+//     node at intra-node constants, the flat allreduce it runs among the N leaders at
+//     inter-node constants, its broadcast within a node.
 #pragma once
 
 #include "algorithms/cost_model.h"
@@ -46,6 +48,10 @@ double tree_closed_form(const Problem& problem, const Topology& topology, double
 double double_tree_closed_form(const Problem& problem, const Topology& topology, double gamma);
 double overlapped_tree_closed_form(const Problem& problem, const Topology& topology, double gamma);
 double overlapped_double_tree_closed_form(const Problem& problem, const Topology& topology, double gamma);
-double hierarchical_closed_form(const Problem& problem, const Topology& topology, double gamma);
+/// Phases of composed algorithms on one link class (`problem` on the phase's ranks; the
+/// broadcasts' count is bytes).
+double binomial_reduce_closed_form(const Problem& problem, const LinkParams& link, double gamma);
+double binomial_broadcast_closed_form(const Problem& problem, const LinkParams& link);
+double chain_broadcast_closed_form(const Problem& problem, const LinkParams& link);
 
 }  // namespace concord::sim
