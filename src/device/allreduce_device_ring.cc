@@ -77,6 +77,8 @@ void AllreduceDeviceRing::begin(void* data, size_t count, DataType dtype, Reduce
   }
   scratch_free_[0] = scratch_free_[1] = nullptr;  // the previous operation's kernels are done
   reduce_scatter_sends_left_ = ring_.steps() * chunks_;
+  // Receives of the first two steps go out before any send (both scratch halves are free).
+  for (; next_receive_step_ < std::min(2, ring_.steps()); ++next_receive_step_) post_receives(next_receive_step_);
   for (int c = 0; c < chunks_; ++c) pending_.push_back({0, c, ready});
   post_ready_sends();
 }

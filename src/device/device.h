@@ -93,6 +93,10 @@ class Device {
   virtual bool is_device_pointer(const void* data) const = 0;
   /// The CUDA device ordinal, or -1 for a device that is not a CUDA GPU (the emulation).
   virtual int cuda_ordinal() const { return -1; }
+  /// Which physical device this is, the same string in every process that uses it
+  /// (CUDA: "<hostname>/<PCI bus id>", so CUDA_VISIBLE_DEVICES renumbering does not
+  /// matter); "" for the emulation. NCCL needs a different one on every rank.
+  virtual std::string hardware_id() const { return ""; }
 };
 
 /// Owns device memory from `device` (freed on destruction); move-only.

@@ -32,6 +32,24 @@ DeviceCapabilities agree_device_capabilities(Communicator& comm, const Device& d
   if (caps.nccl.available && (flags[0] & 2) == 0) {
     caps.nccl = {false, "NCCL is not available on every rank of the communicator"};
   }
+  // Every rank has NCCL (the same answer everywhere, so all or none get here): NCCL needs
+  // a different GPU on every rank.
+  if ((flags[0] & 2) != 0) {
+    const std::string mine = device.hardware_id();
+    const auto all = comm.gather_bytes(std::vector<uint8_t>(mine.begin(), mine.end()), 0);
+    std::string verdict;
+    for (size_t a = 0; a < all.size() && verdict.empty(); ++a) {
+      for (size_t b = a + 1; b < all.size() && verdict.empty(); ++b) {
+        if (all[a] == all[b]) {
+          verdict = "NCCL needs one GPU per rank: ranks " + std::to_string(a) + " and " + std::to_string(b) +
+                    " share " + std::string(all[a].begin(), all[a].end());
+        }
+      }
+    }
+    std::vector<uint8_t> shared(verdict.begin(), verdict.end());
+    comm.broadcast_bytes(shared, 0);
+    if (!shared.empty()) caps.nccl = {false, std::string(shared.begin(), shared.end())};
+  }
   return caps;
 }
 

@@ -33,7 +33,9 @@ DeviceCapabilities local_device_capabilities(const Communicator& comm, const Dev
 
 /// The capabilities every rank of `comm` has: each flag is ANDed over the ranks
 /// (allreduce_bits); a flag this rank has but another lacks becomes false with the reason
-/// "not on every rank of the communicator". Collective over `comm` (control collectives).
+/// "not on every rank of the communicator". NCCL is also refused when two ranks use the
+/// same GPU (Device::hardware_id(): "NCCL needs one GPU per rank: ranks a and b share
+/// <id>"). Collective over `comm` (control collectives).
 /// Throws CommError on transport failure.
 DeviceCapabilities agree_device_capabilities(Communicator& comm, const Device& device);
 

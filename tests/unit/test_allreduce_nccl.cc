@@ -190,6 +190,40 @@ TEST(NcclLibrary, LoadsOrSaysWhy) {
   EXPECT_EQ(example.summary(), "NCCL: built, not loaded (libnccl.so.2: cannot open shared object file)");
 }
 
+// An emulated device that claims to be CUDA GPU `id` (ordinal 0), so the capability
+// agreement's NCCL checks run without a GPU.
+class PretendGpu : public EmulatedDevice {
+ public:
+  explicit PretendGpu(std::string id) : id_(std::move(id)) {}
+  int cuda_ordinal() const override { return 0; }
+  std::string hardware_id() const override { return id_; }
+
+ private:
+  std::string id_;
+};
+
+// NCCL is refused, on every rank and naming the ranks, when two ranks share a GPU
+// (hardware ids, not ordinals: CUDA_VISIBLE_DEVICES gives every rank ordinal 0).
+TEST(NcclCapabilities, OneGpuPerRank) {
+  nccl::Status status;
+  if (nccl::library(&status) == nullptr) GTEST_SKIP() << status.summary();
+  for (const bool shared : {false, true}) {
+    const std::string error = run_ranks(3, [&](Communicator& comm, const AbortFlag&) {
+      const int r = comm.rank();
+      PretendGpu device("host/0000:0" + std::to_string(shared && r == 2 ? 1 : r) + ":00.0");
+      const DeviceCapabilities caps = agree_device_capabilities(comm, device);
+      if (shared) {
+        EXPECT_FALSE(caps.nccl.available) << "rank " << r;
+        EXPECT_EQ(caps.nccl.reason, "NCCL needs one GPU per rank: ranks 1 and 2 share host/0000:01:00.0") << r;
+      } else {
+        EXPECT_TRUE(caps.nccl.available) << "rank " << r << ": " << caps.nccl.reason;
+        EXPECT_EQ(caps.nccl.reason, status.summary());
+      }
+    });
+    EXPECT_EQ(error, "") << (shared ? "shared" : "distinct");
+  }
+}
+
 // Here (no GPU; NCCL built or not) the registry's "nccl" entry declines with the reason.
 TEST(DeviceRegistry, NcclDeclinesWithoutACudaDevice) {
   const std::string error = run_ranks(2, [&](Communicator& comm, const AbortFlag&) {

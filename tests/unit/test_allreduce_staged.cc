@@ -114,7 +114,7 @@ TEST(DeviceRegistry, StagedEntryCostsAndRuns) {
     fill_input(inputs[r].data(), n, DataType::kFloat32, ReduceOp::kSum, r);
     results[r].resize(n * 4);
     ScratchBuffer scratch;
-    AlgorithmContext ctx{comm, scratch};
+    AlgorithmContext ctx{comm, scratch, size_t{1} << 19, {}};
     EmulatedDevice device;
     DeviceBuffer buffer(device, n * 4);
     auto stream = device.create_stream();
