@@ -3,7 +3,8 @@
 // algorithm of every collective with its description (src/algorithms/registry.cc, the
 // device-buffer and sparse registries), the cost-model constants in effect
 // (CostParams::from_env) and the CUDA status ("CUDA: built, no usable device (<reason>)"
-// where the build has CUDA but the machine has no usable GPU). `--json` prints the same as
+// where the build has CUDA but the machine has no usable GPU), after whether MPI takes CUDA
+// device pointers (MPI is initialised for that question). `--json` prints the same as
 // one JSON document (schema in src/info/build_info.h; scripts/docs_lists.py reads it);
 // `--version` prints the version only. The pip-installed Python concord-info prints the same
 // through the binding (python/concord/info.py).

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <deque>
-#include <limits>
 #include <numeric>
 
 #include "common/enforce.h"
@@ -50,30 +49,15 @@ void* DevicePath::host_staging(size_t bytes) {
 }
 
 AllreduceAlgorithm& DevicePath::algorithm(const Problem& problem, std::string& activity) {
-  const DeviceAllreduceEntry* best = nullptr;
-  double best_seconds = std::numeric_limits<double>::infinity();
-  size_t best_chunk = 0;
-  std::string declined;
-  for (const auto& entry : device_allreduce_algorithms()) {
-    const std::string why = entry.declines(problem);
-    if (!why.empty()) {
-      declined += (declined.empty() ? "" : "; ") + entry.name + ": " + why;
-      continue;
-    }
-    size_t chunk = 0;
-    const double seconds = entry.seconds(problem, context_.cost_params, StagingParams(), &chunk);
-    if (best == nullptr || seconds < best_seconds) {
-      best = &entry;
-      best_seconds = seconds;
-      best_chunk = chunk;
-    }
-  }
-  CONCORD_ENFORCE(best != nullptr, InvalidArgument, "no device allreduce accepts ", problem.count, " elements of ",
-                  dtype_name(problem.dtype), " on ", problem.ranks, " ranks (", declined, ")");
-  activity = "ALLREDUCE_DEVICE_" + best->name;
+  // Collective the first time (every rank reaches its first device response together).
+  if (!capabilities_) capabilities_ = agree_device_capabilities(context_.comm, device_);
+  size_t chunk = 0;
+  const DeviceAllreduceEntry& best = select_device_algorithm(DeviceProblem{problem, *capabilities_},
+                                                             context_.cost_params, StagingParams(), "", &chunk);
+  activity = "ALLREDUCE_DEVICE_" + best.name;
   std::transform(activity.begin(), activity.end(), activity.begin(), [](unsigned char c) { return std::toupper(c); });
-  auto& instance = instances_[best->name + ":" + std::to_string(best_chunk)];
-  if (!instance) instance = best->create(context_, device_, best_chunk);
+  auto& instance = instances_[best.name + ":" + std::to_string(chunk)];
+  if (!instance) instance = best.create(context_, device_, chunk);
   return *instance;
 }
 

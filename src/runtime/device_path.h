@@ -5,8 +5,10 @@
 //
 // Allreduce of one tensor: the output is the algorithm's buffer (prescale: a scale kernel
 // writes it from the input; out of place: one device-to-device copy), then the device
-// allreduce the registry ranks best (device/device_registry.h; today the staged path),
-// then the postscale kernel. Fused allreduce: the tensors are packed into a fusion buffer
+// allreduce the registry ranks best (device/device_registry.h: staged, staged_gpu,
+// cuda_aware, nccl, each declining what it cannot run; the capabilities they rely on are
+// agreed over the ranks at the first device allreduce, a collective step every rank
+// reaches at the same response), then the postscale kernel. Fused allreduce: the tensors are packed into a fusion buffer
 // in device memory with one batched copy (Stream::copy_batch; with a prescale, one scale
 // kernel per tensor), reduced there, and copied out with batched copies as their ranges
 // become final (runtime/fused_completion.h); each copy-out batch records an event and its
@@ -19,6 +21,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "algorithms/algorithm.h"
@@ -26,6 +29,7 @@
 #include "common/timeline.h"
 #include "control/message.h"
 #include "device/device.h"
+#include "device/device_capabilities.h"
 #include "runtime/tensor_queue.h"
 
 namespace concord {
@@ -71,6 +75,8 @@ class DevicePath {
   void* host_ = nullptr;
   size_t host_bytes_ = 0;
   std::map<std::string, std::unique_ptr<AllreduceAlgorithm>> instances_;  // by "name:chunk bytes"
+  // Agreed over the ranks at the first device allreduce (CUDA-aware MPI, NCCL).
+  std::optional<DeviceCapabilities> capabilities_;
 };
 
 }  // namespace concord
