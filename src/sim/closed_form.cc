@@ -33,25 +33,32 @@ int log2_floor(int value) {
   return bits;
 }
 
-// Ring allreduce among `P` parties of `count` elements on links `link`.
-double ring_time(int P, const Problem& problem, const LinkParams& link, double gamma) {
+// True when a flat algorithm's copies and reductions take turns on each rank's CPU: every
+// rank on one node of shared memory (Topology::copies_use_cpu()).
+bool serial(const Topology& topology) { return topology.copies_use_cpu() && topology.nodes() == 1; }
+
+// Ring allreduce among `P` parties of `count` elements on links `link`; `serial`: each
+// chunk's copy and reduction take turns on the receiving CPU.
+double ring_time(int P, const Problem& problem, const LinkParams& link, double gamma, bool serial) {
   if (P == 1 || problem.count == 0) return 0;
   const size_t largest = patterns::segment(problem.count, P, 0).count;
   const int C = chunk_count(largest * problem.element_size, problem.chunk_bytes);
   const double m = static_cast<double>(patterns::segment(largest, C, 0).count * problem.element_size);
   const double T = message(link, m), G = gamma * m;
+  if (serial) return (P - 1) * C * (T + G) + (P - 1) * C * T;
   return (P - 1) * std::max({C * T, T + G, C * G}) + (P - 1) * C * T;
 }
 
 // Pipelined binary tree allreduce (reduce, then broadcast) of `count` elements.
-double tree_time(int P, size_t count, const Problem& problem, const LinkParams& link, double gamma) {
+double tree_time(int P, size_t count, const Problem& problem, const LinkParams& link, double gamma,
+                 bool serial = false) {
   if (P == 1 || count == 0) return 0;
   const int h = patterns::tree_height(P);
   const int K = patterns::ChunkPlan::make(count, problem.element_size, problem.chunk_bytes).chunks;
   const double m = static_cast<double>(patterns::segment(count, K, 0).count * problem.element_size);
   const double T = message(link, m), G = gamma * m;
-  if (P == 2) return T + G + (K - 1) * std::max(T, G) + K * T;
-  const double up = (h - 1) * (2 * T + G) + T + G + (K - 1) * std::max(2 * T, 2 * G);
+  if (P == 2) return T + G + (K - 1) * (serial ? T + G : std::max(T, G)) + K * T;
+  const double up = (h - 1) * (2 * T + G) + T + G + (K - 1) * (serial ? 2 * T + 2 * G : std::max(2 * T, 2 * G));
   const double down = T + (h - 1) * 2 * T + (K - 1) * 2 * T;
   return up + down;
 }
@@ -92,7 +99,7 @@ double overlapped_tree_time(int P, size_t count, size_t second, int trees, const
 }  // namespace
 
 double ring_closed_form(const Problem& problem, const Topology& topology, double gamma) {
-  return ring_time(problem.ranks, problem, slowest(topology), gamma);
+  return ring_time(problem.ranks, problem, slowest(topology), gamma, serial(topology));
 }
 
 double recursive_doubling_closed_form(const Problem& problem, const Topology& topology, double gamma) {
@@ -123,7 +130,7 @@ double halving_doubling_closed_form(const Problem& problem, const Topology& topo
 }
 
 double tree_closed_form(const Problem& problem, const Topology& topology, double gamma) {
-  return tree_time(problem.ranks, problem.count, problem, slowest(topology), gamma);
+  return tree_time(problem.ranks, problem.count, problem, slowest(topology), gamma, serial(topology));
 }
 
 double double_tree_closed_form(const Problem& problem, const Topology& topology, double gamma) {
@@ -156,7 +163,7 @@ double binomial_reduce_closed_form(const Problem& problem, const LinkParams& lin
   const int K = patterns::ChunkPlan::make(problem.count, problem.element_size, problem.chunk_bytes).chunks;
   const double m = static_cast<double>(patterns::segment(problem.count, K, 0).count * problem.element_size);
   const double T = message(link, m), G = gamma * m;
-  return d * (T + G) + (K - 1) * d * std::max(T, G);
+  return K * d * (T + G);  // within a node: the root's copies and reductions take turns
 }
 
 double binomial_broadcast_closed_form(const Problem& problem, const LinkParams& link) {

@@ -7,6 +7,9 @@
 //
 //   ring (C chunks of m bytes per segment):
 //     (P-1) max(C T, T + G, C G) + (P-1) C T     (2(P-1)C T when the link is the bottleneck)
+//     on one node of shared memory, where the receiving CPU makes the copy and then reduces
+//     (Topology::copies_use_cpu()): (P-1) C (T + G) + (P-1) C T; likewise the pipelined
+//     tree's (K-1) max(2T, 2G) becomes (K-1)(2T + 2G) there
 //   recursive doubling (p = 2^floor(log2 P), fold when P != p):
 //     log2 p (T(n) + G(n)) + [P != p] (2 T(n) + G(n))
 //   halving-doubling: sum_{j=1..log2 p} (2 T(n / 2^j) + G(n / 2^j)) + [P != p] (2 T(n) + G(n))
@@ -25,7 +28,7 @@
 //     every link from the start): (h-1) L T + h G + (K-1) max(L T, f G); K max(L T, f G) at
 //     P = 2; with K = 1 the single tree's formula (one chunk per tree, latency-bound).
 //   pipelined binomial reduce (ReduceBinomial; d = ceil(log2 P) children at the root, K chunks
-//     of m bytes): d (T + G) + (K-1) d max(T, G)
+//     of m bytes), within a node, the root's copies and reductions taking turns: K d (T + G)
 //   binomial broadcast (whole message): ceil(log2 P) T(n)
 //   chain broadcast (K chunks of m bytes): (P-1 + K-1) T(m)
 //   hierarchical: the sum of its phases' closed forms (sim/models.cc): its reduce within a
