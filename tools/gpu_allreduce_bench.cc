@@ -26,9 +26,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <stdexcept>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <vector>
 
 #include "algorithms/allreduce_ring.h"
@@ -171,7 +171,8 @@ int main(int argc, char** argv) {
   app.add_option("--ranks", options.ranks, "rank counts (threads on the in-process transport)")->delimiter(',');
   app.add_option("--min-bytes", options.min_bytes, "smallest message (bytes, float32)");
   app.add_option("--max-bytes", options.max_bytes, "largest message (bytes; sizes go up by 4x)");
-  app.add_option("-n,--iterations", options.iterations, "timed runs per point (median reported)")->check(CLI::PositiveNumber);
+  app.add_option("-n,--iterations", options.iterations, "timed runs per point (median reported)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--emulated", options.emulated, "run on the strict emulated device (smoke test; NOT GPU numbers)");
   CLI11_PARSE(app, argc, argv);
   const CudaStatus status = cuda_status();

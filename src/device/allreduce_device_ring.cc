@@ -158,8 +158,7 @@ Progress AllreduceDeviceRing::progress() {
     if (in_reduce_scatter(step_)) {
       const Chunk piece = chunk(ring_.reduce_scatter_recv(step_), next_chunk_);
       // data = op(data, received): AllreduceRing's in-place operands.
-      stream_->reduce(data_ + piece.offset, receive_slot(step_, next_chunk_), piece.bytes / element_size_, dtype_,
-                      op_);
+      stream_->reduce(data_ + piece.offset, receive_slot(step_, next_chunk_), piece.bytes / element_size_, dtype_, op_);
       Event* reduced = next_event();
       pending_.push_back({step_ + 1, next_chunk_, reduced});
       if (next_chunk_ + 1 == chunks_) scratch_free_[step_ % 2] = reduced;

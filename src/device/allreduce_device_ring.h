@@ -74,7 +74,7 @@ class AllreduceDeviceRing : public AllreduceAlgorithm {
   std::unique_ptr<Stream> stream_;
   std::vector<std::unique_ptr<Event>> events_;  // pool, used round robin
   size_t next_event_ = 0;
-  DeviceBuffer scratch_;  // two halves of slot_bytes_ (device memory)
+  DeviceBuffer scratch_;                         // two halves of slot_bytes_ (device memory)
   Event* scratch_free_[2] = {nullptr, nullptr};  // last kernel reading each half
 
   uint8_t* data_ = nullptr;

@@ -24,7 +24,8 @@ DeviceCapabilities local_device_capabilities(const Communicator& comm, const Dev
 
 DeviceCapabilities agree_device_capabilities(Communicator& comm, const Device& device) {
   DeviceCapabilities caps = local_device_capabilities(comm, device);
-  std::vector<uint64_t> flags = {(caps.transport.supported ? uint64_t{1} : 0) | (caps.nccl.available ? uint64_t{2} : 0)};
+  std::vector<uint64_t> flags = {(caps.transport.supported ? uint64_t{1} : 0) |
+                                 (caps.nccl.available ? uint64_t{2} : 0)};
   comm.allreduce_bits(flags, /*bitwise_and=*/true);
   if (caps.transport.supported && (flags[0] & 1) == 0) {
     caps.transport = {false, "device pointers are not taken on every rank of the communicator"};

@@ -82,8 +82,7 @@ size_t staged_chunk_bytes(const Problem& problem, const CostParams& params, cons
 /// reduce-scatter step; `staged` adds, per step, a d2h copy before the send and an h2d
 /// copy after the receive (copy_alpha each), and the copy bytes where they exceed the
 /// wire bytes (the two copy streams run alongside the network; PCIe is full duplex).
-double device_ring_seconds(const Problem& problem, const CostParams& params, const StagingParams& staging,
-                           bool staged);
+double device_ring_seconds(const Problem& problem, const CostParams& params, const StagingParams& staging, bool staged);
 
 /// NCCL's predicted time: the ring's messages and bytes reduced on the device, and one
 /// kernel_alpha for the whole operation (NCCL runs every step inside one kernel, so there

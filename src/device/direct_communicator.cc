@@ -1,6 +1,5 @@
 #include "device/direct_communicator.h"
 
-
 #include "common/backoff.h"
 #include "common/enforce.h"
 

@@ -67,7 +67,7 @@ class DirectCommunicator : public Communicator, public DevicePointerTransport {
 
   Communicator& inner_;
   Device& device_;
-  std::unique_ptr<Stream> stream_;  // this rank's copies (as receiver)
+  std::unique_ptr<Stream> stream_;                        // this rank's copies (as receiver)
   std::deque<std::shared_ptr<std::atomic<bool>>> flags_;  // sends whose receiver may still write the flag
 };
 

@@ -17,8 +17,7 @@ struct StagingCommunicator::PendingSend {
 
 class StagingCommunicator::SendRequest : public TransportRequest {
  public:
-  SendRequest(StagingCommunicator& owner, std::shared_ptr<PendingSend> send)
-      : owner_(owner), send_(std::move(send)) {}
+  SendRequest(StagingCommunicator& owner, std::shared_ptr<PendingSend> send) : owner_(owner), send_(std::move(send)) {}
   bool test() override {
     if (send_->done) return true;
     owner_.pump();

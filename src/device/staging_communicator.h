@@ -74,8 +74,8 @@ class StagingCommunicator : public Communicator, public DevicePointerTransport {
   std::unique_ptr<Communicator> owned_;
   Communicator& inner_;
   Device& device_;
-  std::unique_ptr<Stream> down_;  // d2h of sends
-  std::unique_ptr<Stream> up_;    // h2d of receives
+  std::unique_ptr<Stream> down_;                    // d2h of sends
+  std::unique_ptr<Stream> up_;                      // h2d of receives
   std::deque<std::shared_ptr<PendingSend>> queue_;  // issued, not yet posted, in order
   std::multimap<size_t, void*> free_;               // pinned buffers by size
   std::map<void*, size_t> sizes_;                   // every pinned buffer we own

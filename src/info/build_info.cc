@@ -67,7 +67,8 @@ json document() {
           {"collectives", collectives},
           {"cost_model", json::parse(CostParams::from_env().encode())},
           {"mpi_cuda_aware", {{"supported", mpi_cuda.supported}, {"reason", mpi_cuda.reason}}},
-          {"nccl", {{"built", nccl.built}, {"loaded", nccl.loaded}, {"version", nccl.version}, {"summary", nccl.summary()}}},
+          {"nccl",
+           {{"built", nccl.built}, {"loaded", nccl.loaded}, {"version", nccl.version}, {"summary", nccl.summary()}}},
           {"cuda",
            {{"built", cuda.built}, {"devices", cuda.devices}, {"reason", cuda.reason}, {"summary", cuda.summary()}}}};
 }

@@ -22,9 +22,9 @@ namespace {
 
 using testing_util::AbortFlag;
 using testing_util::cat;
-using testing_util::DeviceCase;
 using testing_util::device_case_name;
 using testing_util::device_cases;
+using testing_util::DeviceCase;
 using testing_util::drive;
 using testing_util::drive_counting_ranges;
 using testing_util::expect_allreduce_results;

@@ -63,7 +63,8 @@ TEST(StagingCommunicator, KeepsMessageOrderAcrossDeviceAndHostPointers) {
       }
       if (comm.rank() == 1) host.assign(host.size(), 0);
       void* data = on_device[m] ? device_buffers[m].data() : host.data();
-      requests.push_back(comm.rank() == 0 ? transport.isend(data, sizes[m], 1, 5) : transport.irecv(data, sizes[m], 0, 5));
+      requests.push_back(comm.rank() == 0 ? transport.isend(data, sizes[m], 1, 5)
+                                          : transport.irecv(data, sizes[m], 0, 5));
     }
     Backoff backoff;
     for (auto& request : requests) {
@@ -179,7 +180,8 @@ TEST(DeviceRegistry, StagedGpuEqualsStagedCpuBitForBit) {
     for (ReduceOp op : all_ops()) {
       const size_t bytes = n * dtype_size(dtype);
       const std::string what = cat("P=", P, " n=", n, " ", dtype_name(dtype), " ", reduce_op_name(op));
-      std::vector<std::vector<uint8_t>> inputs(P), cpu(P, std::vector<uint8_t>(bytes)), gpu(P, std::vector<uint8_t>(bytes));
+      std::vector<std::vector<uint8_t>> inputs(P), cpu(P, std::vector<uint8_t>(bytes)),
+          gpu(P, std::vector<uint8_t>(bytes));
       for (int r = 0; r < P; ++r) {
         inputs[r].resize(bytes);
         fill_input(inputs[r].data(), n, dtype, op, r);
@@ -207,7 +209,8 @@ TEST(DeviceRegistry, StagedGpuEqualsStagedCpuBitForBit) {
       ASSERT_EQ(error, "") << what;
       for (int r = 0; r < P; ++r) {
         const long diff = first_difference(gpu[r], cpu[r], dtype_size(dtype));
-        EXPECT_EQ(diff, -1) << "rank " << r << " element " << diff << ": staged_gpu differs from staged (" << what << ")";
+        EXPECT_EQ(diff, -1) << "rank " << r << " element " << diff << ": staged_gpu differs from staged (" << what
+                            << ")";
       }
       testing_util::expect_allreduce_results(inputs, gpu, n, dtype, op, what);
     }

@@ -64,7 +64,8 @@ class Library : public Api {
   }
   Comm init_rank(int nranks, const UniqueId& id, int rank, int cuda_ordinal) override {
     const cudaError_t set = cudaSetDevice(cuda_ordinal);
-    CONCORD_ENFORCE(set == cudaSuccess, DeviceError, "cudaSetDevice(", cuda_ordinal, ") failed: ", cudaGetErrorString(set));
+    CONCORD_ENFORCE(set == cudaSuccess, DeviceError, "cudaSetDevice(", cuda_ordinal,
+                    ") failed: ", cudaGetErrorString(set));
     ncclUniqueId nccl_id;
     std::memcpy(nccl_id.internal, id.bytes, sizeof nccl_id.internal);
     ncclComm_t comm = nullptr;
