@@ -17,7 +17,8 @@
 //                 one, or null
 //   "cost_model": {"alpha", "beta", ...} seconds and seconds per byte (CostParams)
 //   "mpi_cuda_aware": {"supported", "reason"} whether MPI takes CUDA device pointers
-//                 (mpi_cuda_support(); building the document initialises MPI for it)
+//                 (mpi_cuda_support(): the run-time answer once MPI is initialised, the
+//                 build-time one before, saying which)
 //   "nccl":       {"built", "loaded", "version", "summary"} (nccl::library(): dlopen of libnccl)
 //   "cuda":       {"built", "devices", "reason", "summary"}
 #pragma once

@@ -38,8 +38,9 @@ DevicePointerSupport device_pointer_support(const Communicator& comm);
 /// Whether the MPI library takes CUDA device pointers, asked at run time through Open
 /// MPI's MPIX_Query_cuda_support() (mpi-ext.h). The only place that knows whether the
 /// extension exists at build time (transport/mpi_cuda_support.cc): without it the answer
-/// is "no" with that reason. Open MPI sets the flag during MPI_Init: before it the answer
-/// is "no" ("not known before MPI_Init"). Never throws.
+/// is "no" with that reason. Open MPI sets the run-time flag during MPI_Init: before it
+/// the answer is "no", with the build-time value of MPIX_CUDA_AWARE_SUPPORT as the reason
+/// (0: the library was built without CUDA support). Never throws, initialises nothing.
 DevicePointerSupport mpi_cuda_support();
 
 }  // namespace concord

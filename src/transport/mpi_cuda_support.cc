@@ -22,8 +22,11 @@ DevicePointerSupport mpi_cuda_support() {
   // MPIX_CUDA_AWARE_SUPPORT is what the headers were built with; the run-time query is
   // what the loaded library (and its MCA settings) actually do.
   const int built = MPIX_CUDA_AWARE_SUPPORT;
-  if (!initialized) {
-    return {false, "not known before MPI_Init (built with MPIX_CUDA_AWARE_SUPPORT = " + std::to_string(built) + ")"};
+  if (!initialized) {  // Open MPI sets the run-time flag during MPI_Init
+    if (built == 0) {
+      return {false, "MPI was built without CUDA support (MPIX_CUDA_AWARE_SUPPORT = 0; asked before MPI_Init)"};
+    }
+    return {false, "built with MPIX_CUDA_AWARE_SUPPORT = 1; MPIX_Query_cuda_support() answers only after MPI_Init"};
   }
   const int now = MPIX_Query_cuda_support();
   const std::string detail = "MPIX_Query_cuda_support() = " + std::to_string(now) +
