@@ -10,6 +10,7 @@
 
 #include "control/message.h"
 #include "kvstore/key_check.h"
+#include "kvstore/key_digest.h"
 
 namespace {
 
@@ -70,6 +71,11 @@ int main(int argc, char** argv) {
   verdict.bad.set_problem(kvstore::KeyProblem::kUnknownKey, "key 3 was never initialised on this rank");
   std::memcpy(bytes.data(), &verdict, sizeof verdict);
   write(root / "fuzz_key_check", "seed_problem", bytes);
+  // A Verdict followed by a reduced KeyDigest (the push fast path's wire words).
+  const kvstore::KeyDigest digest = kvstore::KeyDigest::of(verdict.root, true);
+  bytes.resize(sizeof verdict + sizeof digest.words);
+  std::memcpy(bytes.data() + sizeof verdict, digest.words.data(), sizeof digest.words);
+  write(root / "fuzz_key_check", "seed_digest", bytes);
 
   // selector 0 (int32 indices), base 10, region length 8, entries (11, 1.5) and (17, -2).
   std::vector<uint8_t> coo(11 + 16);

@@ -23,8 +23,8 @@ void bind_algorithm(py::module_& m);    // bind_algorithm.cc
 
 namespace {
 
-TensorView view(uintptr_t data, const std::string& dtype, const std::vector<int64_t>& shape) {
-  return TensorView{reinterpret_cast<void*>(data), dtype_from_name(dtype), shape};
+TensorView view(uintptr_t data, const std::string& dtype, const std::vector<int64_t>& shape, int device = kHostMemory) {
+  return TensorView{reinterpret_cast<void*>(data), dtype_from_name(dtype), shape, device};
 }
 
 }  // namespace
@@ -77,15 +77,15 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "allreduce_async",
       [](const std::string& name, uintptr_t input, uintptr_t output, const std::string& dtype,
-         const std::vector<int64_t>& shape, int op, double prescale, double postscale, int process_set) {
+         const std::vector<int64_t>& shape, int op, double prescale, double postscale, int process_set, int device) {
         if (op < 0 || op > static_cast<int>(ReduceOp::kAdasum))
           throw InvalidArgument("allreduce of tensor '" + name + "': unknown reduce op " + std::to_string(op));
-        return allreduce_async(name, view(input, dtype, shape), view(output, dtype, shape),
+        return allreduce_async(name, view(input, dtype, shape, device), view(output, dtype, shape, device),
                                AllreduceOptions{static_cast<ReduceOp>(op), prescale, postscale, process_set});
       },
       py::arg("name"), py::arg("input"), py::arg("output"), py::arg("dtype"), py::arg("shape"), py::arg("op"),
       py::arg("prescale_factor"), py::arg("postscale_factor"), py::arg("process_set") = 0,
-      py::call_guard<py::gil_scoped_release>());
+      py::arg("device") = kHostMemory, py::call_guard<py::gil_scoped_release>());
   m.def(
       "allgather_async",
       [](const std::string& name, uintptr_t input, const std::string& dtype, const std::vector<int64_t>& shape,
@@ -95,33 +95,37 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "broadcast_async",
       [](const std::string& name, uintptr_t tensor, const std::string& dtype, const std::vector<int64_t>& shape,
-         int root, int process_set) {
-        return broadcast_async(name, view(tensor, dtype, shape), BroadcastOptions{root, process_set});
+         int root, int process_set, int device) {
+        return broadcast_async(name, view(tensor, dtype, shape, device), BroadcastOptions{root, process_set});
       },
       py::arg("name"), py::arg("tensor"), py::arg("dtype"), py::arg("shape"), py::arg("root"),
-      py::arg("process_set") = 0, py::call_guard<py::gil_scoped_release>());
+      py::arg("process_set") = 0, py::arg("device") = kHostMemory, py::call_guard<py::gil_scoped_release>());
 
   m.def(
       "grouped_allreduce_async",
       [](const std::vector<std::string>& names, const std::vector<uintptr_t>& inputs,
          const std::vector<uintptr_t>& outputs, const std::vector<std::string>& dtypes,
-         const std::vector<std::vector<int64_t>>& shapes, int op, double prescale, double postscale, int process_set) {
+         const std::vector<std::vector<int64_t>>& shapes, int op, double prescale, double postscale, int process_set,
+         const std::vector<int>& devices) {
         if (op < 0 || op > static_cast<int>(ReduceOp::kAdasum))
           throw InvalidArgument("grouped_allreduce: unknown reduce op " + std::to_string(op));
         if (inputs.size() != names.size() || outputs.size() != names.size() || dtypes.size() != names.size() ||
             shapes.size() != names.size())
           throw InvalidArgument("grouped_allreduce: names, inputs, outputs, dtypes and shapes differ in length");
+        if (!devices.empty() && devices.size() != names.size())
+          throw InvalidArgument("grouped_allreduce: devices must be empty (host memory) or one per member");
         std::vector<TensorView> in, out;
         for (size_t i = 0; i < names.size(); ++i) {
-          in.push_back(view(inputs[i], dtypes[i], shapes[i]));
-          out.push_back(view(outputs[i], dtypes[i], shapes[i]));
+          const int device = devices.empty() ? kHostMemory : devices[i];
+          in.push_back(view(inputs[i], dtypes[i], shapes[i], device));
+          out.push_back(view(outputs[i], dtypes[i], shapes[i], device));
         }
         return grouped_allreduce_async(names, in, out,
                                        AllreduceOptions{static_cast<ReduceOp>(op), prescale, postscale, process_set});
       },
       py::arg("names"), py::arg("inputs"), py::arg("outputs"), py::arg("dtypes"), py::arg("shapes"), py::arg("op"),
       py::arg("prescale_factor"), py::arg("postscale_factor"), py::arg("process_set") = 0,
-      py::call_guard<py::gil_scoped_release>());
+      py::arg("devices") = std::vector<int>{}, py::call_guard<py::gil_scoped_release>());
   m.def("start_timeline", &start_timeline, py::arg("path"), py::call_guard<py::gil_scoped_release>());
   m.def("stop_timeline", &stop_timeline, py::call_guard<py::gil_scoped_release>());
   m.def("repair_timeline", &Timeline::repair, py::arg("text"));

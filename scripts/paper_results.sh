@@ -18,7 +18,10 @@
 #   3. sparse vs dense on the testbed (4 and 8 hosts x 1 rank, 1 Gbit/s, d = 1%): time and
 #      bytes per call of Ok-Topk, dense and the baselines; plot vs P.
 #   4. KVStore designs (Mamidala et al.): depchain vs funneled iteration on 2 and 4 hosts.
-#   5. C-Cube (Cho et al.): gradient turnaround of the overlapped trees vs the trees, 4 hosts.
+#   5. C-Cube (Cho et al.): gradient turnaround of the overlapped trees vs the trees, 4 hosts;
+#      then forward chaining with gradient queuing (tools/iteration_bench.py: overlap vs
+#      plain vs backward-order overlap vs DDP/Gloo on the overlapped tree, 2 hosts; needs the
+#      installed Python package, <build>/prefix, and torch).
 #   6. simulator (concord-sim --validate) against allreduce times measured on 2, 4, 8 hosts.
 # Steps 2-6 are skipped with a message where network namespaces cannot be made (cluster.sh
 # exits 77). Every rank of the testbed shares this machine's cores: with more ranks than
@@ -129,6 +132,18 @@ section "5. C-Cube: overlapped trees finish the first chunk earlier (4 hosts)"
 cluster -H 4 -r 1 -- "$tools/concord-turnaround" -b 1M -e "$max_bytes" -f 4 -n 3 -w 1 \
   -a tree,overlapped_tree,double_tree,overlapped_double_tree >"$out/turnaround_H4.txt" 2>&1
 grep -v '^#' "$out/turnaround_H4.txt" | tail -n 8
+
+section "5b. C-Cube: forward chaining cuts the iteration >= 20% where communication >= 30% (2 hosts)"
+pypath="$(cd "$build" && pwd)/prefix/lib/python3/dist-packages"
+if [ -d "$pypath/concord" ]; then
+  if ((full)); then model=(); else model=(--layers 4 --width 1024); fi
+  cluster -H 2 -r 1 -- env PYTHONPATH="$pypath" MASTER_ADDR=10.231.98.1 GLOO_SOCKET_IFNAME=eth0 \
+    "$py" "$root/tools/iteration_bench.py" "${model[@]}" --iters 3 --warmup 1 --algorithms overlapped_tree \
+    --modes ddp,plain,overlap,overlap_eager >"$out/iteration_H2.txt" 2>&1
+  grep -v '^#' "$out/iteration_H2.txt" | tail -n 5
+else
+  say "skipped: no installed Python package under $pypath (cmake --install $build --prefix $build/prefix)"
+fi
 
 # 6. Simulator validation.
 section "6. concord-sim --validate: mean error <= 25% (allreduce, 1 rank per host)"

@@ -8,6 +8,7 @@
 //   concord-sim --best-only -J sweep.json        # best algorithm per point; all rows as JSON
 //   concord-sim --validate measured.json         # predicted vs concord-bench -J measurements
 //   concord-sim --turnaround -b 64M -e 64M -P 64 # gradient turnaround, trees vs C-Cube
+//   concord-sim --list                           # the registry's allreduces: modelled or why not
 //
 // Sweep columns: size (bytes), P, algorithm, predicted time (us), busbw (GB/s, nccl-tests
 // allreduce factor 2(P-1)/P), method (step: event-by-event simulation; closed: closed form).
@@ -23,6 +24,7 @@
 
 #include "algorithms/cost_model.h"
 #include "concord/errors.h"
+#include "sim/models.h"
 #include "sim/simulator.h"
 #include "sim/sweep.h"
 #include "sim/validate.h"
@@ -83,6 +85,15 @@ void print_turnaround(const SweepSpec& spec, const CostParams& params) {
     }
 }
 
+// The registry's allreduce algorithms (their own names and descriptions) and, for each
+// one the simulator does not model, why.
+void print_list() {
+  for (const SimAlgorithm& algorithm : simulated_algorithms())
+    std::printf("%-24s %s\n", algorithm.name.c_str(), algorithm.description.c_str());
+  for (const auto& [name, reason] : unmodelled_allreduces())
+    std::printf("%-24s not modelled: %s\n", name.c_str(), reason.c_str());
+}
+
 void print_validation(const std::vector<ValidationRow>& rows) {
   std::printf("%-20s %12s %4s %8s %14s %14s %9s %7s\n", "algorithm", "size", "P", "in_place", "measured(us)",
               "predicted(us)", "rel.err", "method");
@@ -106,7 +117,7 @@ int main(int argc, char** argv) {
   std::vector<int> ranks_list;
   std::vector<std::string> algorithms;
   std::string json_path, validate_path;
-  bool best_only = false, turnaround = false;
+  bool best_only = false, turnaround = false, list = false;
   uint64_t max_messages = SimOptions{}.max_messages;
   app.add_option("-b,--minbytes", min_bytes, "smallest message (bytes; K, M, G suffixes)")
       ->transform(CLI::AsSizeValue(false));
@@ -131,12 +142,17 @@ int main(int argc, char** argv) {
   app.add_flag("--turnaround", turnaround,
                "gradient turnaround (first chunk final on every rank) of the trees vs C-Cube's overlapped trees, "
                "step by step");
+  app.add_flag("--list", list, "list the registry's allreduce algorithms and which ones are modelled");
   app.add_option("-J,--json", json_path, "also write every row as JSON (records like concord-bench -J)");
   auto* validate_option =
       app.add_option("--validate", validate_path, "compare with concord-bench -J measurements (time us, size bytes)");
   CLI11_PARSE(app, argc, argv);
 
   try {
+    if (list) {
+      print_list();
+      return 0;
+    }
     const CostParams params = CostParams::from_env();
     std::printf("# alpha %.3g s, beta %.3g s/B, gamma %.3g s/B, inter_alpha %.3g s, inter_beta %.3g s/B\n",
                 params.alpha, params.beta, params.gamma, params.inter_alpha, params.inter_beta);

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Training-iteration time of data-parallel SGD on one model, in one run (a benchmark, not a
 test): Concord's plain DistributedOptimizer and its forward chaining
-(``overlap_forward=True``, C-Cube; concord/torch/overlap.py), each with every allreduce
+(``overlap_forward=True``, C-Cube; concord/torch/overlap.py; mode ``overlap`` with gradient
+queuing in forward order, the default, and ``overlap_eager`` with the allreduces started in
+backward order, ``gradient_queuing=False``), each with every allreduce
 algorithm asked for (CONCORD_ALLREDUCE_ALGORITHM, switched by concord.shutdown()/init()
 inside the run), against torch.nn.parallel.DistributedDataParallel on the Gloo backend.
 
@@ -43,8 +45,8 @@ def parse_args(argv=None):
     parser.add_argument("--warmup", type=int, default=2, help="untimed iterations first (default 2)")
     parser.add_argument("--algorithms", default="ring,overlapped_tree",
                         help="CONCORD_ALLREDUCE_ALGORITHM values, comma-separated (default ring,overlapped_tree)")
-    parser.add_argument("--modes", default="plain,overlap,ddp",
-                        help="plain, overlap, ddp, comma-separated (default all)")
+    parser.add_argument("--modes", default="plain,overlap,overlap_eager,ddp",
+                        help="plain, overlap, overlap_eager, ddp, comma-separated (default all)")
     parser.add_argument("--port", type=int, default=29517, help="MASTER_PORT of the Gloo rendezvous")
     return parser.parse_args(argv)
 
@@ -82,16 +84,18 @@ def time_loop(args, model, optimizer, x, y, finish=None):
     return (time.perf_counter() - start) / args.iters
 
 
-def run_concord(args, algorithm, overlap, x, y):
+def run_concord(args, algorithm, mode, x, y):
+    """Seconds per iteration of Concord in ``mode`` (plain, overlap, overlap_eager)."""
     os.environ["CONCORD_ALLREDUCE_ALGORITHM"] = algorithm
     hvd.init()
     try:
         model = make_model(args)
-        prefix = f"{'overlap' if overlap else 'plain'}.{algorithm}"
+        prefix = f"{mode}.{algorithm}"
+        overlap = mode != "plain"
         optimizer = hvd.DistributedOptimizer(
             torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9),
             named_parameters=[(f"{prefix}.{n}", p) for n, p in model.named_parameters()],
-            overlap_forward=overlap, model=model if overlap else None)
+            overlap_forward=overlap, model=model if overlap else None, gradient_queuing=mode == "overlap")
         return time_loop(args, model, optimizer, x, y, finish=optimizer.finish if overlap else None)
     finally:
         hvd.shutdown()
@@ -107,7 +111,7 @@ def main(argv=None):
     args = parse_args(argv)
     rank, size = init_gloo(args.port)
     modes = [m for m in args.modes.split(",") if m]
-    unknown = set(modes) - {"plain", "overlap", "ddp"}
+    unknown = set(modes) - {"plain", "overlap", "overlap_eager", "ddp"}
     if unknown:
         raise SystemExit(f"iteration_bench: unknown modes {sorted(unknown)}")
     x, y = make_batch(args, rank)
@@ -115,19 +119,19 @@ def main(argv=None):
     if "ddp" in modes:
         rows.append(("ddp", "gloo", slowest(run_ddp(args, x, y))))
     for algorithm in [a for a in args.algorithms.split(",") if a]:
-        for mode in ("plain", "overlap"):
+        for mode in ("plain", "overlap", "overlap_eager"):
             if mode in modes:
-                rows.append((mode, algorithm, slowest(run_concord(args, algorithm, mode == "overlap", x, y))))
+                rows.append((mode, algorithm, slowest(run_concord(args, algorithm, mode, x, y))))
     if rank == 0:
         megabytes = sum(p.numel() for p in make_model(args).parameters()) * 4 / 2**20
         print(f"# iteration_bench: {size} ranks, {args.layers} x Linear({args.width}, {args.width}), "
               f"{megabytes:.1f} MiB of gradients, batch {args.batch}, {args.iters} iterations "
               f"after {args.warmup} warm-up")
         ddp = next((seconds for mode, _, seconds in rows if mode == "ddp"), None)
-        print(f"{'mode':>8} {'algorithm':>16} {'ms/iter':>10} {'vs DDP':>8}")
+        print(f"{'mode':>13} {'algorithm':>16} {'ms/iter':>10} {'vs DDP':>8}")
         for mode, algorithm, seconds in rows:
             ratio = f"{seconds / ddp:8.2f}" if ddp else f"{'-':>8}"
-            print(f"{mode:>8} {algorithm:>16} {seconds * 1e3:10.2f} {ratio}")
+            print(f"{mode:>13} {algorithm:>16} {seconds * 1e3:10.2f} {ratio}")
     dist.destroy_process_group()
 
 

@@ -11,6 +11,9 @@
 // in microseconds, and their ratio. Calls are separated by barriers. Algorithms that report
 // nothing before the end (e.g. recursive_doubling) show turnaround == time. Every call
 // reduces ones and is checked (every element == P); the exit status is 1 if any is wrong.
+// The tree allreduces get their chunk size per size as the runtime gives it
+// (CONCORD_TREE_CHUNKS through tree_chunked_problem; default `turnaround`); the last
+// column is the chunk size each row ran with.
 #include <mpi.h>
 
 #include <algorithm>
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "algorithms/registry.h"
+#include "algorithms/tree_chunking.h"
 #include "common/config.h"
 #include "tools/bench_options.h"
 #include "tools/mpi_tool.h"
@@ -77,7 +81,8 @@ int main(int argc, char** argv) {
   try {
     MpiCommunicator comm(MPI_COMM_WORLD);
     ScratchBuffer scratch;
-    AlgorithmContext context{comm, scratch, static_cast<size_t>(Config::from_env().ring_chunk_bytes),
+    const Config config = Config::from_env();
+    AlgorithmContext context{comm, scratch, static_cast<size_t>(config.ring_chunk_bytes),
                              node_of_every_rank(MPI_COMM_WORLD), CostParams::from_env()};
     long wrong = 0;  // result elements != P, this rank
     std::vector<std::string> names;
@@ -88,9 +93,11 @@ int main(int argc, char** argv) {
     }
     if (mpi.rank() == 0)
       std::printf(
-          "# %d ranks, float32 sum, chunk %zu bytes; times in us (slowest rank's mean)\n"
-          "%12s  %-24s %14s %14s %10s\n",
-          mpi.size(), context.chunk_bytes, "size", "algorithm", "turnaround", "time", "time/turn");
+          "# %d ranks, float32 sum, chunk %zu bytes (trees: CONCORD_TREE_CHUNKS=%s); times in us (slowest "
+          "rank's mean)\n"
+          "%12s  %-24s %14s %14s %10s %12s\n",
+          mpi.size(), context.chunk_bytes, config_value("CONCORD_TREE_CHUNKS").c_str(), "size", "algorithm",
+          "turnaround", "time", "time/turn", "chunk");
     for (size_t bytes = bench::parse_size(min_bytes); bytes <= bench::parse_size(max_bytes);
          bytes = std::max(bytes + 1, static_cast<size_t>(bytes * factor))) {
       std::vector<float> data(bytes / sizeof(float), 1.0f);
@@ -101,7 +108,10 @@ int main(int argc, char** argv) {
           if (mpi.rank() == 0) std::printf("%12zu  %-24s declines: %s\n", bytes, name.c_str(), reason.c_str());
           continue;
         }
-        auto algorithm = entry.create(context);
+        AlgorithmContext row_context = context;  // the runtime's chunking (tree allreduces)
+        row_context.chunk_bytes =
+            tree_chunked_problem(name, problem, config.tree_chunks, context.cost_params).chunk_bytes;
+        auto algorithm = entry.create(row_context);
         Times sum;
         for (int i = 0; i < warmup + iterations; ++i) {
           std::fill(data.begin(), data.end(), 1.0f);
@@ -116,8 +126,8 @@ int main(int argc, char** argv) {
         double mine[2] = {sum.turnaround / iterations, sum.total / iterations}, slowest[2] = {0, 0};
         MPI_Allreduce(mine, slowest, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         if (mpi.rank() == 0)
-          std::printf("%12zu  %-24s %14.2f %14.2f %10.2f\n", bytes, name.c_str(), slowest[0] * 1e6, slowest[1] * 1e6,
-                      slowest[0] > 0 ? slowest[1] / slowest[0] : 0.0);
+          std::printf("%12zu  %-24s %14.2f %14.2f %10.2f %12zu\n", bytes, name.c_str(), slowest[0] * 1e6,
+                      slowest[1] * 1e6, slowest[0] > 0 ? slowest[1] / slowest[0] : 0.0, row_context.chunk_bytes);
       }
     }
     long total_wrong = 0;

@@ -57,12 +57,22 @@ const char* reduce_op_name(ReduceOp op);
 /// "process_set".
 const char* collective_name(CollectiveType type);
 
-/// A non-owning view of a dense, row-major (C-contiguous) tensor in host memory.
+/// TensorView::device of a tensor in host memory.
+inline constexpr int32_t kHostMemory = -1;
+
+/// A non-owning view of a dense, row-major (C-contiguous) tensor in host memory or in the
+/// memory of one of the runtime's devices (docs/architecture.md, "Device layer").
 /// `data` may be null only when the tensor has zero elements.
 struct TensorView {
   void* data = nullptr;
   DataType dtype = DataType::kFloat32;
   std::vector<int64_t> shape;  ///< dimensions, outermost first; {} is a scalar
+  /// kHostMemory, or the index of the device holding `data` in the runtime's device table:
+  /// the CUDA device ordinal, or 0 for the strict emulated device with
+  /// CONCORD_DEVICE=emulated. Device memory is never touched by the host: the runtime moves
+  /// it through the device's streams only, and it must be ready (its producer's work done)
+  /// when the collective is submitted.
+  int32_t device = kHostMemory;
 
   /// Number of elements (product of shape; 1 for a scalar).
   int64_t num_elements() const;

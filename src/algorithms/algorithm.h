@@ -120,6 +120,16 @@ class BroadcastAlgorithm : public Algorithm {
   virtual void start(void* data, size_t bytes, int root) = 0;
 };
 
+/// In-place reduce of `count` elements of `dtype` at `data` with `op` to `root`: afterwards
+/// the root's `data` holds the reduction over all ranks (kAverage reduces as kSum; the
+/// caller scales); the other ranks' `data` holds partial results (unspecified). Every rank
+/// passes the same count, dtype, op and root; `data` stays valid until kDone. A phase of
+/// composed algorithms (AllreduceHierarchical), not a runtime collective.
+class ReduceAlgorithm : public Algorithm {
+ public:
+  virtual void start(void* data, size_t count, DataType dtype, ReduceOp op, int root) = 0;
+};
+
 /// In-place reduce-scatter of `count` elements at `data`: afterwards rank r's block,
 /// elements [patterns::segment(count, P, r)), holds the reduction over all ranks; the rest
 /// of `data` is unspecified. Same argument rules as AllreduceAlgorithm.

@@ -40,6 +40,12 @@ class AllgatherRecursiveDoubling : public AllgatherAlgorithm {
 
   /// The exchange steps of `rank` of P = block_bytes.size() ranks.
   static std::vector<ExchangeStep> steps(int rank, const std::vector<size_t>& block_bytes);
+  /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
+  /// the registry, concord-info and concord-sim read them from here.
+  static constexpr const char* kName = "recursive_doubling";
+  static constexpr const char* kDescription =
+      "recursive-doubling allgather of variable-size blocks, log2 P rounds (fold when P is not a power of "
+      "two)";
   /// Cost for `problem.count` output bytes cut into P near-equal blocks (patterns::segment):
   /// exact messages and bytes (from steps()) and the critical path above.
   static Cost cost(const Problem& problem);

@@ -26,6 +26,10 @@ class AllgatherRing : public AllgatherAlgorithm {
   void start(void* output, const std::vector<size_t>& block_bytes) override;
   Progress progress() override;
 
+  /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
+  /// the registry, concord-info and concord-sim read them from here.
+  static constexpr const char* kName = "ring";
+  static constexpr const char* kDescription = "ring allgather of variable-size blocks, P-1 steps";
   /// Cost for `problem.count` output bytes cut into P near-equal blocks (patterns::segment).
   static Cost cost(const Problem& problem);
 

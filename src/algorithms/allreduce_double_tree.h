@@ -34,6 +34,11 @@ class AllreduceDoubleTree : public TreeAllreduce {
   /// pipelining unit (at least one element per chunk). start() and progress(): TreeAllreduce.
   AllreduceDoubleTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = kDefaultChunkBytes);
 
+  /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
+  /// the registry, concord-info and concord-sim read them from here.
+  static constexpr const char* kName = "double_tree";
+  static constexpr const char* kDescription =
+      "two complementary binary trees, half the data each, chunk-pipelined (NCCL)";
   /// Exact messages and bytes of one call, and its critical path (header comment).
   static Cost cost(const Problem& problem);
 };

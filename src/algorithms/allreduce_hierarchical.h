@@ -1,28 +1,28 @@
 // AllreduceHierarchical: two-level allreduce for ranks spread over several nodes (the
 // hierarchical scheme of docs/algorithms.md; cf. Horovod's hierarchical allreduce and
-// Thakur, Rabenseifner & Gropp, IJHPCA 2005, for the building blocks).
+// Thakur, Rabenseifner & Gropp, IJHPCA 2005, for the building blocks), composed of three
+// registered phases:
+//   1. reduce within each node to its local root (reduce_algorithms(), e.g. the pipelined
+//      binomial ReduceBinomial);
+//   2. allreduce of the node sums among the local roots, by any registered allreduce
+//      (allreduce_algorithms(); the cost model's choice for N ranks on N nodes unless named);
+//   3. broadcast within each node from its local root (broadcast_algorithms(), e.g. binomial
+//      or the pipelined chain).
+// Each phase is chosen by the registry's cost model for the phase's own problem (or named in
+// Phases), so what each phase costs, declines and sends is its algorithm's own description;
+// this class only sequences them and adds their costs.
 //
 // Nodes are the groups of AlgorithmContext::node_of_rank (the runtime fills it from
 // MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)). The constructor splits the communicator once
 // (collective): a local communicator per node (local root = the node's lowest rank) and an
-// inter-node communicator of the local roots, ordered by rank. Each call then runs:
-//   1. intra-node reduce to the local root along a binomial tree
-//      (patterns/binomial_tree.h, root 0), pipelined in K chunks: a rank reduces its
-//      children's chunk c (in children() order) into its own and sends it to its parent;
-//   2. inter-node allreduce of the whole vector among the local roots, by the flat
-//      allreduce the registry's cost model picks for N ranks on N nodes (e.g. ring);
-//   3. intra-node broadcast from the local root down the same tree, in K chunks; a rank
-//      posts its receive of chunk c once its reduce send of chunk c has completed.
-// Every element is reduced by one chain on each node, then by the inter algorithm (itself
-// bit-identical on the roots), then copied, so all ranks end bit-identical.
+// inter-node communicator of the local roots, ordered by rank. Every element is reduced by
+// the reduce phase's order on each node, then by the inter algorithm (itself bit-identical
+// on the roots), then copied, so all ranks end bit-identical.
 //
-// Bytes on the wire for P ranks on N nodes of L = P/N ranks, n bytes, K chunks
-// (K = ceil(n / chunk_bytes), at most the element count), ch(v) = binomial children of
-// local rank v: a non-root local rank sends K messages (n bytes) up and K*ch(v) messages
-// (ch(v)*n bytes) down; a local root sends K*ch(0) messages down plus what the inter
-// algorithm sends. Critical path, d = ceil(log2 L): 2 (d + K - 1) intra rounds, 2 d n
-// intra wire bytes and d n reduced bytes at the root, plus the inter algorithm's cost
-// (priced at inter_alpha / inter_beta).
+// Cost for P ranks on N nodes of L = P/N ranks: the reduce phase's cost on L ranks, plus the
+// inter algorithm's on N ranks (priced at inter_alpha / inter_beta), plus the broadcast
+// phase's on L ranks; counts: N times each intra phase plus the inter phase, the busiest
+// rank from the phases' per-rank counts (sent_by()).
 #pragma once
 
 #include <map>
@@ -34,79 +34,95 @@
 #include "algorithms/cost_model.h"
 #include "algorithms/registry.h"
 #include "transport/communicator.h"
-#include "transport/request_set.h"
 
 namespace concord {
 
 class AllreduceHierarchical : public AllreduceAlgorithm {
  public:
+  /// The registry names of the phases' algorithms; "" = the registry's cheapest for the
+  /// phase's problem. A named algorithm that declines its phase's problem falls back to
+  /// the cost model's choice (as select_algorithm() does).
+  struct Phases {
+    std::string reduce;     ///< within each node (reduce_algorithms())
+    std::string inter;      ///< among the local roots (allreduce_algorithms())
+    std::string broadcast;  ///< within each node (broadcast_algorithms())
+  };
+  /// The algorithm of each phase for one problem.
+  struct Chosen {
+    const ReduceEntry& reduce;
+    const AllreduceEntry& inter;
+    const BroadcastEntry& broadcast;
+  };
+
   /// Splits ctx.comm by ctx.node_of_rank (collective over ctx.comm; empty = one node).
-  /// Throws InvalidArgument when node_of_rank is neither empty nor of size comm.size().
-  /// Works for any node map; the registry only selects it for several uniform nodes.
-  explicit AllreduceHierarchical(const AlgorithmContext& ctx);
+  /// Throws InvalidArgument when node_of_rank is neither empty nor of size comm.size(), or a
+  /// phase names an unknown algorithm. Works for any node map; the registry only selects it
+  /// for several uniform nodes.
+  explicit AllreduceHierarchical(const AlgorithmContext& ctx, Phases phases = {});
 
   /// Starts an in-place allreduce of `count` elements of `dtype` at `data` with `op`
   /// (kAverage reduces as kSum). Same arguments on every rank; `data` valid until kDone.
   void start(void* data, size_t count, DataType dtype, ReduceOp op) override;
   Progress progress() override;
-  /// Per-range completion (AllreduceAlgorithm::take_final_ranges): chunk by chunk as this
-  /// rank sends it down its node's tree (received from the parent, or at the local root
-  /// once the inter-node allreduce is done), so a non-root reports chunk c while later
-  /// chunks are still on their way.
+  /// Per-range completion (AllreduceAlgorithm::take_final_ranges): the whole buffer at a
+  /// local root once the inter-node allreduce is done, elsewhere once the broadcast is.
   void take_final_ranges(std::vector<ByteRange>& out) override { final_.take(out); }
 
+  /// Registry name and one-line description (the registry, concord-info and concord-sim
+  /// read them from here).
+  static constexpr const char* kName = "hierarchical";
+  static constexpr const char* kDescription =
+      "registered phases: reduce within each node, any registered allreduce among the node roots, broadcast "
+      "within each node";
   /// "" when the problem spans several nodes of equal size with more than one rank each.
   static std::string declines(const Problem& problem);
-  /// Exact counts and critical path of one call, for uniform nodes of ranks/nodes ranks;
-  /// the inter-node algorithm is the one chosen with default CostParams.
+  /// Exact counts and critical path of one call with the phases chosen under default
+  /// CostParams (composed_cost()).
   static Cost cost(const Problem& problem);
+  /// The sum of the phases' costs for uniform nodes of problem.ranks / problem.nodes ranks,
+  /// with the phases choose() picks; the busiest rank exactly where every intra phase
+  /// says what each rank sends (sent_by()), otherwise the sum of the phases' maxima.
+  static Cost composed_cost(const Problem& problem, const CostParams& params, const Phases& phases = {});
+  /// The algorithm of each phase for `problem` (the whole problem, P ranks on
+  /// `problem.nodes` nodes) under `params`, honouring the names in `phases`.
+  static Chosen choose(const Problem& problem, const CostParams& params, const Phases& phases = {});
   /// The problem the local roots solve: `problem` on `problem.nodes` ranks, one per node.
   static Problem inter_problem(const Problem& problem);
-  /// The flat allreduce the local roots run for `problem` (the whole problem, P ranks on
-  /// `problem.nodes` nodes): the registry's cheapest for inter_problem(problem) under `params`.
+  /// The reduce phase's problem: `problem` on one node of problem.ranks / problem.nodes ranks.
+  static Problem local_problem(const Problem& problem);
+  /// The broadcast phase's problem: local_problem() in bytes (count = bytes, element size 1).
+  static Problem broadcast_problem(const Problem& problem);
+  /// The flat allreduce the local roots run for `problem` under `params` (choose().inter).
   static const AllreduceEntry& inter_algorithm(const Problem& problem, const CostParams& params);
 
  private:
-  struct Range {
-    size_t offset;  // bytes
-    size_t bytes;
-  };
-  Range chunk(int index) const;
-  uint8_t* slot(size_t child, int index);
-  void post_child_receive(size_t child, int index);
-  void advance_reduce();
-  void post_broadcast_receives();
-  bool advance_inter();
-  void advance_broadcast();
-  bool is_local_root() const { return parent_ < 0; }
+  enum class Step { kReduce, kInter, kBroadcast, kDone };
+  // The instance of `entry` on `comm`, created on first use and kept by name.
+  template <typename Phase>
+  Phase& instance(std::map<std::string, std::unique_ptr<Phase>>& cache, const RegistryEntry<Phase>& entry,
+                  const AlgorithmContext& ctx);
+  void start_inter();
+  void start_broadcast();
+  bool is_local_root() const { return local_->rank() == 0; }
 
   ScratchBuffer& scratch_;
   size_t chunk_bytes_;
   CostParams cost_params_;
+  Phases phases_;
   std::unique_ptr<Communicator> local_;  // ranks of this node
   std::unique_ptr<Communicator> inter_;  // local roots only; null elsewhere
-  int parent_ = -1;                      // in local_; -1 at the local root
-  std::vector<int> children_;            // in local_, reduction order
   ScratchBuffer inter_scratch_;
-  std::map<std::string, std::unique_ptr<AllreduceAlgorithm>> inter_algorithms_;  // by name
+  std::map<std::string, std::unique_ptr<ReduceAlgorithm>> reduces_;        // by name
+  std::map<std::string, std::unique_ptr<AllreduceAlgorithm>> inters_;      // by name
+  std::map<std::string, std::unique_ptr<BroadcastAlgorithm>> broadcasts_;  // by name
 
   // The current call.
   uint8_t* data_ = nullptr;
   size_t count_ = 0;
   DataType dtype_ = DataType::kFloat32;
   ReduceOp op_ = ReduceOp::kSum;
-  size_t element_size_ = 1;
-  int chunks_ = 0;
-  size_t slot_bytes_ = 0;
-  int reduce_next_ = 0;                            // next chunk to reduce and send up
-  int receive_posted_ = 0;                         // broadcast receives posted (non-roots)
-  int broadcast_next_ = 0;                         // next chunk to send down
-  AllreduceAlgorithm* inter_algorithm_ = nullptr;  // running, or null
-  bool inter_done_ = false;
-  std::vector<std::vector<RequestPtr>> child_receives_;  // by child, by slot (chunk % 2)
-  std::vector<RequestPtr> reduce_sends_;                 // by chunk
-  std::vector<RequestPtr> broadcast_receives_;           // by chunk
-  RequestSet broadcast_sends_;
+  Step phase_ = Step::kDone;
+  Algorithm* running_ = nullptr;  // the current phase's algorithm
   FinalRanges final_;
 };
 

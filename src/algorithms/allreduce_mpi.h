@@ -40,6 +40,11 @@ class AllreduceMpi : public AllreduceAlgorithm {
 
   /// "" when the transport offers a native allreduce (Problem::native_available).
   static std::string declines(const Problem& problem);
+  /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
+  /// the registry, concord-info and concord-sim read them from here.
+  static constexpr const char* kName = "mpi";
+  static constexpr const char* kDescription =
+      "the transport's MPI_Allreduce (baseline; blocking; cost estimated, not counted)";
   /// Estimated critical path (see the header comment); exact counts 0 (not observable).
   static Cost cost(const Problem& problem);
 

@@ -48,6 +48,12 @@ class AllreduceOverlappedTree : public TreeAllreduce {
   /// the pipelining unit (at least one element per chunk).
   AllreduceOverlappedTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = kDefaultChunkBytes);
 
+  /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
+  /// the registry, concord-info and concord-sim read them from here.
+  static constexpr const char* kName = "overlapped_tree";
+  static constexpr const char* kDescription =
+      "C-Cube: binary tree, each chunk broadcast down as soon as the root has reduced it (reduce and "
+      "broadcast overlapped)";
   /// Exact messages and bytes of one call, and its critical path (header comment).
   static Cost cost(const Problem& problem);
 };
@@ -63,6 +69,11 @@ class AllreduceOverlappedDoubleTree : public TreeAllreduce {
   /// is the pipelining unit (at least one element per chunk).
   AllreduceOverlappedDoubleTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = kDefaultChunkBytes);
 
+  /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
+  /// the registry, concord-info and concord-sim read them from here.
+  static constexpr const char* kName = "overlapped_double_tree";
+  static constexpr const char* kDescription =
+      "C-Cube on the double binary tree, half the data each, reduce and broadcast overlapped";
   /// Exact messages and bytes of one call, and its critical path (header comment).
   static Cost cost(const Problem& problem);
 };

@@ -35,6 +35,12 @@ class AllreduceRecursiveDoubling : public ScheduledReduction<AllreduceAlgorithm,
 
   /// The exchange steps of `rank` of `ranks` for `count` elements of `element_size` bytes.
   static std::vector<ExchangeStep> steps(int rank, int ranks, size_t count, size_t element_size);
+  /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
+  /// the registry, concord-info and concord-sim read them from here.
+  static constexpr const char* kName = "recursive_doubling";
+  static constexpr const char* kDescription =
+      "whole vector exchanged and reduced log2 P rounds, for small messages (fold when P is not a power of "
+      "two)";
   /// Exact messages and bytes of one call (from steps()) and the critical path above.
   static Cost cost(const Problem& problem);
 };

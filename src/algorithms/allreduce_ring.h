@@ -47,6 +47,11 @@ class AllreduceRing : public AllreduceAlgorithm {
   /// cover the whole buffer.
   void take_final_ranges(std::vector<ByteRange>& out) override { final_.take(out); }
 
+  /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
+  /// the registry, concord-info and concord-sim read them from here.
+  static constexpr const char* kName = "ring";
+  static constexpr const char* kDescription =
+      "ring reduce-scatter + ring allgather, chunk-pipelined (bandwidth-optimal)";
   /// Exact messages and bytes of one call, and its critical path (docs/algorithms.md).
   static Cost cost(const Problem& problem);
 

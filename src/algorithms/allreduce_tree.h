@@ -32,6 +32,10 @@ class AllreducePipelinedTree : public TreeAllreduce {
   /// pipelining unit (at least one element per chunk). start() and progress(): TreeAllreduce.
   AllreducePipelinedTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = kDefaultChunkBytes);
 
+  /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
+  /// the registry, concord-info and concord-sim read them from here.
+  static constexpr const char* kName = "tree";
+  static constexpr const char* kDescription = "binary tree reduce then broadcast, chunk-pipelined (log P latency)";
   /// Exact messages and bytes of one call, and its critical path (header comment).
   static Cost cost(const Problem& problem);
 };

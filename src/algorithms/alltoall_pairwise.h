@@ -31,6 +31,10 @@ class AlltoallPairwise : public AlltoallAlgorithm {
   void start(const void* send, void* recv, size_t block_bytes) override;
   Progress progress() override;
 
+  /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
+  /// the registry, concord-info and concord-sim read them from here.
+  static constexpr const char* kName = "pairwise";
+  static constexpr const char* kDescription = "pairwise exchange, P-1 steps, one partner per step";
   /// Cost of an alltoall where every rank sends `problem.count` bytes in all (P blocks).
   static Cost cost(const Problem& problem);
 

@@ -52,4 +52,10 @@ Cost BroadcastBinomial::cost(const Problem& problem) {
   return cost.place(problem.nodes);
 }
 
+RankTraffic BroadcastBinomial::sent_by(const Problem& problem, int rank) {
+  if (problem.ranks == 1) return {};
+  const uint64_t children = patterns::BinomialTree{rank, problem.ranks, 0}.children().size();
+  return {children, children * problem.count};
+}
+
 }  // namespace concord

@@ -22,8 +22,14 @@ class BroadcastBinomial : public BroadcastAlgorithm {
   void start(void* data, size_t bytes, int root) override;
   Progress progress() override;
 
+  /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
+  /// the registry, concord-info and concord-sim read them from here.
+  static constexpr const char* kName = "binomial";
+  static constexpr const char* kDescription = "binomial tree, whole message per edge, ceil(log2 P) rounds";
   /// Cost of broadcasting `problem.count` bytes.
   static Cost cost(const Problem& problem);
+  /// What rank `rank` sends for `problem` (count = bytes) when the root is 0.
+  static RankTraffic sent_by(const Problem& problem, int rank);
 
  private:
   Communicator& comm_;

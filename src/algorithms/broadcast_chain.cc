@@ -57,4 +57,10 @@ Cost BroadcastChain::cost(const Problem& problem) {
   return cost.place(problem.nodes);
 }
 
+RankTraffic BroadcastChain::sent_by(const Problem& problem, int rank) {
+  const auto plan = patterns::ChunkPlan::make(problem.count, 1, problem.chunk_bytes);
+  if (rank == problem.ranks - 1 || plan.chunks == 0) return {};  // the chain's last rank
+  return {static_cast<uint64_t>(plan.chunks), problem.count};
+}
+
 }  // namespace concord

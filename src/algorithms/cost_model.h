@@ -78,6 +78,13 @@ struct Problem {
   size_t bytes() const { return count * element_size; }
 };
 
+/// What one rank sends in one call (messages, bytes), for algorithms whose ranks differ:
+/// composed algorithms add their phases' per-rank traffic to get exact per-rank maxima.
+struct RankTraffic {
+  uint64_t messages = 0;
+  uint64_t bytes = 0;
+};
+
 /// One call's cost. Rounds and bytes are along the critical path; the counts are exact.
 struct Cost {
   double rounds = 0;        ///< intra-node message rounds in sequence (alpha terms)

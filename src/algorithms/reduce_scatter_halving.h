@@ -34,6 +34,11 @@ class ReduceScatterHalving : public ScheduledReduction<ReduceScatterAlgorithm, R
 
   /// The exchange steps of `rank` of `ranks` for `count` elements of `element_size` bytes.
   static std::vector<ExchangeStep> steps(int rank, int ranks, size_t count, size_t element_size);
+  /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
+  /// the registry, concord-info and concord-sim read them from here.
+  static constexpr const char* kName = "halving";
+  static constexpr const char* kDescription =
+      "recursive-halving reduce-scatter, log2 P rounds (fold when P is not a power of two)";
   /// Exact messages and bytes of one call (from steps()) and the critical path above.
   static Cost cost(const Problem& problem);
 };

@@ -26,6 +26,10 @@ class ReduceScatterRing : public ScheduledReduction<ReduceScatterAlgorithm, Redu
 
   /// The exchange steps of `rank` of `ranks` for `count` elements of `element_size` bytes.
   static std::vector<ExchangeStep> steps(int rank, int ranks, size_t count, size_t element_size);
+  /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
+  /// the registry, concord-info and concord-sim read them from here.
+  static constexpr const char* kName = "ring";
+  static constexpr const char* kDescription = "ring reduce-scatter, P-1 steps (bandwidth-optimal); rank r gets block r";
   /// Exact messages and bytes of one call (from steps()) and the critical path above.
   static Cost cost(const Problem& problem);
 };

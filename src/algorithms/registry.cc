@@ -16,6 +16,7 @@
 #include "algorithms/alltoall_pairwise.h"
 #include "algorithms/broadcast_binomial.h"
 #include "algorithms/broadcast_chain.h"
+#include "algorithms/reduce_binomial.h"
 #include "algorithms/reduce_scatter_halving.h"
 #include "algorithms/reduce_scatter_ring.h"
 #include "common/enforce.h"
@@ -25,6 +26,36 @@ namespace concord {
 namespace {
 
 std::string always(const Problem&) { return ""; }
+
+// The registry row of algorithm A, from what A says about itself: A::kName,
+// A::kDescription, A::cost and, when A has one, A::declines (otherwise it supports every
+// problem). Only how to construct it is given here.
+template <typename A, typename Base>
+RegistryEntry<Base> describe(std::function<std::unique_ptr<Base>(const AlgorithmContext&)> create) {
+  RegistryEntry<Base> entry{A::kName, A::kDescription, always, A::cost, std::move(create)};
+  if constexpr (requires(const Problem& p) { A::declines(p); }) entry.declines = A::declines;
+  if constexpr (requires(const Problem& p) { A::sent_by(p, 0); }) entry.sent_by = A::sent_by;
+  return entry;
+}
+
+// describe() for an algorithm constructed from (comm, scratch, chunk_bytes).
+template <typename A, typename Base>
+RegistryEntry<Base> chunked() {
+  return describe<A, Base>(
+      [](const AlgorithmContext& ctx) { return std::make_unique<A>(ctx.comm, ctx.scratch, ctx.chunk_bytes); });
+}
+
+// describe() for an algorithm constructed from (comm, scratch).
+template <typename A, typename Base>
+RegistryEntry<Base> with_scratch() {
+  return describe<A, Base>([](const AlgorithmContext& ctx) { return std::make_unique<A>(ctx.comm, ctx.scratch); });
+}
+
+// describe() for an algorithm constructed from (comm).
+template <typename A, typename Base>
+RegistryEntry<Base> plain() {
+  return describe<A, Base>([](const AlgorithmContext& ctx) { return std::make_unique<A>(ctx.comm); });
+}
 
 }  // namespace
 
@@ -47,97 +78,61 @@ Problem make_problem(const AlgorithmContext& ctx, size_t count, DataType dtype, 
 }
 
 const std::vector<AllreduceEntry>& allreduce_algorithms() {
+  using Base = AllreduceAlgorithm;
   static const std::vector<AllreduceEntry> entries = {
-      {"ring", "ring reduce-scatter + ring allgather, chunk-pipelined (bandwidth-optimal)", always, AllreduceRing::cost,
-       [](const AlgorithmContext& ctx) {
-         return std::make_unique<AllreduceRing>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
-       }},
-      {"tree", "binary tree reduce then broadcast, chunk-pipelined (log P latency)", always,
-       AllreducePipelinedTree::cost,
-       [](const AlgorithmContext& ctx) {
-         return std::make_unique<AllreducePipelinedTree>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
-       }},
-      {"double_tree", "two complementary binary trees, half the data each, chunk-pipelined (NCCL)", always,
-       AllreduceDoubleTree::cost,
-       [](const AlgorithmContext& ctx) {
-         return std::make_unique<AllreduceDoubleTree>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
-       }},
-      {"overlapped_tree",
-       "C-Cube: binary tree, each chunk broadcast down as soon as the root has reduced it "
-       "(reduce and broadcast overlapped)",
-       always, AllreduceOverlappedTree::cost,
-       [](const AlgorithmContext& ctx) {
-         return std::make_unique<AllreduceOverlappedTree>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
-       }},
-      {"overlapped_double_tree",
-       "C-Cube on the double binary tree, half the data each, reduce and broadcast overlapped", always,
-       AllreduceOverlappedDoubleTree::cost,
-       [](const AlgorithmContext& ctx) {
-         return std::make_unique<AllreduceOverlappedDoubleTree>(ctx.comm, ctx.scratch, ctx.chunk_bytes);
-       }},
-      {"halving_doubling",
-       "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling allgather, "
-       "2 log2 P rounds (fold when P is not a power of two)",
-       always, AllreduceHalvingDoubling::cost,
-       [](const AlgorithmContext& ctx) { return std::make_unique<AllreduceHalvingDoubling>(ctx.comm, ctx.scratch); }},
-      {"recursive_doubling",
-       "whole vector exchanged and reduced log2 P rounds, for small messages "
-       "(fold when P is not a power of two)",
-       always, AllreduceRecursiveDoubling::cost,
-       [](const AlgorithmContext& ctx) { return std::make_unique<AllreduceRecursiveDoubling>(ctx.comm, ctx.scratch); }},
-      {"hierarchical", "intra-node binomial reduce, inter-node allreduce of the local roots, intra-node broadcast",
-       AllreduceHierarchical::declines, AllreduceHierarchical::cost,
-       [](const AlgorithmContext& ctx) { return std::make_unique<AllreduceHierarchical>(ctx); }},
-      {"mpi", "the transport's MPI_Allreduce (baseline; blocking; cost estimated, not counted)", AllreduceMpi::declines,
-       AllreduceMpi::cost,
-       [](const AlgorithmContext& ctx) {
-         NativeCollectives* native = ctx.comm.native();
-         CONCORD_ENFORCE(native != nullptr, InvalidArgument, "algorithm 'mpi': the transport has no native allreduce");
-         return std::make_unique<AllreduceMpi>(*native);
-       }},
+      chunked<AllreduceRing, Base>(),
+      chunked<AllreducePipelinedTree, Base>(),
+      chunked<AllreduceDoubleTree, Base>(),
+      chunked<AllreduceOverlappedTree, Base>(),
+      chunked<AllreduceOverlappedDoubleTree, Base>(),
+      with_scratch<AllreduceHalvingDoubling, Base>(),
+      with_scratch<AllreduceRecursiveDoubling, Base>(),
+      describe<AllreduceHierarchical, Base>(
+          [](const AlgorithmContext& ctx) { return std::make_unique<AllreduceHierarchical>(ctx); }),
+      describe<AllreduceMpi, Base>([](const AlgorithmContext& ctx) {
+        NativeCollectives* native = ctx.comm.native();
+        CONCORD_ENFORCE(native != nullptr, InvalidArgument, "algorithm 'mpi': the transport has no native allreduce");
+        return std::make_unique<AllreduceMpi>(*native);
+      }),
   };
   return entries;
 }
 
 const std::vector<AllgatherEntry>& allgather_algorithms() {
   static const std::vector<AllgatherEntry> entries = {
-      {"ring", "ring allgather of variable-size blocks, P-1 steps", always, AllgatherRing::cost,
-       [](const AlgorithmContext& ctx) { return std::make_unique<AllgatherRing>(ctx.comm); }},
-      {"recursive_doubling",
-       "recursive-doubling allgather of variable-size blocks, log2 P rounds "
-       "(fold when P is not a power of two)",
-       always, AllgatherRecursiveDoubling::cost,
-       [](const AlgorithmContext& ctx) { return std::make_unique<AllgatherRecursiveDoubling>(ctx.comm, ctx.scratch); }},
+      plain<AllgatherRing, AllgatherAlgorithm>(),
+      with_scratch<AllgatherRecursiveDoubling, AllgatherAlgorithm>(),
   };
   return entries;
 }
 
 const std::vector<BroadcastEntry>& broadcast_algorithms() {
   static const std::vector<BroadcastEntry> entries = {
-      {"binomial", "binomial tree, whole message per edge, ceil(log2 P) rounds", always, BroadcastBinomial::cost,
-       [](const AlgorithmContext& ctx) { return std::make_unique<BroadcastBinomial>(ctx.comm); }},
-      {"chain", "pipelined chain root -> root+1 -> ..., chunked (large messages)", always, BroadcastChain::cost,
-       [](const AlgorithmContext& ctx) { return std::make_unique<BroadcastChain>(ctx.comm, ctx.chunk_bytes); }},
+      plain<BroadcastBinomial, BroadcastAlgorithm>(),
+      describe<BroadcastChain, BroadcastAlgorithm>(
+          [](const AlgorithmContext& ctx) { return std::make_unique<BroadcastChain>(ctx.comm, ctx.chunk_bytes); }),
   };
   return entries;
 }
 
 const std::vector<ReduceScatterEntry>& reduce_scatter_algorithms() {
   static const std::vector<ReduceScatterEntry> entries = {
-      {"ring", "ring reduce-scatter, P-1 steps (bandwidth-optimal); rank r gets block r", always,
-       ReduceScatterRing::cost,
-       [](const AlgorithmContext& ctx) { return std::make_unique<ReduceScatterRing>(ctx.comm, ctx.scratch); }},
-      {"halving", "recursive-halving reduce-scatter, log2 P rounds (fold when P is not a power of two)", always,
-       ReduceScatterHalving::cost,
-       [](const AlgorithmContext& ctx) { return std::make_unique<ReduceScatterHalving>(ctx.comm, ctx.scratch); }},
+      with_scratch<ReduceScatterRing, ReduceScatterAlgorithm>(),
+      with_scratch<ReduceScatterHalving, ReduceScatterAlgorithm>(),
   };
   return entries;
 }
 
 const std::vector<AlltoallEntry>& alltoall_algorithms() {
   static const std::vector<AlltoallEntry> entries = {
-      {"pairwise", "pairwise exchange, P-1 steps, one partner per step", always, AlltoallPairwise::cost,
-       [](const AlgorithmContext& ctx) { return std::make_unique<AlltoallPairwise>(ctx.comm); }},
+      plain<AlltoallPairwise, AlltoallAlgorithm>(),
+  };
+  return entries;
+}
+
+const std::vector<ReduceEntry>& reduce_algorithms() {
+  static const std::vector<ReduceEntry> entries = {
+      chunked<ReduceBinomial, ReduceAlgorithm>(),
   };
   return entries;
 }
@@ -192,6 +187,7 @@ CONCORD_INSTANTIATE(AllgatherAlgorithm)
 CONCORD_INSTANTIATE(BroadcastAlgorithm)
 CONCORD_INSTANTIATE(ReduceScatterAlgorithm)
 CONCORD_INSTANTIATE(AlltoallAlgorithm)
+CONCORD_INSTANTIATE(ReduceAlgorithm)
 #undef CONCORD_INSTANTIATE
 
 }  // namespace concord

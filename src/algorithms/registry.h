@@ -1,5 +1,8 @@
 // The algorithm registry (after UCC's coll_score and NCCL's tuning table): every algorithm
-// of every collective with its name, a description, the conditions it supports and its cost model. select() returns
+// of every collective with its name, a description, the conditions it supports and its cost
+// model. Each of these is stated once, by the algorithm's class (kName, kDescription,
+// declines(), cost()); registry.cc only lists the classes and how to construct them, and the
+// simulator (src/sim/models.cc) and concord-info are built from these rows. select() returns
 // the forced algorithm (CONCORD_<COLLECTIVE>_ALGORITHM) when it supports the problem,
 // otherwise the one the cost model predicts fastest; an algorithm that declines (e.g.
 // needs a power-of-two world size) so falls back to the best one that does not.
@@ -32,13 +35,16 @@ struct AlgorithmContext {
 
 template <typename AlgorithmType>
 struct RegistryEntry {
-  std::string name;         ///< e.g. "ring", as CONCORD_ALLREDUCE_ALGORITHM spells it
-  std::string description;  ///< one line, shown by concord-info
+  std::string name;         ///< e.g. "ring", as CONCORD_ALLREDUCE_ALGORITHM spells it (the class's kName)
+  std::string description;  ///< one line, shown by concord-info and concord-sim (kDescription)
   /// "" when the algorithm supports the problem, otherwise why it declines.
   std::function<std::string(const Problem&)> declines;
   std::function<Cost(const Problem&)> cost;
   /// Creates an instance; collective over ctx.comm when the algorithm splits it.
   std::function<std::unique_ptr<AlgorithmType>(const AlgorithmContext&)> create;
+  /// What rank `rank` sends for `problem` when the root is rank 0 (the class's sent_by());
+  /// empty when the class does not say. Composed algorithms need it for exact per-rank counts.
+  std::function<RankTraffic(const Problem&, int rank)> sent_by = {};
 };
 
 /// The Problem the algorithms of `ctx` are asked to solve: ranks from ctx.comm, nodes and
@@ -53,12 +59,15 @@ using AllgatherEntry = RegistryEntry<AllgatherAlgorithm>;
 using BroadcastEntry = RegistryEntry<BroadcastAlgorithm>;
 using ReduceScatterEntry = RegistryEntry<ReduceScatterAlgorithm>;
 using AlltoallEntry = RegistryEntry<AlltoallAlgorithm>;
+using ReduceEntry = RegistryEntry<ReduceAlgorithm>;
 
 const std::vector<AllreduceEntry>& allreduce_algorithms();
 const std::vector<AllgatherEntry>& allgather_algorithms();
 const std::vector<BroadcastEntry>& broadcast_algorithms();
 const std::vector<ReduceScatterEntry>& reduce_scatter_algorithms();
 const std::vector<AlltoallEntry>& alltoall_algorithms();
+/// Reduce to a root: a phase of composed algorithms (hierarchical), not a runtime collective.
+const std::vector<ReduceEntry>& reduce_algorithms();
 
 /// The entry called `name`. Throws InvalidArgument listing the known names otherwise.
 template <typename AlgorithmType>

@@ -15,10 +15,14 @@ int tree_count(const std::string& algorithm) {
   return 0;
 }
 
+bool tree_overlapped(const std::string& algorithm) {
+  return algorithm == "overlapped_tree" || algorithm == "overlapped_double_tree";
+}
+
 Problem tree_chunked_problem(const std::string& algorithm, const Problem& problem, int64_t tree_chunks,
                              const CostParams& params) {
-  CONCORD_ENFORCE(tree_chunks >= kTreeChunksAuto, InvalidArgument, "tree_chunks=", tree_chunks,
-                  " is neither kTreeChunksFromBytes, kTreeChunksAuto nor a chunk count >= 1");
+  CONCORD_ENFORCE(tree_chunks >= kTreeChunksTurnaround, InvalidArgument, "tree_chunks=", tree_chunks,
+                  " is neither kTreeChunksFromBytes, kTreeChunksAuto, kTreeChunksTurnaround nor a chunk count >= 1");
   const int trees = tree_count(algorithm);
   if (trees == 0 || tree_chunks == kTreeChunksFromBytes || problem.count == 0) return problem;
   Problem tree_share = problem;  // what tree 0 pipelines
@@ -26,6 +30,10 @@ Problem tree_chunked_problem(const std::string& algorithm, const Problem& proble
   Problem result = problem;
   if (tree_chunks == kTreeChunksAuto) {
     result.chunk_bytes = optimal_chunk_bytes(tree_share, params);
+  } else if (tree_chunks == kTreeChunksTurnaround) {
+    // More chunks = smaller chunks: the smaller of the two sizes has the larger K.
+    if (tree_overlapped(algorithm))
+      result.chunk_bytes = std::min(problem.chunk_bytes, optimal_chunk_bytes(tree_share, params));
   } else {
     const size_t chunks = static_cast<size_t>(tree_chunks);
     const size_t elements = std::max<size_t>((tree_share.count + chunks - 1) / chunks, 1);

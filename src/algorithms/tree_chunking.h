@@ -6,6 +6,16 @@
 //   kTreeChunksFromBytes: chunks of Problem::chunk_bytes (CONCORD_RING_CHUNK_BYTES), as before;
 //   kTreeChunksAuto:      C-Cube's K_opt = sqrt(D beta m / alpha) for the m bytes of one tree
 //                         (Jo, Son & Kim, HPCA 2023; optimal_chunk_bytes()), D = ceil(log2 P);
+//   kTreeChunksTurnaround (the default): the overlapped trees take K_opt when it is larger
+//                         than the byte chunking's K, the byte chunking otherwise, and the
+//                         non-overlapped trees keep the byte chunking. Why: the cost model
+//                         (header of allreduce_overlapped_tree.h) gives the overlapped tree
+//                         a total time (2 D + K - 1)(alpha + beta m/K), smallest at K_opt,
+//                         and a gradient turnaround (first chunk final everywhere) of
+//                         2 D (alpha + beta m/K), falling with K. So K_opt > K_bytes is
+//                         better in both; K_opt < K_bytes would shorten the total but delay
+//                         the first chunk, which forward chaining (C-Cube's gradient
+//                         queuing) waits for, so the larger K is kept;
 //   K >= 1:               exactly K chunks per tree when each tree's share has at least
 //                         K (K - 1) elements (fewer, equal chunks otherwise: ChunkPlan cuts
 //                         chunks of ceil(m / K) elements).
@@ -26,11 +36,14 @@ namespace concord {
 /// algorithm (not affected by CONCORD_TREE_CHUNKS).
 int tree_count(const std::string& algorithm);
 
+/// True for "overlapped_tree" and "overlapped_double_tree" (C-Cube's schedules).
+bool tree_overlapped(const std::string& algorithm);
+
 /// The Problem `algorithm` runs `problem` with: chunk_bytes replaced per `tree_chunks`
-/// (kTreeChunksFromBytes, kTreeChunksAuto or K >= 1; common/config.h) when `algorithm` is a
+/// (kTreeChunksFromBytes, kTreeChunksAuto, kTreeChunksTurnaround or K >= 1; common/config.h) when `algorithm` is a
 /// tree allreduce, `problem` unchanged otherwise or when count is 0. Tree t of T holds
 /// patterns::segment(count, T, t) elements; the chunk size is computed for tree 0 (the
-/// larger share). Throws InvalidArgument for tree_chunks < -1.
+/// larger share). Throws InvalidArgument for tree_chunks < -2.
 Problem tree_chunked_problem(const std::string& algorithm, const Problem& problem, int64_t tree_chunks,
                              const CostParams& params);
 

@@ -65,11 +65,13 @@ std::string format_flag(const Config& config) {
 void parse_tree_chunks(Config& config, const std::string& text, const char* name) {
   if (text == "bytes") config.tree_chunks = kTreeChunksFromBytes;
   else if (text == "auto") config.tree_chunks = kTreeChunksAuto;
+  else if (text == "turnaround") config.tree_chunks = kTreeChunksTurnaround;
   else config.tree_chunks = parse_int_text(text, name, 1);
 }
 std::string format_tree_chunks(const Config& config) {
   if (config.tree_chunks == kTreeChunksFromBytes) return "bytes";
   if (config.tree_chunks == kTreeChunksAuto) return "auto";
+  if (config.tree_chunks == kTreeChunksTurnaround) return "turnaround";
   return std::to_string(config.tree_chunks);
 }
 
@@ -95,10 +97,12 @@ const std::vector<ConfigVar>& config_table() {
        "bytes per pipelined message of the chunked algorithms (ring, the tree allreduces, "
        "hierarchical, the chain broadcast): data is sent in chunks of at most this size",
        parse_int<&Config::ring_chunk_bytes, 1>, format_int<&Config::ring_chunk_bytes>},
-      {"CONCORD_TREE_CHUNKS", "bytes", "string",
+      {"CONCORD_TREE_CHUNKS", "turnaround", "string",
        "pipelined chunks per tree of the tree allreduces (tree, double_tree, overlapped_*): "
        "bytes = chunks of CONCORD_RING_CHUNK_BYTES; auto = C-Cube's K_opt = "
-       "sqrt(ceil(log2 P) beta n / alpha) from the cost model; or an integer K >= 1",
+       "sqrt(ceil(log2 P) beta n / alpha) from the cost model; turnaround = K_opt for the "
+       "overlapped trees where it exceeds the bytes chunk count (first chunk final sooner), "
+       "bytes otherwise; or an integer K >= 1",
        parse_tree_chunks, format_tree_chunks},
       {"CONCORD_ALLREDUCE_ALGORITHM", "auto", "string",
        "allreduce algorithm by registry name (see concord-info), or per size range as "
@@ -146,6 +150,10 @@ const std::vector<ConfigVar>& config_table() {
        "1 allows add_process_set()/remove_process_set() after init (Horovod's "
        "HOROVOD_DYNAMIC_PROCESS_SETS); 0 = only the sets given to init()",
        parse_flag<&Config::dynamic_process_sets>, format_flag<&Config::dynamic_process_sets>},
+      {"CONCORD_DEVICE", "auto", "string",
+       "devices that TensorView::device indexes: auto (CUDA devices when built and usable), emulated "
+       "(device 0 = the strict emulated device, for tests without a GPU) or none",
+       parse_string<&Config::device>},
   };
   return table;
 }

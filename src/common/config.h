@@ -40,6 +40,10 @@ std::string config_value(const std::string& name);
 constexpr int64_t kTreeChunksFromBytes = 0;
 /// Config::tree_chunks: K_opt = sqrt(D beta n / alpha) chunks (optimal_chunk_bytes()).
 constexpr int64_t kTreeChunksAuto = -1;
+/// Config::tree_chunks (the default): K_opt for the overlapped trees where it turns the
+/// first chunk around sooner than the byte chunking (K_opt > ceil(n / chunk bytes)), the
+/// byte chunking otherwise and for the non-overlapped trees (algorithms/tree_chunking.h).
+constexpr int64_t kTreeChunksTurnaround = -2;
 
 /// Run-time settings of one process, parsed from the environment once.
 struct Config {
@@ -48,10 +52,10 @@ struct Config {
   int64_t ring_chunk_bytes = 512 << 10;          ///< CONCORD_RING_CHUNK_BYTES
   int64_t output_pool_bytes = 256ll << 20;       ///< CONCORD_OUTPUT_POOL_BYTES (concord.torch)
   /// CONCORD_TREE_CHUNKS: chunks per tree of the tree allreduces (tree, double_tree and
-  /// their overlapped variants): kTreeChunksFromBytes ("bytes", K follows
-  /// ring_chunk_bytes), kTreeChunksAuto ("auto", C-Cube's K_opt from the cost model), or
-  /// a forced K >= 1.
-  int64_t tree_chunks = kTreeChunksFromBytes;
+  /// their overlapped variants): kTreeChunksTurnaround ("turnaround", the default),
+  /// kTreeChunksFromBytes ("bytes", K follows ring_chunk_bytes), kTreeChunksAuto ("auto",
+  /// C-Cube's K_opt from the cost model for every tree), or a forced K >= 1.
+  int64_t tree_chunks = kTreeChunksTurnaround;
   std::string allreduce_algorithm = "auto";  ///< CONCORD_ALLREDUCE_ALGORITHM
   std::string allgather_algorithm = "auto";  ///< CONCORD_ALLGATHER_ALGORITHM
   std::string broadcast_algorithm = "auto";  ///< CONCORD_BROADCAST_ALGORITHM
@@ -65,6 +69,10 @@ struct Config {
   std::string timeline_path;            ///< CONCORD_TIMELINE
   std::string log_level = "warning";    ///< CONCORD_LOG_LEVEL
   bool dynamic_process_sets = false;    ///< CONCORD_DYNAMIC_PROCESS_SETS
+  /// CONCORD_DEVICE: the devices TensorView::device indexes (device/device_set.h): "auto"
+  /// (the CUDA devices when built and usable, else none), "emulated" (device 0 is the
+  /// strict emulated device: the GPU data path without a GPU) or "none".
+  std::string device = "auto";
 
   /// Parses every variable of the table; throws InvalidArgument naming the variable and its
   /// value when one is malformed or out of range.

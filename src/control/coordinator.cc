@@ -58,6 +58,13 @@ Response build_response(const std::vector<Request>& requests, int size, const st
                                     [](const Request& r) { return std::string(collective_name(r.type)); });
   if (error.empty())
     error = find_mismatch(requests, names, "dtype", [](const Request& r) { return std::string(dtype_name(r.dtype)); });
+  // Host memory on some ranks and device memory on others (device names alone may differ:
+  // cuda:0 on one rank and cuda:1 on another is one GPU per rank).
+  const auto on_device = [](const Request& r) { return !r.device.empty(); };
+  const bool some_on_device = std::any_of(requests.begin(), requests.end(), on_device);
+  if (error.empty() && some_on_device && !std::all_of(requests.begin(), requests.end(), on_device))
+    error = find_mismatch(requests, names, "device",
+                          [](const Request& r) { return r.device.empty() ? std::string("cpu") : r.device; });
   if (error.empty() && by_rows) {
     error = find_mismatch(requests, names, "shape (all but dim 0)", [](const Request& r) {
       if (r.shape.empty()) return std::string("a scalar");
@@ -98,6 +105,7 @@ Response build_response(const std::vector<Request>& requests, int size, const st
   response.prescale_factor = first.prescale_factor;
   response.postscale_factor = first.postscale_factor;
   response.joined = joined;
+  response.device = some_on_device;
   if (first.group_size > 1) response.group = first.group;
   int64_t row_elements = 1;
   for (size_t d = 1; d < first.shape.size(); ++d) row_elements *= first.shape[d];

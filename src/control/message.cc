@@ -93,6 +93,7 @@ void put_request(Writer& out, const Request& r) {
   out.put(r.splits);
   out.put(r.group);
   out.put<int32_t>(r.group_size);
+  out.put(r.device);
 }
 
 Request get_request(Reader& in) {
@@ -109,6 +110,7 @@ Request get_request(Reader& in) {
   r.splits = in.get_vector<int64_t>([&] { return in.get<int64_t>(); });
   r.group = in.get_string();
   r.group_size = in.get<int32_t>();
+  r.device = in.get_string();
   return r;
 }
 
@@ -127,6 +129,7 @@ void put_response(Writer& out, const Response& r) {
   out.put(r.rows);
   out.put(r.joined);
   out.put(r.group);
+  out.put<uint8_t>(r.device);
 }
 
 Response get_response(Reader& in) {
@@ -144,6 +147,7 @@ Response get_response(Reader& in) {
   r.rows = in.get_vector<int64_t>([&] { return in.get<int64_t>(); });
   r.joined = in.get_vector<int32_t>([&] { return in.get<int32_t>(); });
   r.group = in.get_string();
+  r.device = in.get<uint8_t>() != 0;
   return r;
 }
 
@@ -152,7 +156,8 @@ Response get_response(Reader& in) {
 bool Request::same_parameters(const Request& other) const {
   return name == other.name && type == other.type && dtype == other.dtype && op == other.op && root == other.root &&
          prescale_factor == other.prescale_factor && postscale_factor == other.postscale_factor &&
-         shape == other.shape && splits == other.splits && group == other.group && group_size == other.group_size;
+         shape == other.shape && splits == other.splits && group == other.group && group_size == other.group_size &&
+         device == other.device;
 }
 
 ResponseType response_type(CollectiveType type) {

@@ -31,6 +31,10 @@ struct Request {
   /// number of members. No member is ready until every member is ready on every rank.
   std::string group;
   int32_t group_size = 0;
+  /// Where this rank's tensor lives: "" for host memory, else the device's name
+  /// (DeviceSet::name, e.g. "cuda:0"). Every rank must agree on host vs device (the
+  /// coordinator's device check); device names may differ between ranks.
+  std::string device;
 
   bool operator==(const Request&) const = default;
   /// True if both describe the same collective on the same tensor (every field but rank):
@@ -87,6 +91,9 @@ struct Response {
   /// Group of the tensors ("" when not grouped); informational once answered (a group's
   /// members are answered in one cycle and fused like any other ready response).
   std::string group;
+  /// The tensors live in device memory on every rank (Request::device non-empty): run by
+  /// the device data path (runtime/device_path.h), fused only with other device responses.
+  bool device = false;
 
   bool operator==(const Response&) const = default;
 };

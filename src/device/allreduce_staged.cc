@@ -56,6 +56,11 @@ void AllreduceStaged::start(void* data, size_t count, DataType dtype, ReduceOp o
   for (size_t c = 0; c < std::min<size_t>(chunks_, 2); ++c) issue_d2h(c);
 }
 
+void AllreduceStaged::start_out_of_place(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) {
+  if (input != output && count > 0) down_->copy(output, input, count * dtype_size(dtype), CopyKind::kDeviceToDevice);
+  start(output, count, dtype, op);
+}
+
 void AllreduceStaged::issue_d2h(size_t chunk) {
   const int s = static_cast<int>(chunk % kSlots);
   down_->wait(*copied_up_[s]);  // the slot's previous chunk has gone back up

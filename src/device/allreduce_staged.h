@@ -38,6 +38,9 @@ class AllreduceStaged : public AllreduceAlgorithm {
 
   /// `data` is device memory of `device`; the rest as AllreduceAlgorithm::start.
   void start(void* data, size_t count, DataType dtype, ReduceOp op) override;
+  /// `input` and `output` are device memory: a d2d copy on the d2h stream (so the first
+  /// chunk's d2h follows it), then in place on `output`.
+  void start_out_of_place(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) override;
   Progress progress() override;
   /// Each chunk once its h2d copy has completed (offsets in bytes from `data`).
   void take_final_ranges(std::vector<ByteRange>& out) override { final_.take(out); }

@@ -67,6 +67,9 @@ class Stream {
   virtual void wait(Event& event) = 0;
   /// Blocks the caller until all enqueued work is done.
   virtual void synchronize() = 0;
+  /// The cudaStream_t of a CUDA stream, for libraries that enqueue on it themselves (NCCL);
+  /// nullptr for a stream that is not a CUDA stream (the emulation).
+  virtual void* cuda_stream() { return nullptr; }
 };
 
 /// One accelerator (or its emulation).
@@ -85,6 +88,15 @@ class Device {
   virtual void free_host(void* data) = 0;
   virtual std::unique_ptr<Stream> create_stream() = 0;
   virtual std::unique_ptr<Event> create_event() = 0;
+  /// True when `data` points into memory allocate() returned (device memory the host
+  /// cannot touch); false for host memory. Never throws.
+  virtual bool is_device_pointer(const void* data) const = 0;
+  /// The CUDA device ordinal, or -1 for a device that is not a CUDA GPU (the emulation).
+  virtual int cuda_ordinal() const { return -1; }
+  /// Which physical device this is, the same string in every process that uses it
+  /// (CUDA: "<hostname>/<PCI bus id>", so CUDA_VISIBLE_DEVICES renumbering does not
+  /// matter); "" for the emulation. NCCL needs a different one on every rank.
+  virtual std::string hardware_id() const { return ""; }
 };
 
 /// Owns device memory from `device` (freed on destruction); move-only.

@@ -28,8 +28,9 @@ class EmulatedDevice : public Device {
   std::unique_ptr<Stream> create_stream() override;
   std::unique_ptr<Event> create_event() override;
 
-  /// True when `data` is device memory of this device (strict mode only).
-  bool is_device_pointer(const void* data) const { return memory_.contains(data); }
+  /// True when `data` is device memory of this device (strict mode only: otherwise device
+  /// memory is ordinary host memory and the answer is false).
+  bool is_device_pointer(const void* data) const override { return memory_.contains(data); }
 
  private:
   bool strict_;

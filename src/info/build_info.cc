@@ -12,7 +12,9 @@
 #include "concord/version.h"
 #include "device/cuda_status.h"
 #include "device/device_registry.h"
+#include "device/nccl/nccl_api.h"
 #include "sparse/sparse_allreduce.h"
+#include "transport/device_pointers.h"
 
 namespace concord {
 namespace {
@@ -43,14 +45,23 @@ json document() {
       collective("broadcast", "CONCORD_BROADCAST_ALGORITHM", broadcast_algorithms()),
       collective("reduce-scatter", nullptr, reduce_scatter_algorithms()),
       collective("alltoall", nullptr, alltoall_algorithms()),
+      collective("reduce (a phase of hierarchical)", nullptr, reduce_algorithms()),
       collective("device-buffer allreduce", nullptr, device_allreduce_algorithms()),
       collective("sparse allreduce", nullptr, sparse::sparse_allreduce_algorithms()),
   };
   const CudaStatus cuda = cuda_status();
+  // Not initialising MPI here (the Python binding and the unit tests build this document
+  // too): before MPI_Init the answer is the build-time one, and says so.
+  const DevicePointerSupport mpi_cuda = mpi_cuda_support();
+  nccl::Status nccl;
+  nccl::library(&nccl);
   return {{"version", CONCORD_VERSION_STRING},
           {"settings", settings},
           {"collectives", collectives},
           {"cost_model", json::parse(CostParams::from_env().encode())},
+          {"mpi_cuda_aware", {{"supported", mpi_cuda.supported}, {"reason", mpi_cuda.reason}}},
+          {"nccl",
+           {{"built", nccl.built}, {"loaded", nccl.loaded}, {"version", nccl.version}, {"summary", nccl.summary()}}},
           {"cuda",
            {{"built", cuda.built}, {"devices", cuda.devices}, {"reason", cuda.reason}, {"summary", cuda.summary()}}}};
 }
@@ -96,7 +107,10 @@ std::string build_info_text() {
   append(out, "\ncost model: alpha %.3g s, beta %.3g s/B, gamma %.3g s/B, inter_alpha %.3g s, inter_beta %.3g s/B\n",
          cost["alpha"].get<double>(), cost["beta"].get<double>(), cost["gamma"].get<double>(),
          cost["inter_alpha"].get<double>(), cost["inter_beta"].get<double>());
-  append(out, "\n%s\n", str(info["cuda"]["summary"]));
+  append(out, "\nMPI CUDA-aware: %s (%s)\n", info["mpi_cuda_aware"]["supported"].get<bool>() ? "yes" : "no",
+         str(info["mpi_cuda_aware"]["reason"]));
+  append(out, "%s\n", str(info["nccl"]["summary"]));
+  append(out, "%s\n", str(info["cuda"]["summary"]));
   return out;
 }
 

@@ -16,6 +16,10 @@
 //                 registry order; "setting" is the CONCORD_*_ALGORITHM variable that forces
 //                 one, or null
 //   "cost_model": {"alpha", "beta", ...} seconds and seconds per byte (CostParams)
+//   "mpi_cuda_aware": {"supported", "reason"} whether MPI takes CUDA device pointers
+//                 (mpi_cuda_support(): the run-time answer once MPI is initialised, the
+//                 build-time one before, saying which)
+//   "nccl":       {"built", "loaded", "version", "summary"} (nccl::library(): dlopen of libnccl)
 //   "cuda":       {"built", "devices", "reason", "summary"}
 #pragma once
 
@@ -29,7 +33,8 @@ namespace concord {
 std::string build_info_json(int indent = 2);
 
 /// concord-info's text form of the same document: one entry per setting (value, default,
-/// type, doc), one block per collective's algorithms, the cost model and the CUDA line.
+/// type, doc), one block per collective's algorithms, the cost model, the "MPI CUDA-aware:"
+/// line, the NCCL line and, last, the CUDA line.
 std::string build_info_text();
 
 }  // namespace concord

@@ -33,8 +33,15 @@ BroadcastAlgorithm& CommSlot::broadcast(size_t bytes) {
   return *instance;
 }
 
-KeyCollective::KeyCollective(CommSlot& slot, const KeyHeader& mine, void* data)
-    : slot_(slot), mine_(mine), data_(data), check_(slot.comm(), mine) {}
+KeyCollective::KeyCollective(CommSlot& slot, const KeyHeader& mine, void* data, bool verified)
+    : slot_(slot), mine_(mine), data_(data) {
+  if (mine.operation == static_cast<int32_t>(KeyOperation::kPush)) {
+    digest_.emplace(slot.comm(), KeyDigest::of(mine, verified));
+    phase_ = Phase::kDigest;
+  } else {
+    check_.emplace(slot.comm(), mine);
+  }
+}
 
 void KeyCollective::start_collective() {
   const size_t count = static_cast<size_t>(mine_.num_elements);
@@ -56,10 +63,22 @@ void KeyCollective::start_collective() {
 }
 
 Progress KeyCollective::progress() {
+  if (phase_ == Phase::kDigest) {
+    if (digest_->progress() == Progress::kInProgress) return Progress::kInProgress;
+    // The reduced digest is identical on every rank, so all take the same branch.
+    if (digest_->reduced().all_agree()) {
+      slot_.count_check(true);
+      start_collective();
+    } else {
+      check_.emplace(slot_.comm(), mine_);
+      phase_ = Phase::kCheck;
+    }
+  }
   if (phase_ == Phase::kCheck) {
-    if (check_.progress() == Progress::kInProgress) return Progress::kInProgress;
+    if (check_->progress() == Progress::kInProgress) return Progress::kInProgress;
+    slot_.count_check(false);
     phase_ = Phase::kDone;  // a throw below leaves the operation finished
-    throw_if_bad(check_.verdict());
+    throw_if_bad(check_->verdict());
     start_collective();
   }
   if (phase_ == Phase::kCollective) {

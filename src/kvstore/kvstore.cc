@@ -134,7 +134,7 @@ void KVStore::init(int key, const TensorView& value) {
   const bool ok = header.problem == static_cast<int32_t>(KeyProblem::kNone);
   std::vector<uint8_t> buffer(ok ? value.num_bytes() : 0);
   if (ok && rank_ == 0 && !buffer.empty()) std::memcpy(buffer.data(), value.data, buffer.size());
-  KeyCollective collective(*slots_->control, header, buffer.data());
+  KeyCollective collective(*slots_->control, header, buffer.data(), false);
   run_to_completion(collective);  // throws on every rank alike when the check fails
 
   auto entry = std::make_shared<Entry>();
@@ -186,7 +186,8 @@ void KVStore::push_funneled(int key, const TensorView& grad, engine::Var* grad_v
   const size_t bytes = ok ? grad.num_bytes() : 0;
   uint8_t* buffer = slots_->funnel_buffer.get(bytes);
   if (bytes > 0) std::memcpy(buffer, grad.data, bytes);
-  KeyCollective collective(*slots_->data[0], request.header, ok ? buffer : nullptr);
+  KeyCollective collective(*slots_->data[0], request.header, ok ? buffer : nullptr,
+                           request.entry && request.entry->initialized);
   auto entry = request.entry;
   std::exception_ptr error;
   try {
@@ -236,7 +237,7 @@ void KVStore::push_engine(int key, const TensorView& grad, engine::Var* grad_var
       const bool ok = mine.problem == static_cast<int32_t>(KeyProblem::kNone);
       void* data = ok ? entry->value.data() : nullptr;
       if (ok && length > 0) std::memcpy(data, from, length);
-      auto collective = std::make_unique<KeyCollective>(*slot, mine, data);
+      auto collective = std::make_unique<KeyCollective>(*slot, mine, data, entry->initialized);
       driver->submit(std::move(collective), [entry, on_complete](std::exception_ptr error) {
         entry->set_error(error);
         on_complete(nullptr);
@@ -312,6 +313,16 @@ void KVStore::pushpull(int key, const TensorView& in, const TensorView& out, eng
                        int priority) {
   push(key, in, in_var, priority);
   pull(key, out, out_var, priority);
+}
+
+KeyCheckStats KVStore::check_stats() const {
+  KeyCheckStats total = slots_->control->check_stats();
+  for (const auto& slot : slots_->data) {
+    const KeyCheckStats one = slot->check_stats();
+    total.fast += one.fast;
+    total.full += one.full;
+  }
+  return total;
 }
 
 void KVStore::barrier() {

@@ -18,13 +18,17 @@
 //   depchain   : as concurrent on one communicator, but every collective also writes one
 //                shared chain var, so every rank runs the collectives in push order while
 //                the rest of the DAG overlaps them.
-// Every collective is preceded by a KeyCheck (kvstore/key_check.h): keys pushed in
-// different orders, unknown keys, mismatched dtypes/shapes and failed gradient ops become
-// an error on every rank (no hang), and later operations still work.
+// Every collective is preceded by a key check: keys pushed in different orders, unknown
+// keys, mismatched dtypes/shapes and failed gradient ops become an error on every rank (no
+// hang), and later operations still work. init runs the full KeyCheck through rank 0
+// (kvstore/key_check.h); a push runs the decentralised digest (kvstore/key_digest.h), since
+// init already verified its key's dtype and shape across ranks, and falls back to the
+// KeyCheck (same messages) on every rank when the digests differ.
 //
-// Bytes on the wire per push of n bytes: the KeyCheck's P-1 headers (224 B) and P-1
-// verdicts (520 B), then the allreduce the registry selects (ring: 2(P-1)/P * n sent per
-// rank). init: the KeyCheck, then a broadcast of n bytes from rank 0 (binomial or chain).
+// Bytes on the wire per push of n bytes: the digest's log2 P messages of 40 B per rank
+// (plus the KeyCheck's P-1 headers of 224 B and P-1 verdicts of 520 B through rank 0 when
+// it fails), then the allreduce the registry selects (ring: 2(P-1)/P * n sent per rank).
+// init: the KeyCheck, then a broadcast of n bytes from rank 0 (binomial or chain).
 //
 // Threading: the API (init/push/pull/pushpull/barrier) is called from one thread at a
 // time (the training loop's thread). Engine ops and the driver thread do the rest.
@@ -39,6 +43,7 @@
 #include "algorithms/cost_model.h"
 #include "concord/types.h"
 #include "engine/engine.h"
+#include "kvstore/key_collective.h"
 #include "transport/communicator.h"
 
 namespace concord::kvstore {
@@ -123,6 +128,9 @@ class KVStore {
   /// Number of ranks (workers).
   int num_workers() const { return size_; }
   const KVStoreOptions& options() const { return options_; }
+  /// Key checks run by this store so far (identical on every rank once the same operations
+  /// completed): pushes on the digest's fast path, and full KeyChecks through rank 0.
+  KeyCheckStats check_stats() const;
 
   /// The var guarding `key`'s value (e.g. to order an update after the push). Throws
   /// InvalidArgument for an unknown key.

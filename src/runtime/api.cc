@@ -7,6 +7,7 @@
 
 #include "common/enforce.h"
 #include "concord/concord.h"
+#include "runtime/api_devices.h"
 #include "runtime/exit_watchdog.h"
 #include "runtime/runtime.h"
 #include "transport/mpi_communicator.h"
@@ -84,6 +85,10 @@ std::vector<Request> grouped(std::vector<Request> requests) {
 }
 
 }  // namespace
+
+Device& runtime_device(int index) { return running()->devices().at(index); }
+
+int runtime_device_count() { return running()->devices().count(); }
 
 void init(const InitOptions& options) {
   auto& p = process();

@@ -8,11 +8,12 @@
 #include "algorithms/tree_chunking.h"
 #include "common/enforce.h"
 #include "common/reduce.h"
+#include "runtime/fused_completion.h"
 
 namespace concord {
 
 Executor::Executor(Communicator& data, const Config& config, const CostParams& cost, std::vector<int> node_of_rank,
-                   Timeline& timeline, AutotuneTable tuned, std::string cache_path)
+                   Timeline& timeline, AutotuneTable tuned, std::string cache_path, const DeviceSet* devices)
     : comm_(data),
       timeline_(timeline),
       config_(config),
@@ -21,7 +22,17 @@ Executor::Executor(Communicator& data, const Config& config, const CostParams& c
       allgather_rules_(parse_size_rules(config.allgather_algorithm, "CONCORD_ALLGATHER_ALGORITHM")),
       broadcast_rules_(parse_size_rules(config.broadcast_algorithm, "CONCORD_BROADCAST_ALGORITHM")),
       tuned_(std::move(tuned)),
-      cache_path_(std::move(cache_path)) {}
+      cache_path_(std::move(cache_path)),
+      devices_(devices) {}
+
+Executor::~Executor() = default;
+
+DevicePath& Executor::device_path(int index) {
+  CONCORD_ENFORCE(devices_ != nullptr, InternalError, "a device tensor reached an executor without devices");
+  auto& path = device_paths_[index];
+  if (!path) path = std::make_unique<DevicePath>(devices_->at(index), context_, timeline_);
+  return *path;
+}
 
 Problem Executor::problem(size_t count, DataType dtype, ReduceOp op) const {
   return make_problem(context_, count, dtype, op);
@@ -108,6 +119,14 @@ void Executor::execute(const Response& response, TensorQueue& queue) {
   }
   std::vector<bool> completed(entries.size(), false);  // handles completed early
   try {
+    if (response.device && response.type != ResponseType::kError) {
+      CONCORD_ENFORCE(response.joined.empty(), InvalidArgument, "tensor '", response.names[0],
+                      "' is in device memory while rank(s) ",
+                      shape_string(std::vector<int64_t>(response.joined.begin(), response.joined.end())),
+                      " have joined: join() works with host tensors only");
+      CONCORD_ENFORCE(response.type == ResponseType::kAllreduce || response.type == ResponseType::kBroadcast,
+                      InternalError, "device response of a collective without a device data path");
+    }
     switch (response.type) {
       case ResponseType::kError: throw MismatchError(response.error);
       case ResponseType::kAllreduce: allreduce(response, entries, completed); break;
@@ -138,6 +157,10 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
   if (response.op == ReduceOp::kAverage) postscale /= active_ranks(response);
   const ReduceOp op = response.op == ReduceOp::kAverage ? ReduceOp::kSum : response.op;
 
+  if (response.device) {
+    CONCORD_ENFORCE(op != ReduceOp::kAdasum, InternalError, "Adasum reached the device data path");
+    return device_path(entries.at(0).input.device).allreduce(response, entries, completed, op, prescale, postscale);
+  }
   const size_t total = std::accumulate(response.sizes.begin(), response.sizes.end(), size_t{0});
   uint8_t* buffer = nullptr;
   const void* source = nullptr;  // what the algorithm reads: == buffer unless out of place
@@ -189,54 +212,31 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
     return;
   }
 
-  // Fused: per-range completion. Tensor i occupies bytes [start[i], start[i + 1]) of the
-  // fusion buffer; as soon as all of them are final it is copied out and its handle
-  // completed, while the algorithm goes on with the rest.
-  std::vector<size_t> start(entries.size() + 1, 0);
-  for (size_t i = 0; i < entries.size(); ++i)
-    start[i + 1] = start[i] + static_cast<size_t>(response.sizes[i]) * element;
-  std::vector<size_t> final_bytes(entries.size(), 0);
-  const auto finish = [&](size_t i) {
-    if (timeline_.active()) {
-      timeline_.activity_end(response.names[i]);  // the algorithm's activity
-      timeline_.activity_start(response.names[i], "MEMCPY_OUT");
-    }
-    const size_t n = static_cast<size_t>(response.sizes[i]);
-    if (postscale != 1.0) {
-      scale_buffer(entries[i].output.data, buffer + start[i], n, dtype, postscale);
-    } else if (n > 0) {
-      std::memcpy(entries[i].output.data, buffer + start[i], n * element);
-    }
-    if (timeline_.active()) timeline_.activity_end(response.names[i]);
-    entries[i].handle->complete();
-    completed[i] = true;
-  };
-  for (size_t i = 0; i < entries.size(); ++i)
-    if (start[i + 1] == start[i]) finish(i);  // empty tensors are final at once
-
-  FinalRangeCollector collector(algorithm, total * element);
-  std::vector<ByteRange> ranges;
-  Backoff backoff;
-  for (;;) {
-    const Progress state = algorithm.progress();
-    ranges.clear();
-    collector.collect(state, ranges);
-    for (const ByteRange& range : ranges) {
-      const size_t end = range.offset + range.bytes;
-      // The first tensor that ends after range.offset, then every one that starts before end.
-      size_t i =
-          static_cast<size_t>(std::upper_bound(start.begin() + 1, start.end(), range.offset) - start.begin()) - 1;
-      for (; i < entries.size() && start[i] < end; ++i) {
-        const size_t overlap = std::min(end, start[i + 1]) - std::max(range.offset, start[i]);
-        final_bytes[i] += overlap;
-        if (!completed[i] && final_bytes[i] == start[i + 1] - start[i]) finish(i);
-      }
-    }
-    if (state == Progress::kDone) break;
-    if (ranges.empty()) backoff.wait();
+  // Fused: per-range completion (runtime/fused_completion.h). Tensor i occupies
+  // sizes[i] * element bytes of the fusion buffer, back to back; as soon as all of them
+  // are final it is copied out and its handle completed, while the algorithm goes on.
+  std::vector<size_t> start(entries.size() + 1, 0), tensor_bytes(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    tensor_bytes[i] = static_cast<size_t>(response.sizes[i]) * element;
+    start[i + 1] = start[i] + tensor_bytes[i];
   }
-  CONCORD_ENFORCE(std::all_of(completed.begin(), completed.end(), [](bool done) { return done; }), InternalError,
-                  "allreduce ended with a fused tensor not reported final");
+  drive_fused(algorithm, tensor_bytes, [&](const std::vector<size_t>& tensors) {
+    for (size_t i : tensors) {
+      if (timeline_.active()) {
+        timeline_.activity_end(response.names[i]);  // the algorithm's activity
+        timeline_.activity_start(response.names[i], "MEMCPY_OUT");
+      }
+      const size_t n = static_cast<size_t>(response.sizes[i]);
+      if (postscale != 1.0) {
+        scale_buffer(entries[i].output.data, buffer + start[i], n, dtype, postscale);
+      } else if (n > 0) {
+        std::memcpy(entries[i].output.data, buffer + start[i], n * element);
+      }
+      if (timeline_.active()) timeline_.activity_end(response.names[i]);
+      entries[i].handle->complete();
+      completed[i] = true;
+    }
+  });
 }
 
 void Executor::adasum(const Response& response, std::vector<TensorEntry>& entries, uint8_t* buffer, double postscale) {
@@ -331,8 +331,12 @@ void Executor::broadcast(const Response& response, TensorEntry& entry) {
       this->algorithm(broadcast_algorithms(), broadcast_problem,
                       choose("broadcast", broadcast_algorithms(), broadcast_rules_, broadcast_problem), activity);
   mark(response, activity);
-  algorithm.start(entry.output.data, entry.output.num_bytes(), response.root);
-  run_to_completion(algorithm);
+  if (response.device) {
+    device_path(entry.output.device).broadcast(entry, entry.output.num_bytes(), response.root, algorithm);
+  } else {
+    algorithm.start(entry.output.data, entry.output.num_bytes(), response.root);
+    run_to_completion(algorithm);
+  }
   unmark(response);
 }
 

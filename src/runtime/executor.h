@@ -24,6 +24,10 @@
 // (and their scratch) persist across responses.
 // The tree allreduces get their chunk size per response from CONCORD_TREE_CHUNKS
 // (algorithms/tree_chunking.h), the same on every rank.
+// Responses on device memory (Response::device: allreduce and broadcast) go to the
+// DevicePath of the tensors' device (runtime/device_path.h), which moves device memory
+// only through the Device interface; a device response with joined ranks fails on every
+// rank with InvalidArgument (a joined rank has no device tensor to stand in with).
 #pragma once
 
 #include <map>
@@ -38,6 +42,8 @@
 #include "common/config.h"
 #include "common/timeline.h"
 #include "control/message.h"
+#include "device/device_set.h"
+#include "runtime/device_path.h"
 #include "runtime/tensor_queue.h"
 #include "transport/communicator.h"
 
@@ -52,8 +58,12 @@ class Executor {
   /// `tuned` holds the measured choices adopted from rank 0 (its scope must describe this
   /// communicator and config); `cache_path` is where new measurements are saved ("" =
   /// nowhere; only rank 0 should pass one).
+  /// `devices` (may be null: no device) are the devices TensorView::device indexes; it
+  /// must outlive the executor.
   Executor(Communicator& data, const Config& config, const CostParams& cost, std::vector<int> node_of_rank,
-           Timeline& timeline, AutotuneTable tuned = AutotuneTable(), std::string cache_path = "");
+           Timeline& timeline, AutotuneTable tuned = AutotuneTable(), std::string cache_path = "",
+           const DeviceSet* devices = nullptr);
+  ~Executor();
 
   /// The measured allreduce choices so far (adopted and new).
   const AutotuneTable& tuned() const { return tuned_; }
@@ -89,6 +99,8 @@ class Executor {
   AlgorithmType& algorithm(const std::vector<RegistryEntry<AlgorithmType>>& entries, const Problem& problem,
                            const std::string& forced, std::string& activity, const ProblemForEntry& problem_for = {});
   Problem problem(size_t count, DataType dtype, ReduceOp op) const;
+  // The data path of device `index` (created on first use).
+  DevicePath& device_path(int index);
 
   // The algorithm name for `problem` of `collective` (see the header comment); "" = let
   // select_algorithm's cost model decide. Collective when it measures.
@@ -122,6 +134,8 @@ class Executor {
   std::map<std::string, std::string> chosen_;  // memo: selection_key -> algorithm
   AutotuneTable tuned_;
   std::string cache_path_;
+  const DeviceSet* devices_;
+  std::map<int, std::unique_ptr<DevicePath>> device_paths_;  // by device index
 };
 
 }  // namespace concord

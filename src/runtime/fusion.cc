@@ -13,7 +13,8 @@ bool fusible(const Response& r) {
 
 bool compatible(const Response& a, const Response& b) {
   return fusible(a) && a.type == b.type && a.dtype == b.dtype && a.op == b.op &&
-         a.prescale_factor == b.prescale_factor && a.postscale_factor == b.postscale_factor && a.joined == b.joined;
+         a.prescale_factor == b.prescale_factor && a.postscale_factor == b.postscale_factor && a.joined == b.joined &&
+         a.device == b.device;
 }
 
 // Bytes the response occupies in the fusion buffer (allgather: the gathered output).

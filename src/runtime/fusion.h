@@ -1,6 +1,6 @@
 // Tensor fusion planning (Horovod's tensor fusion; docs/architecture.md): merges ready
 // allreduce (or allgather, or reduce-scatter) responses that share collective, dtype, reduce
-// op, scale factors, group and joined ranks into one response whose tensors are packed
+// op, scale factors, group, joined ranks and memory (host or device) into one response whose tensors are packed
 // back to back in the fusion buffer, while the packed size stays within the fusion
 // threshold (allgather: the gathered bytes). A pure function of the response list and the threshold, so every
 // rank computes the same plan.
@@ -15,7 +15,7 @@ namespace concord {
 
 /// Returns the responses to execute, in order. Each allreduce, allgather or reduce-scatter
 /// joins the most recent fused response of the same collective with the same (dtype, op,
-/// prescale, postscale, joined) if the total stays <=
+/// prescale, postscale, joined, device) if the total stays <=
 /// `threshold_bytes`; otherwise it starts a new one. Other responses pass through unchanged.
 /// The members of a group (answered in one cycle) are fused with each other and with every
 /// other response ready in that cycle, as in Romero et al. (NSDI 2022) section 3.2.

@@ -64,10 +64,12 @@ std::shared_ptr<ProcessSet> ProcessSetTable::make(int32_t id, const std::vector<
   // Measured selections describe the world's communicator; a smaller set measures its own
   // (CONCORD_AUTOTUNE) and keeps them in memory only.
   if (id == 0)
-    set->executor = std::make_unique<Executor>(*set->data, config, context_.cost, std::move(nodes), context_.timeline,
-                                               std::move(context_.world_tuned), context_.cost_model_cache_path);
+    set->executor =
+        std::make_unique<Executor>(*set->data, config, context_.cost, std::move(nodes), context_.timeline,
+                                   std::move(context_.world_tuned), context_.cost_model_cache_path, context_.devices);
   else
-    set->executor = std::make_unique<Executor>(*set->data, config, context_.cost, std::move(nodes), context_.timeline);
+    set->executor = std::make_unique<Executor>(*set->data, config, context_.cost, std::move(nodes), context_.timeline,
+                                               AutotuneTable(), "", context_.devices);
   return set;
 }
 

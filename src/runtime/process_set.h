@@ -56,8 +56,9 @@ struct ProcessSetContext {
   const CostParams& cost;
   const std::vector<int>& node_of_rank;  ///< node of every global rank
   Timeline& timeline;
-  AutotuneTable world_tuned;          ///< measured selections adopted from rank 0 (the world's executor)
-  std::string cost_model_cache_path;  ///< where the world's executor saves new measurements ("" = nowhere)
+  AutotuneTable world_tuned;           ///< measured selections adopted from rank 0 (the world's executor)
+  std::string cost_model_cache_path;   ///< where the world's executor saves new measurements ("" = nowhere)
+  const DeviceSet* devices = nullptr;  ///< what TensorView::device indexes (the runtime's)
 };
 
 /// The sets of this rank, by id. Lookups are thread-safe (framework threads enqueue);

@@ -102,8 +102,9 @@ void create_initial_process_sets(Communicator& world, ProcessSetTable& sets,
 
 }  // namespace
 
-Runtime::Runtime(CommunicatorSet comms, Config config, const std::vector<std::vector<int>>& process_sets)
-    : config_(std::move(config)) {
+Runtime::Runtime(CommunicatorSet comms, Config config, const std::vector<std::vector<int>>& process_sets,
+                 std::shared_ptr<DeviceSet> devices)
+    : config_(std::move(config)), devices_(devices ? std::move(devices) : DeviceSet::from_setting(config_.device)) {
   CONCORD_ENFORCE(comms.control && comms.data && comms.control->size() == comms.data->size() &&
                       comms.control->rank() == comms.data->rank(),
                   InvalidArgument, "Runtime: the control and data communicators must span the same ranks");
@@ -127,7 +128,7 @@ Runtime::Runtime(CommunicatorSet comms, Config config, const std::vector<std::ve
   sets_ =
       std::make_unique<ProcessSetTable>(*control_, *data_,
                                         ProcessSetContext{config_, cost_, node_of_rank_, timeline_, std::move(tuned),
-                                                          rank() == 0 ? cost_model_cache_path() : ""});
+                                                          rank() == 0 ? cost_model_cache_path() : "", devices_.get()});
   world_ = sets_->get(0);
   create_initial_process_sets(*control_, *sets_, process_sets);
   thread_ = std::thread([this] { background_loop(); });
@@ -172,6 +173,14 @@ void Runtime::prepare(Request& request, const TensorView& input, const TensorVie
     request.root = root;
   }
   validate(request, input, output, set_size, request.rank);
+  request.device = validate_device(request, input, output, *devices_);
+  if (input.device != kHostMemory) {  // one device per process
+    int32_t expected = kHostMemory;
+    if (!device_in_use_.compare_exchange_strong(expected, input.device))
+      CONCORD_ENFORCE(expected == input.device, InvalidArgument, collective_name(request.type), " of tensor '",
+                      request.name, "' on ", devices_->name(input.device), ": this process already uses ",
+                      devices_->name(expected), " (one device per process, as one GPU per rank)");
+  }
 }
 
 Handle Runtime::enqueue(Request request, const TensorView& input, const TensorView& output, int process_set) {

@@ -17,6 +17,7 @@
 #include "common/timeline.h"
 #include "concord/concord.h"
 #include "control/negotiator.h"
+#include "device/device_set.h"
 #include "runtime/executor.h"
 #include "runtime/process_set.h"
 #include "runtime/tensor_queue.h"
@@ -32,9 +33,11 @@ class Runtime {
   /// sizes, algorithms, cost model, measured selections) so every rank plans alike, and
   /// creates the `process_sets` (InitOptions::process_sets: global ranks, ascending; every
   /// rank passes the same) and starts the background thread. Collective over
-  /// comms.control. Throws InvalidArgument for an unknown forced algorithm name or
-  /// process sets that differ between ranks.
-  Runtime(CommunicatorSet comms, Config config, const std::vector<std::vector<int>>& process_sets = {});
+  /// comms.control. `devices` are the devices TensorView::device indexes (null: made
+  /// from config.device, DeviceSet::from_setting). Throws InvalidArgument for an unknown
+  /// forced algorithm name, a bad CONCORD_DEVICE or process sets that differ between ranks.
+  Runtime(CommunicatorSet comms, Config config, const std::vector<std::vector<int>>& process_sets = {},
+          std::shared_ptr<DeviceSet> devices = nullptr);
   /// Calls shutdown().
   ~Runtime();
   Runtime(const Runtime&) = delete;
@@ -52,6 +55,8 @@ class Runtime {
   int cross_size() const { return cross_size_; }
   bool mpi_threads_supported() const { return mpi_threads_supported_; }
   const Config& config() const { return config_; }
+  /// The devices TensorView::device indexes.
+  const DeviceSet& devices() const { return *devices_; }
 
   /// Validates `request` against the buffers and queues it on process set `process_set`;
   /// see concord.h for the rules and errors.
@@ -104,6 +109,10 @@ class Runtime {
   void linger_while_submitting();
 
   Config config_;
+  std::shared_ptr<DeviceSet> devices_;  // declared before the executors that use it
+  // The device this process's device tensors use (one device per process, as one GPU per
+  // rank): kHostMemory until the first device tensor is submitted.
+  mutable std::atomic<int32_t> device_in_use_{kHostMemory};
   std::unique_ptr<Communicator> control_;
   std::unique_ptr<Communicator> data_;
   int local_rank_ = 0;

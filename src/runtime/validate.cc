@@ -99,4 +99,33 @@ void validate(const Request& request, const TensorView& input, const TensorView&
   }
 }
 
+std::string validate_device(const Request& request, const TensorView& input, const TensorView& output,
+                            const DeviceSet& devices) {
+  const CollectiveType type = request.type;
+  if (type == CollectiveType::kBarrier || type == CollectiveType::kJoin || type == CollectiveType::kProcessSet)
+    return "";  // no data
+  const char* what = collective_name(type);
+  const bool has_output = type == CollectiveType::kAllreduce || type == CollectiveType::kReducescatter;
+  if (input.device == kHostMemory) {
+    CONCORD_ENFORCE(!has_output || output.device == kHostMemory, InvalidArgument, what, " of tensor '", request.name,
+                    "': the input is in host memory but the output on device ", output.device,
+                    "; both must be in the same memory");
+    return "";
+  }
+  CONCORD_ENFORCE(input.device >= 0 && input.device < devices.count(), InvalidArgument, what, " of tensor '",
+                  request.name, "': device ", input.device, " does not exist (this process has ", devices.describe(),
+                  ")");
+  const std::string name = devices.name(input.device);
+  const bool supported =
+      (type == CollectiveType::kAllreduce && request.op != ReduceOp::kAdasum) || type == CollectiveType::kBroadcast;
+  CONCORD_ENFORCE(supported, InvalidArgument, what, " of tensor '", request.name, "': the tensor is on ", name,
+                  type == CollectiveType::kAllreduce ? " and the Adasum op" : "",
+                  " but only allreduce (not Adasum) and broadcast take device tensors; copy it to host memory first");
+  CONCORD_ENFORCE(!has_output || output.device == input.device, InvalidArgument, what, " of tensor '", request.name,
+                  "': the input is on ", name, " but the output ",
+                  output.device == kHostMemory ? std::string("in host memory") : "on " + devices.name(output.device),
+                  "; both must be on the same device");
+  return name;
+}
+
 }  // namespace concord

@@ -6,6 +6,7 @@
 
 #include "concord/types.h"
 #include "control/message.h"
+#include "device/device_set.h"
 
 namespace concord {
 
@@ -13,5 +14,14 @@ namespace concord {
 /// and shape already taken from `input`) cannot run on `input`/`output` in a world of
 /// `size` ranks where this rank is `rank`.
 void validate(const Request& request, const TensorView& input, const TensorView& output, int size, int rank);
+
+/// Checks where `input` and `output` live and returns the device name for the request
+/// ("" for host memory, else DeviceSet::name). Device tensors are accepted by allreduce
+/// (ops other than Adasum) and broadcast; the output must be on the input's device.
+/// Throws InvalidArgument naming the tensor, the collective and the device for an unknown
+/// device index, a device tensor of another collective or memory that differs between
+/// input and output.
+std::string validate_device(const Request& request, const TensorView& input, const TensorView& output,
+                            const DeviceSet& devices);
 
 }  // namespace concord

@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "algorithms/allreduce_hierarchical.h"
 #include "patterns/binary_tree.h"
 #include "patterns/chunking.h"
 #include "patterns/ring.h"
 #include "sim/schedules.h"
-#include "sim/simulator.h"
 
 namespace concord::sim {
 namespace {
@@ -23,31 +21,44 @@ LinkParams slowest(const Topology& topology) {
 
 double message(const LinkParams& link, double bytes) { return link.alpha + bytes * link.beta; }
 
+int ceil_log2(int value) {
+  int bits = 0;
+  while ((1 << bits) < value) ++bits;
+  return bits;
+}
+
 int log2_floor(int value) {
   int bits = 0;
   while ((2 << bits) <= value) ++bits;
   return bits;
 }
 
-// Ring allreduce among `P` parties of `count` elements on links `link`.
-double ring_time(int P, const Problem& problem, const LinkParams& link, double gamma) {
+// True when a flat algorithm's copies and reductions take turns on each rank's CPU: every
+// rank on one node of shared memory (Topology::copies_use_cpu()).
+bool serial(const Topology& topology) { return topology.copies_use_cpu() && topology.nodes() == 1; }
+
+// Ring allreduce among `P` parties of `count` elements on links `link`; `serial`: each
+// chunk's copy and reduction take turns on the receiving CPU.
+double ring_time(int P, const Problem& problem, const LinkParams& link, double gamma, bool serial) {
   if (P == 1 || problem.count == 0) return 0;
   const size_t largest = patterns::segment(problem.count, P, 0).count;
   const int C = chunk_count(largest * problem.element_size, problem.chunk_bytes);
   const double m = static_cast<double>(patterns::segment(largest, C, 0).count * problem.element_size);
   const double T = message(link, m), G = gamma * m;
+  if (serial) return (P - 1) * C * (T + G) + (P - 1) * C * T;
   return (P - 1) * std::max({C * T, T + G, C * G}) + (P - 1) * C * T;
 }
 
 // Pipelined binary tree allreduce (reduce, then broadcast) of `count` elements.
-double tree_time(int P, size_t count, const Problem& problem, const LinkParams& link, double gamma) {
+double tree_time(int P, size_t count, const Problem& problem, const LinkParams& link, double gamma,
+                 bool serial = false) {
   if (P == 1 || count == 0) return 0;
   const int h = patterns::tree_height(P);
   const int K = patterns::ChunkPlan::make(count, problem.element_size, problem.chunk_bytes).chunks;
   const double m = static_cast<double>(patterns::segment(count, K, 0).count * problem.element_size);
   const double T = message(link, m), G = gamma * m;
-  if (P == 2) return T + G + (K - 1) * std::max(T, G) + K * T;
-  const double up = (h - 1) * (2 * T + G) + T + G + (K - 1) * std::max(2 * T, 2 * G);
+  if (P == 2) return T + G + (K - 1) * (serial ? T + G : std::max(T, G)) + K * T;
+  const double up = (h - 1) * (2 * T + G) + T + G + (K - 1) * (serial ? 2 * T + 2 * G : std::max(2 * T, 2 * G));
   const double down = T + (h - 1) * 2 * T + (K - 1) * 2 * T;
   return up + down;
 }
@@ -88,7 +99,7 @@ double overlapped_tree_time(int P, size_t count, size_t second, int trees, const
 }  // namespace
 
 double ring_closed_form(const Problem& problem, const Topology& topology, double gamma) {
-  return ring_time(problem.ranks, problem, slowest(topology), gamma);
+  return ring_time(problem.ranks, problem, slowest(topology), gamma, serial(topology));
 }
 
 double recursive_doubling_closed_form(const Problem& problem, const Topology& topology, double gamma) {
@@ -119,7 +130,7 @@ double halving_doubling_closed_form(const Problem& problem, const Topology& topo
 }
 
 double tree_closed_form(const Problem& problem, const Topology& topology, double gamma) {
-  return tree_time(problem.ranks, problem.count, problem, slowest(topology), gamma);
+  return tree_time(problem.ranks, problem.count, problem, slowest(topology), gamma, serial(topology));
 }
 
 double double_tree_closed_form(const Problem& problem, const Topology& topology, double gamma) {
@@ -146,20 +157,24 @@ double overlapped_double_tree_closed_form(const Problem& problem, const Topology
                               patterns::segment(problem.count, 2, 1).count, 2, problem, slowest(topology), gamma);
 }
 
-double hierarchical_closed_form(const Problem& problem, const Topology& topology, double gamma) {
+double binomial_reduce_closed_form(const Problem& problem, const LinkParams& link, double gamma) {
   if (problem.ranks == 1 || problem.count == 0) return 0;
-  const int R = std::min(topology.ranks_per_node(), problem.ranks);
-  const int d = patterns::tree_height(R);  // children of a node's leader
+  const int d = ceil_log2(problem.ranks);  // children of the root
   const int K = patterns::ChunkPlan::make(problem.count, problem.element_size, problem.chunk_bytes).chunks;
   const double m = static_cast<double>(patterns::segment(problem.count, K, 0).count * problem.element_size);
-  const double T = message(topology.intra(), m), G = gamma * m;
-  const double reduce = d * (T + G) + (K - 1) * d * std::max(T, G);
-  const double broadcast = d * T + (K - 1) * d * T;
-  const LinkParams inter = topology.nodes() > 1 ? topology.inter() : topology.intra();
-  // Among the leaders: the flat algorithm AllreduceHierarchical picks, on a switch of N ports.
-  const Problem among = AllreduceHierarchical::inter_problem(problem);
-  const SimAlgorithm& flat = find_simulated(AllreduceHierarchical::inter_algorithm(problem, CostParams{}).name);
-  return reduce + flat.closed_form(among, Topology::flat(topology.nodes(), inter), gamma) + broadcast;
+  const double T = message(link, m), G = gamma * m;
+  return K * d * (T + G);  // within a node: the root's copies and reductions take turns
+}
+
+double binomial_broadcast_closed_form(const Problem& problem, const LinkParams& link) {
+  if (problem.ranks == 1 || problem.count == 0) return 0;
+  return ceil_log2(problem.ranks) * message(link, static_cast<double>(problem.count));
+}
+
+double chain_broadcast_closed_form(const Problem& problem, const LinkParams& link) {
+  const auto plan = patterns::ChunkPlan::make(problem.count, 1, problem.chunk_bytes);
+  if (problem.ranks == 1 || plan.chunks == 0) return 0;
+  return (problem.ranks - 1 + plan.chunks - 1) * message(link, static_cast<double>(plan.largest_bytes()));
 }
 
 }  // namespace concord::sim

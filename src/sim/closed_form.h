@@ -7,6 +7,9 @@
 //
 //   ring (C chunks of m bytes per segment):
 //     (P-1) max(C T, T + G, C G) + (P-1) C T     (2(P-1)C T when the link is the bottleneck)
+//     on one node of shared memory, where the receiving CPU makes the copy and then reduces
+//     (Topology::copies_use_cpu()): (P-1) C (T + G) + (P-1) C T; likewise the pipelined
+//     tree's (K-1) max(2T, 2G) becomes (K-1)(2T + 2G) there
 //   recursive doubling (p = 2^floor(log2 P), fold when P != p):
 //     log2 p (T(n) + G(n)) + [P != p] (2 T(n) + G(n))
 //   halving-doubling: sum_{j=1..log2 p} (2 T(n / 2^j) + G(n / 2^j)) + [P != p] (2 T(n) + G(n))
@@ -24,11 +27,13 @@
 //   overlapped double tree (K chunks of n/2, L and f summed over both trees, which load
 //     every link from the start): (h-1) L T + h G + (K-1) max(L T, f G); K max(L T, f G) at
 //     P = 2; with K = 1 the single tree's formula (one chunk per tree, latency-bound).
-//   hierarchical (R ranks per node, N nodes, K chunks of m bytes, d = ceil(log2 R) children
-//     at a node's leader, intra-node T_i): binomial reduce d (T_i + G) + (K-1) d max(T_i, G),
-//     the closed form of the flat algorithm AllreduceHierarchical picks (e.g. ring) among the
-//     N leaders at inter-node constants, binomial broadcast
-//     d T_i + (K-1) d T_i.
+//   pipelined binomial reduce (ReduceBinomial; d = ceil(log2 P) children at the root, K chunks
+//     of m bytes), within a node, the root's copies and reductions taking turns: K d (T + G)
+//   binomial broadcast (whole message): ceil(log2 P) T(n)
+//   chain broadcast (K chunks of m bytes): (P-1 + K-1) T(m)
+//   hierarchical: the sum of its phases' closed forms (sim/models.cc): its reduce within a
+//     node at intra-node constants, the flat allreduce it runs among the N leaders at
+//     inter-node constants, its broadcast within a node.
 #pragma once
 
 #include "algorithms/cost_model.h"
@@ -46,6 +51,10 @@ double tree_closed_form(const Problem& problem, const Topology& topology, double
 double double_tree_closed_form(const Problem& problem, const Topology& topology, double gamma);
 double overlapped_tree_closed_form(const Problem& problem, const Topology& topology, double gamma);
 double overlapped_double_tree_closed_form(const Problem& problem, const Topology& topology, double gamma);
-double hierarchical_closed_form(const Problem& problem, const Topology& topology, double gamma);
+/// Phases of composed algorithms on one link class (`problem` on the phase's ranks; the
+/// broadcasts' count is bytes).
+double binomial_reduce_closed_form(const Problem& problem, const LinkParams& link, double gamma);
+double binomial_broadcast_closed_form(const Problem& problem, const LinkParams& link);
+double chain_broadcast_closed_form(const Problem& problem, const LinkParams& link);
 
 }  // namespace concord::sim

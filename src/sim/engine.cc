@@ -142,8 +142,18 @@ class Engine {
     const Op& op = schedule_.op(id);
     double done = time;
     if (op.reduce_bytes > 0) {
-      done = std::max(time, cpu_free_[op.dst]) + static_cast<double>(op.reduce_bytes) * gamma_;
-      cpu_free_[op.dst] = done;
+      const double duration = static_cast<double>(op.reduce_bytes) * gamma_;
+      if (topology_.copies_use_cpu()) {
+        // Shared memory: the rank's CPU copies what arrives over its intra-node link, so a
+        // reduction and those copies take turns on one calendar (Topology::cpu_link).
+        LinkCalendar& cpu = links_[topology_.cpu_link(op.dst)];
+        const double start = cpu.earliest_fit(time, duration);
+        done = start + duration;
+        if (duration > 0) cpu.reserve(start, done, time);
+      } else {
+        done = std::max(time, cpu_free_[op.dst]) + duration;
+        cpu_free_[op.dst] = done;
+      }
     }
     complete(id, done);
   }

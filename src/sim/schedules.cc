@@ -214,15 +214,14 @@ std::vector<OpId> embed(Schedule& schedule, const Schedule& part, const Group& g
   return done;
 }
 
-Schedule hierarchical_schedule(const Problem& problem, int ranks_per_node,
-                               const std::function<Schedule(const Problem&)>& inter) {
+Schedule hierarchical_schedule(const Problem& problem, int ranks_per_node, const NodePhase& reduce,
+                               const std::function<Schedule(const Problem&)>& inter, const NodePhase& broadcast) {
   const int P = problem.ranks;
   Schedule schedule(P);
   if (P == 1 || problem.count == 0) return schedule;
   const int R = std::max(1, ranks_per_node);
   const int nodes = (P + R - 1) / R;
-  const int chunks = patterns::ChunkPlan::make(problem.count, problem.element_size, problem.chunk_bytes).chunks;
-  const auto local_group = [&](int node) {
+  const auto node_group = [&](int node) {
     Group local;
     for (int r = node * R; r < std::min(P, (node + 1) * R); ++r) local.ranks.push_back(r);
     local.ready.assign(local.ranks.size(), kNoOp);
@@ -230,23 +229,27 @@ Schedule hierarchical_schedule(const Problem& problem, int ranks_per_node,
   };
   Group leaders;
   for (int node = 0; node < nodes; ++node) {
-    const Group local = local_group(node);
-    const auto reduced = append_tree_reduce(schedule, local, binomial_shape(local.size()), 0, problem.count,
-                                            problem.element_size, chunks);
+    const Group local = node_group(node);
     leaders.ranks.push_back(local.ranks[0]);
-    leaders.ready.push_back(local.size() > 1 ? schedule.join(local.ranks[0], reduced) : kNoOp);
+    leaders.ready.push_back(local.size() > 1 ? reduce(schedule, local, kNoOp) : kNoOp);
   }
   Problem among = problem;
   among.ranks = nodes;
   among.nodes = nodes;
   const auto allreduced = embed(schedule, inter(among), leaders);
   for (int node = 0; node < nodes; ++node) {
-    const Group local = local_group(node);
-    if (local.size() > 1)
-      append_tree_broadcast(schedule, local, binomial_shape(local.size()), 0, problem.count, problem.element_size,
-                            chunks, std::vector<OpId>(chunks, allreduced[node]));
+    const Group local = node_group(node);
+    if (local.size() > 1) broadcast(schedule, local, allreduced[node]);
   }
   return schedule;
+}
+
+TreeShape chain_shape(int size) {
+  return [size](int member) {
+    TreeLinks links{member - 1, {}};
+    if (member + 1 < size) links.children.push_back(member + 1);
+    return links;
+  };
 }
 
 }  // namespace concord::sim

@@ -96,12 +96,20 @@ TreeRun tree_run(const Problem& problem, int trees, bool overlapped);
 Schedule overlapped_tree_schedule(const Problem& problem);
 /// Overlapped double binary tree (AllreduceOverlappedDoubleTree): tree_run(problem, 2, true).
 Schedule overlapped_double_tree_schedule(const Problem& problem);
+/// One intra-node phase of the hierarchical schedule, appended on a node's group (root:
+/// member 0; members start at once, the root after `root_ready`, kNoOp: at once). Returns
+/// the operation after which the phase is done at the root (kNoOp when nothing was sent).
+using NodePhase = std::function<OpId(Schedule& schedule, const Group& node, OpId root_ready)>;
 /// Hierarchical allreduce (AllreduceHierarchical) on nodes of `ranks_per_node` consecutive
-/// ranks: binomial reduce to each node's first rank in K chunks (patterns::ChunkPlan), the
-/// allreduce scheduled by `inter` among those leaders (a flat schedule on N = nodes ranks,
-/// e.g. ring_schedule), binomial broadcast inside each node in K chunks.
-Schedule hierarchical_schedule(const Problem& problem, int ranks_per_node,
-                               const std::function<Schedule(const Problem&)>& inter);
+/// ranks, composed of its phases: `reduce` within each node, the allreduce scheduled by
+/// `inter` among the nodes' first ranks (a flat schedule on N = nodes ranks, e.g.
+/// ring_schedule) once their node's reduce is done, then `broadcast` within each node once
+/// its root's inter phase is done.
+Schedule hierarchical_schedule(const Problem& problem, int ranks_per_node, const NodePhase& reduce,
+                               const std::function<Schedule(const Problem&)>& inter, const NodePhase& broadcast);
+
+/// The chain over a group (patterns/chain.h, root = member 0): member m's parent is m-1.
+TreeShape chain_shape(int size);
 
 /// Copies `part` (a schedule over group.size() ranks) into `schedule` on the group's ranks;
 /// member m's operations also wait for group.ready[m]. Returns, per member, a join after

@@ -1,96 +1,30 @@
 #include "sim/simulator.h"
 
-#include "algorithms/allreduce_hierarchical.h"
+#include "algorithms/registry.h"
 #include "common/enforce.h"
-#include "patterns/chunking.h"
-#include "patterns/recursive_doubling.h"
-#include "patterns/ring.h"
-#include "sim/closed_form.h"
+#include "sim/models.h"
 #include "sim/schedules.h"
 
 namespace concord::sim {
 namespace {
 
-std::string applies(const Problem&, const Topology&) { return ""; }
-
-bool trivial(const Problem& problem) { return problem.ranks == 1 || problem.count == 0; }
-
-uint64_t ring_messages(int P, const Problem& problem) {
-  if (P == 1 || problem.count == 0) return 0;
-  const size_t largest = patterns::segment(problem.count, P, 0).count * problem.element_size;
-  return 2ull * (P - 1) * P * chunk_count(largest, problem.chunk_bytes);
-}
-
-uint64_t tree_messages(int P, size_t count, const Problem& problem) {
-  if (P == 1 || count == 0) return 0;
-  return 2ull * (P - 1) * patterns::ChunkPlan::make(count, problem.element_size, problem.chunk_bytes).chunks;
-}
-
-// Both trees of the double binary tree, half of the buffer each.
-uint64_t double_tree_messages(const Problem& p, const Topology&) {
-  return tree_messages(p.ranks, patterns::segment(p.count, 2, 0).count, p) +
-         tree_messages(p.ranks, patterns::segment(p.count, 2, 1).count, p);
-}
-
-// The model of the flat allreduce AllreduceHierarchical runs among the node leaders for
-// `problem` (the registry's choice under default CostParams, as its cost() assumes).
-const SimAlgorithm& leaders_algorithm(const Problem& problem) {
-  return find_simulated(AllreduceHierarchical::inter_algorithm(problem, CostParams{}).name);
-}
-
+// The registry's allreduce rows that have a model, joined with it.
 std::vector<SimAlgorithm> build() {
   std::vector<SimAlgorithm> entries;
-  entries.push_back({"ring", "ring reduce-scatter + allgather, chunk-pipelined", applies,
-                     [](const Problem& p, const Topology&) { return ring_schedule(p); },
-                     [](const Problem& p, const Topology&) { return ring_messages(p.ranks, p); }, ring_closed_form});
-  const auto doubling_messages = [](const Problem& p, int rounds_per_rank) -> uint64_t {
-    if (trivial(p)) return 0;
-    const int pof2 = patterns::floor_pow2(p.ranks);
-    return static_cast<uint64_t>(pof2) * rounds_per_rank * patterns::log2_pow2(pof2) + 2ull * (p.ranks - pof2);
-  };
-  entries.push_back(
-      {"halving_doubling", "Rabenseifner: recursive-halving reduce-scatter + recursive-doubling allgather", applies,
-       [](const Problem& p, const Topology&) { return halving_doubling_schedule(p); },
-       [=](const Problem& p, const Topology&) { return doubling_messages(p, 2); }, halving_doubling_closed_form});
-  entries.push_back({"recursive_doubling", "whole vector exchanged with the partner each round", applies,
-                     [](const Problem& p, const Topology&) { return recursive_doubling_schedule(p); },
-                     [=](const Problem& p, const Topology&) { return doubling_messages(p, 1); },
-                     recursive_doubling_closed_form});
-  entries.push_back({"tree", "pipelined binary tree: reduce to rank 0, then broadcast", applies,
-                     [](const Problem& p, const Topology&) { return tree_schedule(p); },
-                     [](const Problem& p, const Topology&) { return tree_messages(p.ranks, p.count, p); },
-                     tree_closed_form});
-  entries.push_back({"double_tree", "two complementary binary trees, half the buffer each", applies,
-                     [](const Problem& p, const Topology&) { return double_tree_schedule(p); }, double_tree_messages,
-                     double_tree_closed_form});
-  entries.push_back({"overlapped_tree", "C-Cube: binary tree, chunk c broadcast as soon as the root has reduced it",
-                     applies, [](const Problem& p, const Topology&) { return overlapped_tree_schedule(p); },
-                     [](const Problem& p, const Topology&) { return tree_messages(p.ranks, p.count, p); },
-                     overlapped_tree_closed_form});
-  entries.push_back({"overlapped_double_tree", "C-Cube on the double binary tree, half the buffer each", applies,
-                     [](const Problem& p, const Topology&) { return overlapped_double_tree_schedule(p); },
-                     double_tree_messages, overlapped_double_tree_closed_form});
-  entries.push_back(
-      {"hierarchical",
-       "intra-node pipelined binomial reduce, the cost model's flat allreduce among node leaders, intra-node "
-       "pipelined binomial broadcast",
-       [](const Problem&, const Topology& t) -> std::string {
-         if (t.is_flat() || t.nodes() == 1) return "needs several nodes of several ranks";
-         return "";
-       },
-       [](const Problem& p, const Topology& t) {
-         const SimAlgorithm& flat = leaders_algorithm(p);
-         return hierarchical_schedule(p, t.ranks_per_node(),
-                                      [&](const Problem& among) { return flat.schedule(among, t); });
-       },
-       [](const Problem& p, const Topology& t) -> uint64_t {
-         if (trivial(p)) return 0;
-         // Every non-leader sends each chunk once up and receives it once down in its node.
-         const int chunks = patterns::ChunkPlan::make(p.count, p.element_size, p.chunk_bytes).chunks;
-         return 2ull * (p.ranks - t.nodes()) * chunks +
-                leaders_algorithm(p).messages(AllreduceHierarchical::inter_problem(p), t);
-       },
-       hierarchical_closed_form});
+  for (const AllreduceEntry& entry : allreduce_algorithms()) {
+    for (const Model& model : allreduce_models()) {
+      if (entry.name != model.algorithm) continue;
+      const auto declines = entry.declines;
+      entries.push_back({entry.name, entry.description,
+                         [declines](const Problem& problem, const Topology& topology) {
+                           Problem placed = problem;
+                           placed.nodes = topology.nodes();
+                           placed.uniform_nodes = topology.uniform_nodes();
+                           return declines(placed);
+                         },
+                         model.schedule, model.messages, model.closed_form});
+    }
+  }
   return entries;
 }
 

@@ -1,6 +1,8 @@
-// The simulator's front end: the allreduce algorithms it models (by their registry names),
-// and predict(), which runs an algorithm's schedule through the event engine when the
-// schedule is small enough and otherwise evaluates its closed form (sim/closed_form.h).
+// The simulator's front end: the allreduce algorithms it models, and predict(), which runs
+// an algorithm's schedule through the event engine when the schedule is small enough and
+// otherwise evaluates its closed form (sim/closed_form.h). The list is the registry's
+// (algorithms/registry.h): each registered allreduce with a model (sim/models.h) in
+// registry order, its name, description and declines() taken from its registry row.
 // "mpi" (the MPI library's own allreduce) is not modelled: its schedule is not ours.
 #pragma once
 
@@ -16,13 +18,14 @@
 
 namespace concord::sim {
 
-/// One modelled allreduce algorithm.
+/// One modelled allreduce algorithm: its registry row joined with its model.
 struct SimAlgorithm {
-  std::string name;  ///< as in the algorithm registry (src/algorithms/registry.cc)
-  std::string description;
-  /// "" when the algorithm applies to the problem on the topology, else why not.
+  std::string name;         ///< the registry's (the class's kName)
+  std::string description;  ///< the registry's (the class's kDescription)
+  /// "" when the algorithm applies to the problem on the topology, else why not: the
+  /// registry's declines() on the problem with the topology's nodes.
   std::function<std::string(const Problem&, const Topology&)> declines;
-  /// Its message schedule over the topology's ranks.
+  /// Its message schedule over the topology's ranks (Model::schedule).
   std::function<Schedule(const Problem&, const Topology&)> schedule;
   /// Exact number of messages that schedule() would produce (cheap; decides the method).
   std::function<uint64_t(const Problem&, const Topology&)> messages;
@@ -30,8 +33,9 @@ struct SimAlgorithm {
   std::function<double(const Problem&, const Topology&, double gamma)> closed_form;
 };
 
-/// Every modelled algorithm: ring, halving_doubling, recursive_doubling (when their patterns
-/// are in the tree), tree, double_tree, overlapped_tree, overlapped_double_tree, hierarchical.
+/// Every registered allreduce that has a model (sim/models.h), in registry order: ring,
+/// tree, double_tree, overlapped_tree, overlapped_double_tree, halving_doubling,
+/// recursive_doubling, hierarchical.
 const std::vector<SimAlgorithm>& simulated_algorithms();
 /// The entry called `name`; throws InvalidArgument listing the known names otherwise.
 const SimAlgorithm& find_simulated(const std::string& name);

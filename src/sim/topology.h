@@ -7,7 +7,9 @@
 // (b) Two-level: nodes of R consecutive ranks (rank r lives on node r / R; the last node may
 //     hold fewer). Messages inside a node use the ranks' own shared-memory links (intra alpha,
 //     beta); messages between nodes occupy the sending node's NIC uplink and the receiving
-//     node's NIC downlink (inter alpha, beta), which all ranks of a node share.
+//     node's NIC downlink (inter alpha, beta), which all ranks of a node share. Shared
+//     memory copies are made by the receiving rank's CPU, so its reductions wait for them
+//     (and they for its reductions): copies_use_cpu().
 // This is Hockney's alpha-beta model with per-link contention, as used by the LogGP family of
 // simulators (e.g. Hoefler, Schneider & Lumsdaine, "LogGOPSim", HPDC 2010).
 #pragma once
@@ -59,6 +61,12 @@ class Topology {
 
   /// Links of a message from `src` to `dst` (src != dst, both in [0, ranks)).
   Route route(int src, int dst) const;
+  /// True on a two-level topology: intra-node messages are shared-memory copies made by the
+  /// receiving rank's CPU, which its reductions also need (the engine serialises them).
+  bool copies_use_cpu() const { return !flat_; }
+  /// The link whose calendar stands for `rank`'s CPU when copies_use_cpu(): its intra-node
+  /// receive link.
+  int cpu_link(int rank) const { return 2 * rank + 1; }
   /// E.g. "flat(P=8)" or "two-level(P=16, R=4)".
   std::string describe() const;
 

@@ -79,6 +79,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm comm, Adopt) : comm_(comm) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
   set_max_message_bytes(kMaxMessageBytes);
+  cuda_support_ = mpi_cuda_support();
 }
 
 MpiCommunicator::~MpiCommunicator() {

@@ -6,6 +6,7 @@
 
 #include "transport/communicator.h"
 #include "transport/communicator_set.h"
+#include "transport/device_pointers.h"
 
 namespace concord {
 
@@ -17,8 +18,9 @@ void ensure_mpi_initialized();
 
 /// Owns a duplicate of `parent` (so Concord's traffic never matches the application's)
 /// with MPI_ERRORS_RETURN; failures throw CommError naming the call and the peer. Offers
-/// MPI's own allreduce as its NativeCollectives (native() returns this).
-class MpiCommunicator : public Communicator, public NativeCollectives {
+/// MPI's own allreduce as its NativeCollectives (native() returns this), and says whether
+/// MPI takes CUDA device pointers (DevicePointerTransport: mpi_cuda_support()).
+class MpiCommunicator : public Communicator, public NativeCollectives, public DevicePointerTransport {
  public:
   explicit MpiCommunicator(MPI_Comm parent);
   ~MpiCommunicator() override;
@@ -45,6 +47,8 @@ class MpiCommunicator : public Communicator, public NativeCollectives {
   /// own messages are invisible to Concord). Throws CommError when MPI fails.
   void native_allreduce(void* data, size_t count, DataType dtype, ReduceOp op) override;
   NativeCollectives* native() override { return this; }
+  /// mpi_cuda_support(), asked once when the communicator was created.
+  DevicePointerSupport device_pointer_support() const override { return cuda_support_; }
 
   /// MPI_Comm_split of this communicator (see Communicator::split); the new communicator
   /// also returns errors (MPI_ERRORS_RETURN) instead of aborting.
@@ -69,6 +73,7 @@ class MpiCommunicator : public Communicator, public NativeCollectives {
   MPI_Op user_ops_[9][5];  // [dtype up to kInt16][op up to kProduct]
   int rank_ = 0;
   int size_ = 1;
+  DevicePointerSupport cuda_support_;
 };
 
 /// Node index of every rank of `world` (size = world's size; 0, 1, ... in order of each

@@ -4,7 +4,7 @@
 // are matched in the order they were sent (MPI's non-overtaking rule), so an algorithm
 // reuses its tag across calls. Layout:
 //   1 .. 99           dense collectives (src/algorithms), one tag or tag pair per algorithm
-//   90 .. 91          the KVStore's key check (src/kvstore/key_check.h)
+//   90 .. 92          the KVStore's key check (src/kvstore/key_check.h, key_digest.h)
 //   0x3A4E            the negotiator's wake messages (src/control/wake_channel.h)
 //   0x5300 .. 0x53ff  sparse collectives (src/sparse)
 //   1 << 29           the in-process transport's control collectives (never seen by MPI)
@@ -41,6 +41,7 @@ inline constexpr int kOverlappedTreeDown[2] = {71, 73};
 // The KVStore's per-collective key check (src/kvstore/key_check.h).
 inline constexpr int kKeyCheckHeader = 90;
 inline constexpr int kKeyCheckVerdict = 91;
+inline constexpr int kKeyDigest = 92;  // the decentralised fast path (src/kvstore/key_digest.h)
 
 // Round announcements to idle ranks on the control communicator (src/control/wake_channel.h).
 inline constexpr int kWake = 0x3A4E;
@@ -81,6 +82,7 @@ inline constexpr std::array kAll = {kAllreduceRing,
                                     kOverlappedTreeDown[1],
                                     kKeyCheckHeader,
                                     kKeyCheckVerdict,
+                                    kKeyDigest,
                                     kWake,
                                     kSparseCountExchange,
                                     kSparseRotation,

@@ -99,5 +99,27 @@ TEST(CudaDevice, DriverPointerCache) {
   device.free_host(pinned);
 }
 
+// What the device-pointer transports (StagingCommunicator, DirectCommunicator) and NCCL
+// ask of a CUDA device: which pointers are device memory (through the pointer cache, also
+// for memory another allocator made), the CUDA ordinal and each stream's cudaStream_t.
+TEST(CudaDevice, DevicePointersOrdinalAndStreamHandle) {
+  CONCORD_REQUIRE_GPU();
+  cuda::CudaDevice device;
+  DeviceBuffer buffer(device, 1 << 20);
+  EXPECT_TRUE(device.is_device_pointer(buffer.data()));
+  EXPECT_TRUE(device.is_device_pointer(static_cast<uint8_t*>(buffer.data()) + 4097));
+  std::vector<uint8_t> host(64);
+  EXPECT_FALSE(device.is_device_pointer(host.data()));
+  void* pinned = device.allocate_host(4096);
+  EXPECT_FALSE(device.is_device_pointer(pinned));
+  device.free_host(pinned);
+  cuda::CudaDevice other(device.ordinal());  // a second "allocator" of the same GPU
+  DeviceBuffer foreign(other, 4096);
+  EXPECT_TRUE(device.is_device_pointer(foreign.data())) << "memory this CudaDevice did not allocate";
+  EXPECT_EQ(device.cuda_ordinal(), device.ordinal());
+  auto stream = device.create_stream();
+  EXPECT_NE(stream->cuda_stream(), nullptr);
+}
+
 }  // namespace
 }  // namespace concord

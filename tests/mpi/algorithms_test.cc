@@ -10,9 +10,12 @@
 #include <numeric>
 
 #include "algorithms/registry.h"
+#include "device/device_capabilities.h"
 #include "device/device_registry.h"
 #include "device/emulated_device.h"
+#include "device/staging_communicator.h"
 #include "patterns/ring.h"
+#include "transport/device_pointers.h"
 #include "transport/mpi_communicator.h"
 #include "unit/allreduce_check.h"
 
@@ -115,34 +118,59 @@ TEST_F(AlgorithmsOverMpi, AllreduceEveryAlgorithmMatchesReference) {
 // Every device-buffer allreduce (src/device/device_registry.h) on the strict emulated
 // device: the tensor lives in memory this process cannot touch except through a stream,
 // exactly as on a GPU; results must match the reference and be identical on every rank.
+// Each runs over MPI as it is (an algorithm that declines, e.g. "cuda_aware" where MPI is
+// not CUDA-aware, is skipped with its reason) and over StagingCommunicator wrapping MPI,
+// a transport that takes device pointers, so "cuda_aware" runs under mpirun too.
 TEST_F(AlgorithmsOverMpi, DeviceAllreduceEveryAlgorithmOnEmulatedDevice) {
   const int P = comm_->size(), rank = comm_->rank();
   EmulatedDevice device;
   auto stream = device.create_stream();
-  for (const auto& entry : device_allreduce_algorithms()) {
-    AlgorithmContext context{*comm_, scratch_, size_t{1} << 19, nodes_};
-    auto algorithm = entry.create(context, device, 4096);
-    for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt64}) {
-      for (size_t n : {size_t{0}, size_t{1}, static_cast<size_t>(P + 1), size_t{30011}}) {
-        const size_t bytes = n * dtype_size(dtype);
-        const std::string what =
-            cat(entry.name, " (emulated device) P=", P, " n=", n, " dtype=", dtype_name(dtype), " rank=", rank);
-        std::vector<std::vector<uint8_t>> inputs(P, std::vector<uint8_t>(bytes));
-        for (int r = 0; r < P; ++r) testing_util::fill_input(inputs[r].data(), n, dtype, ReduceOp::kSum, r);
-        DeviceBuffer buffer(device, bytes);
-        stream->copy(buffer.data(), inputs[rank].data(), bytes, CopyKind::kHostToDevice);
-        stream->synchronize();
-        algorithm->start(buffer.data(), n, dtype, ReduceOp::kSum);
-        run_to_completion(*algorithm);
-        std::vector<uint8_t> mine(bytes);
-        stream->copy(mine.data(), buffer.data(), bytes, CopyKind::kDeviceToHost);
-        stream->synchronize();
-        const std::vector<std::vector<uint8_t>> results(P, mine);
-        testing_util::expect_allreduce_results(inputs, results, n, dtype, ReduceOp::kSum, what);
-        EXPECT_TRUE(identical_on_every_rank(mine)) << what << ": results differ between ranks";
+  StagingCommunicator staging(*comm_, device);
+  for (Communicator* transport : {static_cast<Communicator*>(comm_.get()), static_cast<Communicator*>(&staging)}) {
+    const DeviceCapabilities caps = agree_device_capabilities(*transport, device);
+    const char* over = transport == &staging ? "staging transport" : "MPI";
+    for (const auto& entry : device_allreduce_algorithms()) {
+      DeviceProblem declined{problem(1 << 20, 4, DataType::kFloat32, ReduceOp::kSum, size_t{1} << 19), caps};
+      if (const std::string reason = entry.declines(declined); !reason.empty()) {
+        if (rank == 0) std::printf("[ skipped ] %s over %s: %s\n", entry.name.c_str(), over, reason.c_str());
+        continue;
+      }
+      AlgorithmContext context{*transport, scratch_, size_t{1} << 19, nodes_};
+      auto algorithm = entry.create(context, device, 4096);
+      for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt64}) {
+        for (size_t n : {size_t{0}, size_t{1}, static_cast<size_t>(P + 1), size_t{30011}}) {
+          const size_t bytes = n * dtype_size(dtype);
+          const std::string what = cat(entry.name, " over ", over, " (emulated device) P=", P, " n=", n,
+                                       " dtype=", dtype_name(dtype), " rank=", rank);
+          std::vector<std::vector<uint8_t>> inputs(P, std::vector<uint8_t>(bytes));
+          for (int r = 0; r < P; ++r) testing_util::fill_input(inputs[r].data(), n, dtype, ReduceOp::kSum, r);
+          DeviceBuffer buffer(device, bytes);
+          stream->copy(buffer.data(), inputs[rank].data(), bytes, CopyKind::kHostToDevice);
+          stream->synchronize();
+          algorithm->start(buffer.data(), n, dtype, ReduceOp::kSum);
+          run_to_completion(*algorithm);
+          std::vector<uint8_t> mine(bytes);
+          stream->copy(mine.data(), buffer.data(), bytes, CopyKind::kDeviceToHost);
+          stream->synchronize();
+          const std::vector<std::vector<uint8_t>> results(P, mine);
+          testing_util::expect_allreduce_results(inputs, results, n, dtype, ReduceOp::kSum, what);
+          EXPECT_TRUE(identical_on_every_rank(mine)) << what << ": results differ between ranks";
+        }
       }
     }
   }
+}
+
+// MPI says whether it takes CUDA device pointers (MPIX_Query_cuda_support at run time);
+// every rank gets the same answer with a reason, and the communicator reports the same.
+TEST_F(AlgorithmsOverMpi, MpiCudaSupportIsReportedWithAReason) {
+  const DevicePointerSupport mpi = mpi_cuda_support();
+  EXPECT_FALSE(mpi.reason.empty());
+  const DevicePointerSupport comm = device_pointer_support(*comm_);
+  EXPECT_EQ(comm.supported, mpi.supported);
+  EXPECT_EQ(comm.reason, mpi.reason);
+  std::vector<uint8_t> answer = {static_cast<uint8_t>(mpi.supported)};
+  EXPECT_TRUE(identical_on_every_rank(answer)) << mpi.summary();
 }
 
 TEST_F(AlgorithmsOverMpi, AllgatherEveryAlgorithm) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "concord/concord.h"
@@ -93,6 +94,8 @@ PreInitObservation& pre_init_observation() {
 int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
   concord::mpitest::pre_init_observation() = observe_before_init();
+  // Device 0 is the strict emulated device (device_test.cc) unless the caller chose another.
+  setenv("CONCORD_DEVICE", "emulated", /*overwrite=*/0);
   try {
     concord::init();
   } catch (const std::exception& e) {

@@ -175,3 +175,47 @@ def test_errors(tname):
     error = expect_raises(RuntimeError, what + " parameter used before its module", hidden.sum().backward)
     optimizer.finish()
     assert "finish()" in str(error), f"{what}: message {str(error)!r}"
+
+
+def _last_event_index(events, track):
+    """Index in the timeline of the last event on ``track`` (the tensor's end: its copy out
+    of the fusion buffer or its algorithm's end)."""
+    tids = {e["tid"] for e in events if e["ph"] == "M" and e["args"]["name"] == track}
+    indices = [i for i, e in enumerate(events) if e.get("tid") in tids and e["ph"] != "M"]
+    assert indices, f"no timeline events for {track}"
+    return indices[-1]
+
+
+@pytest.mark.parametrize("queuing", [True, False])
+def test_gradient_queuing_makes_the_first_layer_final_first(queuing, tname):
+    """C-Cube's gradient queuing (issue 16 item 5), checked with the timeline: with
+    gradient_queuing the first layer's gradient (needed first by the next forward) is
+    reduced and copied out before the last layer's; without it (backward order) after."""
+    import json
+    import os
+    import tempfile
+    model = Net(9, widths=(6, 64, 64, 64, 3))
+    prefix = f"{tname}.{queuing}"
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                         named_parameters=named(model, prefix), overlap_forward=True, model=model,
+                                         gradient_queuing=queuing)
+    path = os.path.join(tempfile.gettempdir(), f"concord_queuing_{os.getpid()}_{prefix.replace('/', '_')}.json")
+    path = hvd.broadcast_object(path, 0, name=f"{prefix}.path")
+    for step in range(3):
+        if step == 2:
+            hvd.start_timeline(path)
+        optimizer.zero_grad()
+        x, y = batch(hvd.rank(), step)
+        F.cross_entropy(model(x), y).backward()
+        optimizer.step()
+    optimizer.finish()
+    hvd.stop_timeline()
+    if hvd.rank() != 0:
+        return
+    with open(path) as handle:
+        events = json.load(handle)
+    os.remove(path)
+    first = _last_event_index(events, f"allreduce.{prefix}.layers.0.weight")
+    last = _last_event_index(events, f"allreduce.{prefix}.layers.3.weight")
+    what = f"rank 0/{hvd.size()} gradient_queuing={queuing}: first layer ends at event {first}, last at {last}"
+    assert (first < last) == queuing, what

@@ -391,4 +391,48 @@ inline void concurrent_order_matters_only_per_communicator(Communicator& world) 
   EXPECT_EQ(first_difference(o, [&](int64_t) { return P * (P - 1) / 2.0; }), "") << "rank " << rank << " key 2";
 }
 
+/// Issue 16 (item 4): pushes of initialised keys skip the coordinator. Checked by
+/// KVStore::check_stats(), identical on every rank: init runs a full KeyCheck per key; every
+/// matching push afterwards takes the digest's fast path (no round through rank 0); a push
+/// whose shape changes on the last rank (a cached key) and, at P >= 2, keys pushed in
+/// different orders still fail on every rank with the full check's message (key, ranks,
+/// shapes), one full KeyCheck each; then the fast path resumes.
+inline void cached_keys_skip_the_coordinator(Communicator& world, KVStoreType type) {
+  engine::Engine engine(2, 1);
+  KVStore kv(engine, world, options_for(type));
+  const int rank = kv.rank(), P = kv.num_workers();
+  const std::string label = cat("rank ", rank, " ", kvstore_type_name(type), " P=", P);
+  std::vector<float> grad(6, 1.0f), out(6, 0.0f), wrong(7, 1.0f);
+  const TensorView g{grad.data(), DataType::kFloat32, {6}}, o{out.data(), DataType::kFloat32, {6}};
+  auto expect_stats = [&](uint64_t fast, uint64_t full, const char* when) {
+    const KeyCheckStats stats = kv.check_stats();
+    EXPECT_EQ(stats.fast, fast) << label << " " << when << ": pushes on the fast path";
+    EXPECT_EQ(stats.full, full) << label << " " << when << ": full KeyChecks through rank 0";
+  };
+  kv.init(0, g);
+  kv.init(3, g);  // concurrent (C = 3): keys 0 and 3 share a communicator
+  expect_stats(0, 2, "after init");
+  for (int round = 0; round < 3; ++round) {
+    const auto errors = push_then_pull(kv, {0, 3}, g, o);
+    EXPECT_TRUE(errors.empty()) << label << " round " << round << ": "
+                                << (errors.empty() ? "" : errors.begin()->second);
+  }
+  expect_stats(6, 2, "after 3 rounds of 2 pushes");
+  const bool culprit = rank == P - 1;
+  const TensorView pushed = culprit ? TensorView{wrong.data(), DataType::kFloat32, {7}} : g;
+  expect_error(push_then_pull(kv, {3}, pushed, o), 3, "InvalidArgument",
+               {cat("rank ", P - 1), "key 3", "float32 [7]", "[6]"}, label);
+  expect_stats(6, 3, "after the shape change");
+  uint64_t full = 3;
+  if (P >= 2) {
+    const auto errors = push_then_pull(kv, rank == 0 ? std::vector<int>{0, 3} : std::vector<int>{3, 0}, g, o);
+    for (int key : {0, 3})
+      expect_error(errors, key, "MismatchError", {"key 0", "key 3", "rank 0", "rank 1", "key differs"}, label);
+    full += 2;
+    expect_stats(6, full, "after keys in different orders");
+  }
+  expect_store_works(kv, label);
+  expect_stats(8, full, "after the store recovered");
+}
+
 }  // namespace concord::kvstore::scenarios

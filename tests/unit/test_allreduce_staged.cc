@@ -15,30 +15,24 @@
 #include "device/allreduce_staged.h"
 #include "device/device_registry.h"
 #include "device/emulated_device.h"
-#include "dtype_util.h"
-#include "rank_runner.h"
+#include "device_cases.h"
 
 namespace concord {
 namespace {
 
 using testing_util::AbortFlag;
-using testing_util::all_dtypes;
-using testing_util::all_ops;
 using testing_util::cat;
+using testing_util::device_case_name;
+using testing_util::device_cases;
+using testing_util::DeviceCase;
 using testing_util::drive;
+using testing_util::drive_counting_ranges;
 using testing_util::expect_allreduce_results;
 using testing_util::fill_input;
 using testing_util::first_difference;
 using testing_util::run_ranks;
 
-struct StagedCase {
-  int P;
-  size_t n;
-  DataType dtype;
-  ReduceOp op;
-};
-
-class AllreduceStagedTest : public testing::TestWithParam<StagedCase> {};
+class AllreduceStagedTest : public testing::TestWithParam<DeviceCase> {};
 
 TEST_P(AllreduceStagedTest, EqualsHostRunChunkByChunk) {
   const auto [P, n, dtype, op] = GetParam();
@@ -68,18 +62,7 @@ TEST_P(AllreduceStagedTest, EqualsHostRunChunkByChunk) {
         stream->synchronize();
       }
       algorithm.start(buffer.data(), n, dtype, op);
-      std::vector<ByteRange> ranges;
-      size_t final_bytes = 0;
-      FinalRangeCollector collector(algorithm, n * element);
-      Backoff backoff;  // the ranks and their stream threads share the cores
-      for (Progress state = Progress::kInProgress; state == Progress::kInProgress;) {
-        state = algorithm.progress();
-        ranges.clear();
-        collector.collect(state, ranges);
-        for (const ByteRange& range : ranges) final_bytes += range.bytes;
-        if (aborted.load()) throw std::runtime_error("another rank failed");
-        if (state == Progress::kInProgress && ranges.empty()) backoff.wait();
-      }
+      const size_t final_bytes = drive_counting_ranges(algorithm, n * element, aborted);
       if (final_bytes != n * element) throw std::runtime_error(cat("final ranges cover ", final_bytes, " bytes"));
     }
     stream->copy(staged[r].data(), buffer.data(), n * element, CopyKind::kDeviceToHost);
@@ -100,27 +83,8 @@ TEST_P(AllreduceStagedTest, EqualsHostRunChunkByChunk) {
   expect_allreduce_results(inputs, staged, n, dtype, op, what);
 }
 
-// P = 1..16 and sizes 0, 1, odd and several chunks for float32 and bfloat16 sums; every dtype and op at P = 3
-// (odd, so the ring's segments are uneven) on sizes that span several chunks.
-std::vector<StagedCase> cases() {
-  std::vector<StagedCase> out;
-  for (int P : {1, 2, 3, 5, 8, 16})
-    for (size_t n : {size_t{0}, size_t{1}, size_t{1023}, P <= 5 ? size_t{10007} : size_t{3001}})
-      for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16}) out.push_back({P, n, dtype, ReduceOp::kSum});
-  for (DataType dtype : all_dtypes())
-    for (ReduceOp op : all_ops()) {
-      if (dtype == DataType::kFloat32 || dtype == DataType::kBFloat16) {
-        if (op == ReduceOp::kSum) continue;  // above
-      }
-      out.push_back({3, op == ReduceOp::kSum ? size_t{10007} : size_t{1023}, dtype, op});
-    }
-  return out;
-}
-
-INSTANTIATE_TEST_SUITE_P(Emulated, AllreduceStagedTest, testing::ValuesIn(cases()), [](const auto& info) {
-  const StagedCase& c = info.param;
-  return cat("P", c.P, "_n", c.n, "_", dtype_name(c.dtype), "_", reduce_op_name(c.op));
-});
+INSTANTIATE_TEST_SUITE_P(Emulated, AllreduceStagedTest, testing::ValuesIn(device_cases(10007, 3001)),
+                         [](const auto& info) { return device_case_name(info.param); });
 
 // The registry entry: the cost model picks a chunk size and a host algorithm, and the
 // instance it creates reduces correctly; more bytes never predict less time.
@@ -129,11 +93,12 @@ TEST(DeviceRegistry, StagedEntryCostsAndRuns) {
   ASSERT_FALSE(entries.empty());
   const DeviceAllreduceEntry& staged = entries.front();
   EXPECT_EQ(staged.name, "staged");
-  Problem problem;
-  problem.ranks = 4;
+  DeviceProblem problem;
+  problem.problem.ranks = 4;
+  EXPECT_EQ(staged.declines(problem), "");
   double previous = 0;
   for (size_t bytes = 4; bytes <= (size_t{256} << 20); bytes *= 4) {
-    problem.count = bytes / 4;
+    problem.problem.count = bytes / 4;
     size_t chunk = 0;
     const double seconds = staged.seconds(problem, CostParams{}, StagingParams{}, &chunk);
     EXPECT_GE(seconds, previous) << bytes << " bytes";
@@ -149,7 +114,7 @@ TEST(DeviceRegistry, StagedEntryCostsAndRuns) {
     fill_input(inputs[r].data(), n, DataType::kFloat32, ReduceOp::kSum, r);
     results[r].resize(n * 4);
     ScratchBuffer scratch;
-    AlgorithmContext ctx{comm, scratch};
+    AlgorithmContext ctx{comm, scratch, size_t{1} << 19, {}};
     EmulatedDevice device;
     DeviceBuffer buffer(device, n * 4);
     auto stream = device.create_stream();

@@ -66,6 +66,7 @@ TEST(BuildInfo, CollectivesListEveryRegistryInOrder) {
       {"broadcast", names_of(broadcast_algorithms())},
       {"reduce-scatter", names_of(reduce_scatter_algorithms())},
       {"alltoall", names_of(alltoall_algorithms())},
+      {"reduce (a phase of hierarchical)", names_of(reduce_algorithms())},
       {"device-buffer allreduce", names_of(device_allreduce_algorithms())},
       {"sparse allreduce", sparse_names},
   };

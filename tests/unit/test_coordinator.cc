@@ -263,6 +263,21 @@ TEST(BuildResponse, DtypeMismatch) {
                "Mismatched dtype for tensor 'x': float32 on ranks [0], int64 on ranks [1]");
 }
 
+// Host memory on some ranks and device memory on others is a mismatch naming both; device
+// names alone may differ (one GPU per rank), and the response is then a device response.
+TEST(BuildResponse, DeviceMismatchNamesHostAndDeviceRanks) {
+  expect_error(with_ranks_changed(4, {1, 3}, [](Request& r) { r.device = "cuda:" + std::to_string(r.rank); }),
+               "Mismatched device for tensor 'x': cpu on ranks [0, 2], cuda:1 on ranks [1], cuda:3 on ranks [3]");
+  expect_error(with_ranks_changed(
+                   2, {0}, [](Request& r) { r.device = "emulated:0"; }, CollectiveType::kBroadcast),
+               "Mismatched device for tensor 'x': emulated:0 on ranks [0], cpu on ranks [1]");
+  const Response on_gpus =
+      with_ranks_changed(3, {0, 1, 2}, [](Request& r) { r.device = "cuda:" + std::to_string(r.rank); });
+  EXPECT_EQ(on_gpus.type, ResponseType::kAllreduce) << on_gpus.error;
+  EXPECT_TRUE(on_gpus.device);
+  EXPECT_FALSE(with_ranks_changed(2, {}, [](Request&) {}).device);
+}
+
 TEST(BuildResponse, ReduceOpMismatch) {
   expect_error(with_ranks_changed(2, {1}, [](Request& r) { r.op = ReduceOp::kMax; }),
                "Mismatched reduce op for tensor 'x': sum on ranks [0], max on ranks [1]");

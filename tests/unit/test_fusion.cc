@@ -103,6 +103,12 @@ TEST(Fusion, IncompatibleParametersAreNotMerged) {
       {"average vs sum", allreduce("b", 10, DataType::kFloat32, ReduceOp::kAverage)},
       {"prescale", allreduce("b", 10, DataType::kFloat32, ReduceOp::kSum, 0.5)},
       {"postscale", allreduce("b", 10, DataType::kFloat32, ReduceOp::kSum, 1.0, 2.0)},
+      {"memory (device vs host)",
+       [] {
+         Response on_device = allreduce("b", 10);
+         on_device.device = true;
+         return on_device;
+       }()},
   };
   for (const auto& [what, b] : variants) {
     const auto plan = plan_fusion({allreduce("a", 10), b}, 1 << 20);

@@ -36,6 +36,7 @@ Request sample_request() {
   r.prescale_factor = 0.125;
   r.postscale_factor = -3.5;
   r.shape = {7, 0, 5};
+  r.device = "cuda:1";
   return r;
 }
 
@@ -50,6 +51,7 @@ Response sample_response() {
   r.prescale_factor = 2.0;
   r.postscale_factor = 1.0 / 3.0;
   r.sizes = {10, 0, 1};
+  r.device = true;
   return r;
 }
 
@@ -204,6 +206,7 @@ TEST(MessageWireFormat, RequestListLayout) {
   r.shape = {3};
   r.group = "g";
   r.group_size = 2;
+  r.device = "d:0";
   list.requests.push_back(r);
   const std::vector<uint8_t> expected = {1,                                       // shutdown
                                          1, 0, 0, 0, 0, 0, 0,    0,               // request count
@@ -217,7 +220,8 @@ TEST(MessageWireFormat, RequestListLayout) {
                                          3, 0, 0, 0, 0, 0, 0,    0,               // shape[0]
                                          0, 0, 0, 0, 0, 0, 0,    0,          // splits length (alltoall, process sets)
                                          1, 0, 0, 0, 0, 0, 0,    0,    'g',  // group
-                                         2, 0, 0, 0};                        // group size
+                                         2, 0, 0, 0,                         // group size
+                                         3, 0, 0, 0, 0, 0, 0,    0,    'd', ':', '0'};  // device ("" = host memory)
   EXPECT_EQ(encode(list), expected);
 }
 
@@ -249,6 +253,7 @@ TEST(MessageWireFormat, ResponseListLayout) {
                                          0,    0,    0,    0,    0, 0, 0,    0,          // rows length
                                          0,    0,    0,    0,    0, 0, 0,    0,          // joined length
                                          0,    0,    0,    0,    0, 0, 0,    0,          // group (empty)
+                                         0,                                              // device (host memory)
                                          0,    0,    0,    0,    0, 0, 0,    0};         // list's joined ranks length
   EXPECT_EQ(encode(list), expected);
 }

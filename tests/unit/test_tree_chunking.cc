@@ -24,6 +24,8 @@
 #include "rank_runner.h"
 #include "runtime/executor.h"
 #include "runtime/tensor_queue.h"
+#include "sim/simulator.h"
+#include "sim/topology.h"
 
 namespace concord {
 namespace {
@@ -85,6 +87,38 @@ TEST(TreeChunking, AutoIsCCubeOptimalChunkBytes) {
   }
 }
 
+// The default (kTreeChunksTurnaround, issue 16 item 5): the overlapped trees take C-Cube's
+// K_opt exactly where it has more chunks than the byte chunking, so the simulated gradient
+// turnaround (sim::gradient_turnaround, step by step) is never later than with either
+// choice; the non-overlapped trees keep the byte chunking. The sweep must take both
+// branches (small buffers: K_opt; 128 MiB at the default intra-node constants: bytes).
+TEST(TreeChunking, TurnaroundDefaultTakesKOptWhereItTurnsTheFirstChunkAroundSooner) {
+  const CostParams params;
+  EXPECT_EQ(Config{}.tree_chunks, kTreeChunksTurnaround) << "the default setting";
+  int took_kopt = 0, kept_bytes = 0;
+  for (int P : {2, 4, 8, 16}) {
+    const sim::Topology topology = sim::Topology::from_params(P, P, params);  // one node: intra constants
+    for (size_t count : {size_t{1} << 16, size_t{1} << 18, size_t{1} << 20, size_t{1} << 25}) {
+      const Problem problem = float_problem(P, count);
+      for (const char* name : {"overlapped_tree", "overlapped_double_tree"}) {
+        const std::string where = std::string(name) + " P=" + std::to_string(P) + " n=" + std::to_string(count);
+        const Problem chosen = tree_chunked_problem(name, problem, kTreeChunksTurnaround, params);
+        const Problem kopt = tree_chunked_problem(name, problem, kTreeChunksAuto, params);
+        EXPECT_EQ(chosen.chunk_bytes, std::min(problem.chunk_bytes, kopt.chunk_bytes)) << where;
+        (chosen.chunk_bytes < problem.chunk_bytes ? took_kopt : kept_bytes) += 1;
+        const double turnaround = sim::gradient_turnaround(name, chosen, topology, params.gamma);
+        EXPECT_LE(turnaround, sim::gradient_turnaround(name, problem, topology, params.gamma) * (1 + 1e-9)) << where;
+        EXPECT_LE(turnaround, sim::gradient_turnaround(name, kopt, topology, params.gamma) * (1 + 1e-9)) << where;
+      }
+      for (const char* name : {"tree", "double_tree"})
+        EXPECT_EQ(tree_chunked_problem(name, problem, kTreeChunksTurnaround, params).chunk_bytes, problem.chunk_bytes)
+            << name << " P=" << P << " n=" << count;
+    }
+  }
+  EXPECT_GT(took_kopt, 0) << "no size took K_opt";
+  EXPECT_GT(kept_bytes, 0) << "no size kept the byte chunking";
+}
+
 TEST(TreeChunking, OtherAlgorithmsBytesModeAndEmptyAreUnchanged) {
   const Problem problem = float_problem(4, 5000);
   for (const auto& entry : allreduce_algorithms()) {
@@ -96,7 +130,7 @@ TEST(TreeChunking, OtherAlgorithmsBytesModeAndEmptyAreUnchanged) {
         << entry.name;
   }
   EXPECT_EQ(tree_chunked_problem("tree", float_problem(4, 0), 3, CostParams{}).chunk_bytes, problem.chunk_bytes);
-  EXPECT_THROW(tree_chunked_problem("tree", problem, -2, CostParams{}), InvalidArgument);
+  EXPECT_THROW(tree_chunked_problem("tree", problem, -3, CostParams{}), InvalidArgument);
 }
 
 TEST(TreeChunking, SelectionJudgesEachEntryOnItsOwnProblem) {

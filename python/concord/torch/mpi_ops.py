@@ -3,8 +3,10 @@
 Every call takes a ``name`` that identifies the tensor across ranks; unnamed calls get
 ``<collective>.noname.<n>`` from a per-process counter, which matches across ranks only if
 every rank makes its unnamed calls in the same order. Asynchronous calls return an integer
-handle for :func:`poll` and :func:`synchronize`. Input tensors must be CPU tensors of a
-supported dtype; non-contiguous tensors are handled through a contiguous copy.
+handle for :func:`poll` and :func:`synchronize`. Input tensors are CPU tensors of a
+supported dtype, or CUDA tensors for allreduce, grouped allreduce and broadcast
+(concord.torch.device: the producer stream is waited on, results stay on the input's
+device; untested on a GPU); non-contiguous tensors are handled through a contiguous copy.
 """
 
 import itertools
@@ -15,6 +17,7 @@ import torch
 from concord import _core
 from concord._core import InvalidArgumentError
 from concord.process_sets import set_id as _set_id
+from concord.torch import device as _device
 from concord.torch.output_pool import pool as _output_pool
 
 Sum = _core.SUM
@@ -37,15 +40,15 @@ _noname = itertools.count()
 
 
 def _check(tensor, name, collective):
+    """Type, device and dtype checks; returns the runtime's device index (concord.torch.device)."""
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"{collective} of '{name}': expected a torch.Tensor, got {type(tensor).__name__}")
-    if tensor.device.type != "cpu":
-        raise InvalidArgumentError(
-            f"{collective} of tensor '{name}': it is on {tensor.device}; Concord supports CPU tensors only")
+    device = _device.device_index(tensor, name, collective)
     if tensor.dtype not in _DTYPE_NAMES:
         raise InvalidArgumentError(
             f"{collective} of tensor '{name}': unsupported dtype {tensor.dtype}; supported: "
             + ", ".join(str(d) for d in _DTYPE_NAMES))
+    return device
 
 
 def _name(name, collective):
@@ -70,12 +73,13 @@ def _resolve_op(average, op):
 
 
 def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor, process_set=None):
-    _check(tensor, name, "allreduce")
+    device = _check(tensor, name, "allreduce")
     source = tensor.contiguous()
     target = output if output.is_contiguous() else torch.empty_like(output, memory_format=torch.contiguous_format)
+    _device.wait_for_producers((source, target))
     core = _core.allreduce_async(name, source.data_ptr(), target.data_ptr(), _DTYPE_NAMES[tensor.dtype],
                                  list(tensor.shape), op, float(prescale_factor), float(postscale_factor),
-                                 _set_id(process_set, "allreduce"))
+                                 _set_id(process_set, "allreduce"), device)
 
     def finish():
         if target is not output:
@@ -90,8 +94,9 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     """Start an allreduce of ``tensor`` into a new tensor; return a handle.
 
     Args:
-        tensor (torch.Tensor): CPU tensor, any shape, a supported dtype; the same shape,
-            dtype and op on every rank.
+        tensor (torch.Tensor): CPU or CUDA tensor, any shape, a supported dtype; the same
+            shape, dtype, op and kind of memory (CPU or GPU) on every rank. A CUDA result
+            is on the input's device.
         average (bool, optional): deprecated; ``True`` means ``op=Average``.
         name (str, optional): the tensor's name, identical on every rank.
         op: ``Average`` (default), ``Sum``, ``Min``, ``Max``, ``Product`` or ``Adasum``
@@ -152,15 +157,15 @@ def allreduce_(tensor, average=None, name=None, op=None, prescale_factor=1.0, po
 def _grouped_allreduce_into(tensors, outputs, names, op, prescale_factor, postscale_factor, process_set=None):
     if not tensors:
         raise ValueError("grouped_allreduce: the group is empty")
-    for member, member_name in zip(tensors, names):
-        _check(member, member_name, "grouped_allreduce")
+    devices = [_check(member, member_name, "grouped_allreduce") for member, member_name in zip(tensors, names)]
     sources = [t.contiguous() for t in tensors]
     targets = [o if o.is_contiguous() else torch.empty_like(o, memory_format=torch.contiguous_format)
                for o in outputs]
+    _device.wait_for_producers(sources + targets)
     cores = _core.grouped_allreduce_async(
         names, [t.data_ptr() for t in sources], [t.data_ptr() for t in targets],
         [_DTYPE_NAMES[t.dtype] for t in tensors], [list(t.shape) for t in tensors], op,
-        float(prescale_factor), float(postscale_factor), _set_id(process_set, "grouped_allreduce"))
+        float(prescale_factor), float(postscale_factor), _set_id(process_set, "grouped_allreduce"), devices)
 
     class _Group:  # one handle for the whole group, as in Horovod
         @staticmethod
@@ -273,10 +278,11 @@ def broadcast_async_(tensor, root_rank, name=None, process_set=None):
             dtype/device.
     """
     name = _name(name, "broadcast")
-    _check(tensor, name, "broadcast")
+    device = _check(tensor, name, "broadcast")
     target = tensor if tensor.is_contiguous() else tensor.contiguous()
+    _device.wait_for_producers((target,))
     core = _core.broadcast_async(name, target.data_ptr(), _DTYPE_NAMES[tensor.dtype], list(tensor.shape),
-                                 int(root_rank), _set_id(process_set, "broadcast"))
+                                 int(root_rank), _set_id(process_set, "broadcast"), device)
 
     def finish():
         if target is not tensor:

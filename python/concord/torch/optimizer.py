@@ -53,6 +53,10 @@ def _split_groups(params, groups, num_groups):
     return result
 
 
+_ZERO_GRAD_IN_FLIGHT = ("optimizer.zero_grad() was called after loss.backward() but before "
+                        "optimizer.step() or optimizer.synchronize()")
+
+
 class _DistributedOptimizer(torch.optim.Optimizer):
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
                  gradient_predivide_factor, num_groups, groups, sparse_as_dense=False, process_set=None):
@@ -118,13 +122,18 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 return
             group = self._group_of.get(p)
             if group is None:
-                self._handles[p] = self._allreduce_grad_async(p)
+                self._gradient_ready(p)
                 return
             ready = self._group_ready.setdefault(group, set())
             ready.add(p)
             if len(ready) == len(self._groups[group]):
                 self._submit_group(group)
         return hook
+
+    def _gradient_ready(self, p):
+        """Backward has produced p's (ungrouped) gradient: start its allreduce now (forward
+        chaining overrides this to queue it in forward order, overlap.py)."""
+        self._handles[p] = self._allreduce_grad_async(p)
 
     def _scale_factors(self):
         if self.op == Average:
@@ -225,15 +234,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def zero_grad(self, *args, **kwargs):
         """As the wrapped optimizer's, but refuses to run while allreduces are in flight."""
         if self._handles or self._group_handles or any(self._group_ready.values()):
-            raise AssertionError("optimizer.zero_grad() was called after loss.backward() but before "
-                                 "optimizer.step() or optimizer.synchronize()")
+            raise AssertionError(_ZERO_GRAD_IN_FLIGHT)
         return super(self.__class__, self).zero_grad(*args, **kwargs)
 
 
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
                          num_groups=0, groups=None, overlap_forward=False, model=None, sparse_as_dense=False,
-                         process_set=None):
+                         process_set=None, gradient_queuing=True):
     """Wrap ``optimizer`` so that ``step()`` applies gradients averaged over all ranks.
 
     Args:
@@ -260,6 +268,12 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
             forward pass or saving. Needs ``model``.
         model (torch.nn.Module): with overlap_forward, the model whose modules get the
             forward pre-hooks.
+        gradient_queuing (bool): with overlap_forward (ignored otherwise), C-Cube's gradient
+            queuing (default True): the ungrouped gradients are queued during backward and
+            their allreduces started by ``step()`` in forward order (the order the modules
+            ran in the forward pass), so the first layer's gradient, which the next forward
+            needs first, is reduced first; False starts each allreduce as soon as backward
+            produces the gradient (backward order), as the plain optimizer does.
         process_set (ProcessSet, optional): average over these ranks only (default: all).
         sparse_as_dense (bool): densify ``torch.sparse`` gradients (e.g. of
             ``nn.Embedding(sparse=True)``) and allreduce them like the others; False
@@ -293,5 +307,5 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     result = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
                  gradient_predivide_factor, num_groups, groups, sparse_as_dense, process_set)
     if overlap_forward:
-        result._init_overlap(model)
+        result._init_overlap(model, gradient_queuing)
     return result

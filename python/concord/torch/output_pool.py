@@ -62,11 +62,11 @@ class OutputPool:
     def empty_like(self, tensor):
         """A new contiguous tensor with ``tensor``'s shape and dtype, contents unspecified.
 
-        From the pool when it is at least MIN_BYTES and the pool is enabled, else
-        ``torch.empty_like``.
+        From the pool when it is a CPU tensor of at least MIN_BYTES and the pool is enabled,
+        else ``torch.empty_like`` (on ``tensor``'s device).
         """
         nbytes = tensor.numel() * tensor.element_size()
-        if nbytes < MIN_BYTES or self.capacity <= 0:
+        if tensor.device.type != "cpu" or nbytes < MIN_BYTES or self.capacity <= 0:  # a CUDA result stays on its device
             return torch.empty_like(tensor, memory_format=torch.contiguous_format)
         block = self._take(nbytes)
         if block is None:

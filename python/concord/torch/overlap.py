@@ -7,10 +7,17 @@ likewise lets the next forward start before every allreduce is done).
 
 How a step runs:
 
-1. backward starts each gradient's allreduce as soon as the gradient is ready (as in the
-   plain DistributedOptimizer);
-2. ``step()`` starts the allreduces backward did not reach (unused parameters, with a zero
-   gradient) and returns at once: every trainable parameter is now *pending*, and the
+1. backward queues each gradient as soon as it is ready (``gradient_queuing=True``, the
+   default: C-Cube's gradient queuing; with False it starts the allreduce at once, in
+   backward order, as the plain DistributedOptimizer does). Gradients of ``groups`` /
+   ``num_groups`` are submitted when their group is complete, as without overlap;
+2. ``step()`` starts the queued allreduces in *forward* order (the order in which the
+   modules' forward pre-hooks first ran), so the runtime fuses and reduces the first
+   layer's gradient first and, with the tree allreduces (which finish their buffer front to
+   back, per-range completion), it becomes final first, ready for the first module of the
+   next forward pass; then it starts the allreduces backward did not reach (unused
+   parameters, with a zero gradient) and returns at once: every trainable parameter is now
+   *pending*, and the
    optimizer's hyperparameters (learning rate, ...) are captured as they are now, so an LR
    scheduler stepped after ``step()`` affects the next step, as without overlap;
 3. in the next forward pass, a forward pre-hook on every module that owns parameters waits
@@ -35,7 +42,7 @@ tensor hook raises RuntimeError before it does; call ``finish()`` before such a 
 """
 
 from concord.torch.mpi_ops import synchronize
-from concord.torch.optimizer import _DistributedOptimizer
+from concord.torch.optimizer import _ZERO_GRAD_IN_FLIGHT, _DistributedOptimizer
 
 
 class _PendingAllreduce:
@@ -53,9 +60,12 @@ class _OverlapForward:
     """Methods that replace or extend _DistributedOptimizer's when overlap_forward=True;
     merged into the same dynamically created optimizer class."""
 
-    def _init_overlap(self, model):
+    def _init_overlap(self, model, queuing=True):
         """Registers the forward pre-hooks (once) on every module of ``model`` that owns
-        optimized parameters."""
+        optimized parameters; ``queuing`` as DistributedOptimizer's gradient_queuing."""
+        self._overlap_queuing = queuing
+        self._overlap_queue = {}     # parameter -> None: gradients ready, allreduce not started
+        self._overlap_position = {}  # parameter -> its place in the forward order
         self._overlap_pending = {}   # parameter -> _PendingAllreduce, in update order
         self._overlap_hyper = None   # per param group: its hyperparameters at step()
         self._overlap_zero = None    # (args, kwargs) of a zero_grad() deferred for pending parameters
@@ -70,9 +80,30 @@ class _OverlapForward:
 
     def _make_pre_hook(self, owned):
         def pre_hook(_module, _inputs):
+            for p in owned:  # the forward order, as first seen
+                self._overlap_position.setdefault(p, len(self._overlap_position))
             if self._overlap_pending:
                 self._apply_updates(owned)
         return pre_hook
+
+    def _gradient_ready(self, p):
+        """Queues p's gradient (started by _start_queued in forward order), or starts its
+        allreduce at once without gradient queuing."""
+        if self._overlap_queuing:
+            self._overlap_queue[p] = None
+        else:
+            _DistributedOptimizer._gradient_ready(self, p)
+
+    def _start_queued(self):
+        """Starts the queued allreduces in forward order (parameters no forward pre-hook
+        has seen come last, by name), so the runtime negotiates, fuses and reduces them in
+        that order on every rank."""
+        unseen = len(self._overlap_position)
+        order = sorted(self._overlap_queue,
+                       key=lambda p: (self._overlap_position.get(p, unseen), self._parameter_names[p]))
+        self._overlap_queue.clear()
+        for p in order:
+            self._handles[p] = self._allreduce_grad_async(p)
 
     def _refuse_if_pending(self, p):
         """A tensor hook on ``p``: runs before backward accumulates into p.grad, which is
@@ -139,6 +170,7 @@ class _OverlapForward:
         for the current gradients' allreduces and writes them (the next step() then updates
         every parameter at once)."""
         self.finish()
+        self._start_queued()
         _DistributedOptimizer.synchronize(self)
 
     def step(self, closure=None):
@@ -156,6 +188,7 @@ class _OverlapForward:
         if closure is not None:
             raise ValueError("DistributedOptimizer(overlap_forward=True): step(closure) is not supported")
         self.finish()  # parameters no forward reached since the last step
+        self._start_queued()
         self._start_missing_allreduces()
         for p, (handle, (compressed, ctx)) in self._handles.items():
             self._overlap_pending[p] = _PendingAllreduce(handle, [(p, compressed, ctx)])
@@ -172,6 +205,8 @@ class _OverlapForward:
         """As the plain DistributedOptimizer's for parameters that are not pending; for
         pending ones (their gradient buffers are still being reduced) it is applied right
         after their update."""
+        if self._overlap_queue:  # queued gradients not reduced yet: as a started allreduce
+            raise AssertionError(_ZERO_GRAD_IN_FLIGHT)
         pending = set(self._overlap_pending)
         if pending:
             self._overlap_zero = (args, kwargs)

@@ -1,6 +1,7 @@
 #include "device/cuda/cuda_device.h"
 
 #include <cuda_runtime_api.h>
+#include <unistd.h>
 
 #include <vector>
 
@@ -85,6 +86,7 @@ class CudaStream : public Stream {
     check(cudaStreamWaitEvent(stream_, dynamic_cast<CudaEvent&>(event).get(), 0), "cudaStreamWaitEvent");
   }
   void synchronize() override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
+  void* cuda_stream() override { return stream_; }
 
  private:
   int ordinal_;
@@ -114,6 +116,11 @@ CudaDevice::CudaDevice(int ordinal) : ordinal_(ordinal) {
   cudaDeviceProp properties{};
   check(cudaGetDeviceProperties(&properties, ordinal), "cudaGetDeviceProperties");
   name_ = "cuda:" + std::to_string(ordinal) + " (" + properties.name + ")";
+  char bus[64] = {};
+  check(cudaDeviceGetPCIBusId(bus, sizeof bus, ordinal), "cudaDeviceGetPCIBusId");
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  hardware_id_ = std::string(host) + "/" + bus;
 }
 
 std::string CudaDevice::name() const { return name_; }
@@ -123,11 +130,14 @@ void* CudaDevice::allocate(size_t bytes) {
   use(ordinal_);
   void* data = nullptr;
   check(cudaMalloc(&data, bytes), "cudaMalloc");
+  pointers_.notify_alloc({reinterpret_cast<uintptr_t>(data), bytes, ordinal_, 0});
   return data;
 }
 
 void CudaDevice::free(void* data) {
-  if (data != nullptr) check(cudaFree(data), "cudaFree");
+  if (data == nullptr) return;
+  pointers_.notify_free(data);
+  check(cudaFree(data), "cudaFree");
 }
 
 void* CudaDevice::allocate_host(size_t bytes) {
@@ -139,6 +149,14 @@ void* CudaDevice::allocate_host(size_t bytes) {
 
 void CudaDevice::free_host(void* data) {
   if (data != nullptr) check(cudaFreeHost(data), "cudaFreeHost");
+}
+
+bool CudaDevice::is_device_pointer(const void* data) const {
+  try {
+    return pointers_.lookup(data).is_device();
+  } catch (const DeviceError&) {
+    return false;  // the driver could not tell: treat as host memory (never dereferenced here)
+  }
 }
 
 std::unique_ptr<Stream> CudaDevice::create_stream() { return std::make_unique<CudaStream>(ordinal_); }

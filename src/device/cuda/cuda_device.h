@@ -6,7 +6,9 @@
 #include <memory>
 #include <string>
 
+#include "device/cuda/driver_api.h"
 #include "device/device.h"
+#include "device/pointer_cache.h"
 
 namespace concord::cuda {
 
@@ -28,11 +30,21 @@ class CudaDevice : public Device {
   void free_host(void* data) override;
   std::unique_ptr<Stream> create_stream() override;
   std::unique_ptr<Event> create_event() override;
+  /// Through the pointer cache (device/pointer_cache.h): allocations of this device are
+  /// registered when made and forgotten when freed; any other pointer costs one
+  /// cuPointerGetAttributes the first time its allocation is seen (device memory of any
+  /// allocator, e.g. PyTorch's, is then cached; host memory is asked every time).
+  bool is_device_pointer(const void* data) const override;
+  int cuda_ordinal() const override { return ordinal_; }
+  std::string hardware_id() const override { return hardware_id_; }
   int ordinal() const { return ordinal_; }
 
  private:
   int ordinal_;
   std::string name_;
+  std::string hardware_id_;
+  mutable cuda::DriverAttributeProvider driver_;
+  mutable PointerCache pointers_{driver_};
 };
 
 }  // namespace concord::cuda

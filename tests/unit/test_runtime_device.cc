@@ -1,0 +1,242 @@
+// Device tensors through the whole runtime cycle (enqueue -> negotiate -> fuse -> execute on
+// the device data path -> complete handles) at 1..16 in-process ranks, each rank owning a
+// strict emulated device (device/emulated_device.h): its memory is inaccessible to the
+// host, so any host access to device memory in the runtime crashes this test. Results
+// must be bit-identical to the same allreduces of host tensors (test_support/
+// device_scenarios.h). Also: broadcast of device tensors, the host-vs-device mismatch
+// (an error on every rank naming the tensor, the ranks and both memories), the clear
+// errors of collectives that do not take device tensors, and join() with a device tensor.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "concord/errors.h"
+#include "device/emulated_device.h"
+#include "rank_runner.h"
+#include "runtime/runtime.h"
+#include "test_support/device_scenarios.h"
+#include "transport/communicator_set.h"
+
+namespace concord {
+namespace {
+
+using testdevice::AllreduceCase;
+using testdevice::DeviceTensor;
+using testing_util::run_ranks;
+
+Config test_config() {
+  Config config;  // the built-in defaults, whatever the environment says
+  config.cycle_time_ms = 0.2;
+  config.autotune = false;
+  return config;
+}
+
+Request request(const std::string& name, CollectiveType type, ReduceOp op = ReduceOp::kSum, int root = 0) {
+  Request r;
+  r.name = name;
+  r.type = type;
+  r.op = op;
+  r.root = root;
+  return r;
+}
+
+// A runtime whose device 0 is `device`, named "emulated:0".
+std::unique_ptr<Runtime> make_runtime(Communicator& world, std::shared_ptr<EmulatedDevice> device) {
+  auto devices = std::make_shared<DeviceSet>(std::vector<std::shared_ptr<Device>>{std::move(device)}, "emulated");
+  return std::make_unique<Runtime>(split_communicator_set(world), test_config(), std::vector<std::vector<int>>{},
+                                   devices);
+}
+
+std::string error_of(const Handle& handle) {
+  try {
+    handle.wait();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "";
+}
+
+class RuntimeDevice : public ::testing::TestWithParam<int> {};
+
+TEST_P(RuntimeDevice, AllreduceOfDeviceTensorsEqualsHostRunBitForBit) {
+  const int P = GetParam();
+  const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
+    auto device = std::make_shared<EmulatedDevice>();
+    auto runtime = make_runtime(world, device);
+    const int rank = runtime->rank();
+    for (int round = 0; round < 2; ++round) {  // round 1 hits the response cache
+      const std::string problem = testdevice::compare_device_and_host(
+          *device, 0, rank, P, "r" + std::to_string(round),
+          [&](const std::string& name, const TensorView& in, const TensorView& out, const AllreduceCase& c) {
+            Request r = request(name, CollectiveType::kAllreduce, c.op);
+            r.prescale_factor = c.prescale;
+            r.postscale_factor = c.postscale;
+            return runtime->enqueue(r, in, out);
+          });
+      ASSERT_EQ(problem, "") << "round " << round;
+    }
+    runtime->shutdown();
+  });
+  EXPECT_EQ(failure, "") << "P=" << P;
+}
+
+TEST_P(RuntimeDevice, GroupedAllreduceAndBroadcastOfDeviceTensors) {
+  const int P = GetParam();
+  const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
+    auto device = std::make_shared<EmulatedDevice>();
+    auto runtime = make_runtime(world, device);
+    const int rank = runtime->rank();
+    // A group of three device tensors (fused together, completed per range).
+    std::vector<DeviceTensor> tensors;
+    std::vector<Request> requests;
+    std::vector<TensorView> views;
+    const std::vector<size_t> counts = {5, 0, 70001};
+    for (size_t t = 0; t < counts.size(); ++t) {
+      tensors.emplace_back(*device, testdevice::make_input(rank, counts[t], DataType::kFloat32, ReduceOp::kSum));
+      requests.push_back(request("group." + std::to_string(t), CollectiveType::kAllreduce));
+      requests.back().group = "group.0";
+      requests.back().group_size = static_cast<int32_t>(counts.size());
+      views.push_back(TensorView{tensors.back().data(), DataType::kFloat32, {static_cast<int64_t>(counts[t])}, 0});
+    }
+    for (auto& handle : runtime->enqueue_group(requests, views, views)) handle.wait();
+    for (size_t t = 0; t < counts.size(); ++t) {
+      const auto result = tensors[t].read();
+      for (size_t i = 0; i < counts[t]; ++i) {
+        double exact = 0;
+        for (int r = 0; r < P; ++r) exact += testdevice::input_value(r, i, DataType::kFloat32, ReduceOp::kSum);
+        ASSERT_EQ(testing_util::load(result.data(), i, DataType::kFloat32), exact)
+            << "rank " << rank << " grouped tensor " << t << " element " << i;
+      }
+    }
+    // Broadcast from every root, of a device tensor.
+    for (int root = 0; root < P; ++root) {
+      const size_t n = 1001;
+      DeviceTensor tensor(*device, testdevice::make_input(rank, n, DataType::kBFloat16, ReduceOp::kSum));
+      const TensorView view{tensor.data(), DataType::kBFloat16, {static_cast<int64_t>(n)}, 0};
+      runtime
+          ->enqueue(request("b" + std::to_string(root), CollectiveType::kBroadcast, ReduceOp::kSum, root), view, view)
+          .wait();
+      ASSERT_EQ(tensor.read(), testdevice::make_input(root, n, DataType::kBFloat16, ReduceOp::kSum))
+          << "rank " << rank << " broadcast from root " << root;
+    }
+    runtime->shutdown();
+  });
+  EXPECT_EQ(failure, "") << "P=" << P;
+}
+
+// Host memory on the last rank, device memory elsewhere: a MismatchError on every rank
+// naming the tensor, the ranks and both memories; the runtime goes on afterwards.
+TEST_P(RuntimeDevice, HostOnOneRankDeviceOnAnotherIsAMismatchOnEveryRank) {
+  const int P = GetParam();
+  if (P == 1) GTEST_SKIP() << "a mismatch needs two ranks";
+  const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
+    auto device = std::make_shared<EmulatedDevice>();
+    auto runtime = make_runtime(world, device);
+    const int rank = runtime->rank();
+    std::vector<uint8_t> host(16, 0);
+    DeviceTensor tensor(*device, host);
+    const bool on_host = rank == P - 1;
+    const TensorView view{
+        on_host ? static_cast<void*>(host.data()) : tensor.data(), DataType::kFloat32, {4}, on_host ? kHostMemory : 0};
+    Handle handle;
+    for (CollectiveType type : {CollectiveType::kAllreduce, CollectiveType::kBroadcast}) {
+      const std::string name = std::string("mixed.") + collective_name(type);
+      handle = runtime->enqueue(request(name, type), view, view);
+      std::string devices = "0";
+      for (int r = 1; r < P - 1; ++r) devices += ", " + std::to_string(r);
+      const std::string expected = "Mismatched device for tensor '" + name + "': emulated:0 on ranks [" + devices +
+                                   "], cpu on ranks [" + std::to_string(P - 1) + "]";
+      try {
+        handle.wait();
+        FAIL() << "rank " << rank << ": no MismatchError for " << name;
+      } catch (const MismatchError& error) {
+        EXPECT_NE(std::string(error.what()).find(expected), std::string::npos)
+            << "rank " << rank << ": " << error.what() << "\nexpected: " << expected;
+      }
+    }
+    const TensorView everywhere_on_device{tensor.data(), DataType::kFloat32, {4}, 0};
+    runtime->enqueue(request("after", CollectiveType::kAllreduce), everywhere_on_device, everywhere_on_device).wait();
+    runtime->shutdown();
+  });
+  EXPECT_EQ(failure, "") << "P=" << P;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, RuntimeDevice, ::testing::Values(1, 2, 3, 4, 5, 7, 8, 11, 16),
+                         [](const auto& info) { return "P" + std::to_string(info.param); });
+
+// Collectives without a device data path reject device tensors at submission, naming the
+// tensor, the collective and the device; so do unknown devices, mixed input/output memory
+// and a second device in one process.
+TEST(RuntimeDeviceErrors, UnsupportedCollectivesAndBadDevicesAreRejectedAtSubmission) {
+  const std::string failure = run_ranks(1, [&](Communicator& world, const testing_util::AbortFlag&) {
+    auto device = std::make_shared<EmulatedDevice>();
+    auto second = std::make_shared<EmulatedDevice>();
+    auto devices = std::make_shared<DeviceSet>(std::vector<std::shared_ptr<Device>>{device, second}, "emulated");
+    Runtime runtime(split_communicator_set(world), test_config(), {}, devices);
+    DeviceTensor tensor(*device, std::vector<uint8_t>(16, 0));
+    DeviceTensor other(*second, std::vector<uint8_t>(16, 0));
+    std::vector<float> host(4, 1.0f);
+    const TensorView on_device{tensor.data(), DataType::kFloat32, {4}, 0};
+    const TensorView on_host{host.data(), DataType::kFloat32, {4}};
+    const auto rejects = [&](Request r, const TensorView& in, const TensorView& out, const std::string& text) {
+      try {
+        runtime.enqueue(r, in, out);
+        ADD_FAILURE() << r.name << ": accepted";
+      } catch (const InvalidArgument& error) {
+        const std::string message = error.what();
+        EXPECT_NE(message.find("'" + r.name + "'"), std::string::npos) << message;
+        EXPECT_NE(message.find(text), std::string::npos) << message << "\nexpected: " << text;
+      }
+    };
+    rejects(request("gather", CollectiveType::kAllgather), on_device, on_device,
+            "allgather of tensor 'gather': the tensor is on emulated:0 but only allreduce (not Adasum) and broadcast");
+    rejects(request("scatter", CollectiveType::kReducescatter), on_device,
+            TensorView{tensor.data(), DataType::kFloat32, {4}, 0},
+            "reducescatter of tensor 'scatter': the tensor is on emulated:0");
+    Request all = request("all", CollectiveType::kAlltoall);
+    rejects(all, on_device, on_device, "alltoall of tensor 'all': the tensor is on emulated:0");
+    rejects(request("adasum", CollectiveType::kAllreduce, ReduceOp::kAdasum), on_device, on_device,
+            "the tensor is on emulated:0 and the Adasum op");
+    rejects(request("nowhere", CollectiveType::kAllreduce), TensorView{tensor.data(), DataType::kFloat32, {4}, 7},
+            TensorView{tensor.data(), DataType::kFloat32, {4}, 7}, "device 7 does not exist");
+    rejects(request("split", CollectiveType::kAllreduce), on_device, on_host,
+            "the input is on emulated:0 but the output in host memory");
+    rejects(request("split2", CollectiveType::kAllreduce), on_host, on_device,
+            "the input is in host memory but the output on device 0");
+    runtime.enqueue(request("first", CollectiveType::kAllreduce), on_device, on_device).wait();
+    const TensorView on_second{other.data(), DataType::kFloat32, {4}, 1};
+    rejects(request("second", CollectiveType::kAllreduce), on_second, on_second,
+            "this process already uses emulated:0 (one device per process");
+    runtime.shutdown();
+  });
+  EXPECT_EQ(failure, "");
+}
+
+// A device tensor allreduced while a rank has joined fails on every rank (a joined rank
+// has no device tensor to contribute zeros from); the job goes on.
+TEST(RuntimeDeviceErrors, DeviceTensorWhileARankHasJoinedFailsOnEveryRank) {
+  const int P = 3;
+  const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
+    auto device = std::make_shared<EmulatedDevice>();
+    auto runtime = make_runtime(world, device);
+    const int rank = runtime->rank();
+    if (rank == P - 1) {
+      Request join = request("concord.join", CollectiveType::kJoin);
+      runtime->enqueue(join, TensorView{}, TensorView{}).wait();
+    } else {
+      DeviceTensor tensor(*device, std::vector<uint8_t>(16, 0));
+      const TensorView view{tensor.data(), DataType::kFloat32, {4}, 0};
+      const std::string error = error_of(runtime->enqueue(request("late", CollectiveType::kAllreduce), view, view));
+      EXPECT_NE(error.find("tensor 'late' is in device memory while rank(s) [2] have joined"), std::string::npos)
+          << "rank " << rank << ": " << error;
+      runtime->enqueue(request("concord.join", CollectiveType::kJoin), TensorView{}, TensorView{}).wait();
+    }
+    runtime->shutdown();
+  });
+  EXPECT_EQ(failure, "");
+}
+
+}  // namespace
+}  // namespace concord
