@@ -131,8 +131,8 @@ void AllreduceHierarchical::start_inter() {
 void AllreduceHierarchical::start_broadcast() {
   phase_ = Step::kBroadcast;
   const Problem problem = call_problem(count_, dtype_, op_, chunk_bytes_);
-  const auto& entry = select_algorithm(broadcast_algorithms(), in_bytes(on_node(problem, local_->size())),
-                                       cost_params_, phases_.broadcast);
+  const auto& entry = select_algorithm(broadcast_algorithms(), in_bytes(on_node(problem, local_->size())), cost_params_,
+                                       phases_.broadcast);
   auto& broadcast = instance(broadcasts_, entry, AlgorithmContext{*local_, scratch_, chunk_bytes_, {}, cost_params_});
   broadcast.start(data_, problem.bytes(), 0);
   running_ = &broadcast;
@@ -221,8 +221,8 @@ Cost AllreduceHierarchical::composed_cost(const Problem& problem, const CostPara
   for (int v = 0; v < L; ++v) {  // local rank v; the local root (v = 0) also runs the inter phase
     const RankTraffic up = chosen.reduce.sent_by(local, v);
     const RankTraffic down = chosen.broadcast.sent_by(bytes, v);
-    cost.max_messages_sent = std::max(cost.max_messages_sent,
-                                      up.messages + down.messages + (v == 0 ? inter.max_messages_sent : 0));
+    cost.max_messages_sent =
+        std::max(cost.max_messages_sent, up.messages + down.messages + (v == 0 ? inter.max_messages_sent : 0));
     cost.max_bytes_sent = std::max(cost.max_bytes_sent, up.bytes + down.bytes + (v == 0 ? inter.max_bytes_sent : 0));
   }
   return cost;

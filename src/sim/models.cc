@@ -77,37 +77,36 @@ HierarchicalPhases phases_of(const Problem& problem, const Topology& topology) {
 }
 
 Model hierarchical_model() {
-  return {AllreduceHierarchical::kName,
-          [](const Problem& p, const Topology& t) {
-            const HierarchicalPhases phases = phases_of(p, t);
-            const Problem local = AllreduceHierarchical::local_problem(p);
-            const Problem bytes = AllreduceHierarchical::broadcast_problem(p);
-            return hierarchical_schedule(
-                p, t.ranks_per_node(),
-                [&](Schedule& s, const Group& node, OpId ready) { return phases.reduce.append(s, node, ready, local); },
-                [&](const Problem& among) { return phases.inter.schedule(among, Topology::flat(among.ranks, {})); },
-                [&](Schedule& s, const Group& node, OpId ready) {
-                  return phases.broadcast.append(s, node, ready, bytes);
-                });
-          },
-          [](const Problem& p, const Topology& t) -> uint64_t {
-            // The phases' exact counts, as the registry's composed cost adds them.
-            const auto chosen = AllreduceHierarchical::choose(p, params_of(t));
-            const Problem local = AllreduceHierarchical::local_problem(p);
-            const uint64_t intra = chosen.reduce.cost(local).total_messages_sent +
-                                   chosen.broadcast.cost(AllreduceHierarchical::broadcast_problem(p)).total_messages_sent;
-            const Problem among = AllreduceHierarchical::inter_problem(p);
-            return trivial(p) ? 0 : t.nodes() * intra + find_simulated(chosen.inter.name).messages(among, t);
-          },
-          [](const Problem& p, const Topology& t, double gamma) {
-            if (trivial(p)) return 0.0;
-            const HierarchicalPhases phases = phases_of(p, t);
-            const LinkParams inter = t.nodes() > 1 ? t.inter() : t.intra();
-            const Problem among = AllreduceHierarchical::inter_problem(p);
-            return phases.reduce.closed_form(AllreduceHierarchical::local_problem(p), t.intra(), gamma) +
-                   phases.inter.closed_form(among, Topology::flat(t.nodes(), inter), gamma) +
-                   phases.broadcast.closed_form(AllreduceHierarchical::broadcast_problem(p), t.intra(), gamma);
-          }};
+  return {
+      AllreduceHierarchical::kName,
+      [](const Problem& p, const Topology& t) {
+        const HierarchicalPhases phases = phases_of(p, t);
+        const Problem local = AllreduceHierarchical::local_problem(p);
+        const Problem bytes = AllreduceHierarchical::broadcast_problem(p);
+        return hierarchical_schedule(
+            p, t.ranks_per_node(),
+            [&](Schedule& s, const Group& node, OpId ready) { return phases.reduce.append(s, node, ready, local); },
+            [&](const Problem& among) { return phases.inter.schedule(among, Topology::flat(among.ranks, {})); },
+            [&](Schedule& s, const Group& node, OpId ready) { return phases.broadcast.append(s, node, ready, bytes); });
+      },
+      [](const Problem& p, const Topology& t) -> uint64_t {
+        // The phases' exact counts, as the registry's composed cost adds them.
+        const auto chosen = AllreduceHierarchical::choose(p, params_of(t));
+        const Problem local = AllreduceHierarchical::local_problem(p);
+        const uint64_t intra = chosen.reduce.cost(local).total_messages_sent +
+                               chosen.broadcast.cost(AllreduceHierarchical::broadcast_problem(p)).total_messages_sent;
+        const Problem among = AllreduceHierarchical::inter_problem(p);
+        return trivial(p) ? 0 : t.nodes() * intra + find_simulated(chosen.inter.name).messages(among, t);
+      },
+      [](const Problem& p, const Topology& t, double gamma) {
+        if (trivial(p)) return 0.0;
+        const HierarchicalPhases phases = phases_of(p, t);
+        const LinkParams inter = t.nodes() > 1 ? t.inter() : t.intra();
+        const Problem among = AllreduceHierarchical::inter_problem(p);
+        return phases.reduce.closed_form(AllreduceHierarchical::local_problem(p), t.intra(), gamma) +
+               phases.inter.closed_form(among, Topology::flat(t.nodes(), inter), gamma) +
+               phases.broadcast.closed_form(AllreduceHierarchical::broadcast_problem(p), t.intra(), gamma);
+      }};
 }
 
 // A tree phase within one node: `shape` over the node, the problem's count in `chunks`.
@@ -141,8 +140,8 @@ const std::vector<PhaseModel>& reduce_models() {
        [](Schedule& s, const Group& node, OpId, const Problem& p) -> OpId {
          const int chunks = patterns::ChunkPlan::make(p.count, p.element_size, p.chunk_bytes).chunks;
          if (node.size() == 1 || chunks == 0) return kNoOp;
-         return s.join(node.ranks[0], append_tree_reduce(s, node, binomial_shape(node.size()), 0, p.count,
-                                                         p.element_size, chunks));
+         return s.join(node.ranks[0],
+                       append_tree_reduce(s, node, binomial_shape(node.size()), 0, p.count, p.element_size, chunks));
        },
        binomial_reduce_closed_form},
   };

@@ -104,8 +104,7 @@ void check(int P, int per_node, size_t n, const AllreduceHierarchical::Phases& p
                                       AlgorithmContext ctx{comm, scratch[comm.rank()], 64, nodes, CostParams{}};
                                       AllreduceHierarchical algorithm(ctx, phases);
                                       comm.reset_counters();
-                                      algorithm.start(data[comm.rank()].data(), n, DataType::kFloat32,
-                                                      ReduceOp::kSum);
+                                      algorithm.start(data[comm.rank()].data(), n, DataType::kFloat32, ReduceOp::kSum);
                                       testing_util::drive(algorithm, aborted);
                                       traffic[comm.rank()] = comm.counters();
                                     }),
@@ -180,8 +179,7 @@ TEST(HierarchicalPhases, NamedPhasesAreHonouredAndUnknownNamesRefused) {
   EXPECT_EQ(AllreduceHierarchical::choose(problem, CostParams{}, {"", "tree", "chain"}).inter.name, "tree");
   EXPECT_EQ(AllreduceHierarchical::choose(problem, CostParams{}, {"", "tree", "chain"}).broadcast.name, "chain");
   // hierarchical among the roots declines (one rank per node) and falls back to the cost model.
-  EXPECT_NE(AllreduceHierarchical::choose(problem, CostParams{}, {"", "hierarchical", ""}).inter.name,
-            "hierarchical");
+  EXPECT_NE(AllreduceHierarchical::choose(problem, CostParams{}, {"", "hierarchical", ""}).inter.name, "hierarchical");
   const std::string error = testing_util::run_ranks(2, [&](Communicator& comm, const AbortFlag&) {
     ScratchBuffer scratch;
     AllreduceHierarchical algorithm(AlgorithmContext{comm, scratch, 64, {0, 1}}, {"", "no_such", ""});

@@ -32,16 +32,16 @@ TEST_P(ReduceBinomialTest, EveryRootExactWithTrafficAsCosted) {
         for (size_t i = 0; i < n; ++i) data[r][i] = value(r, i);
       std::vector<ScratchBuffer> scratch(P);
       std::vector<TrafficCounters> traffic(P);
-      ASSERT_EQ(testing_util::run_ranks(P,
-                                        [&](Communicator& comm, const AbortFlag& aborted) {
-                                          auto algorithm = find_algorithm(reduce_algorithms(), "binomial")
-                                                               .create(AlgorithmContext{comm, scratch[comm.rank()], 64});
-                                          comm.reset_counters();
-                                          algorithm->start(data[comm.rank()].data(), n, DataType::kInt32,
-                                                           ReduceOp::kSum, root);
-                                          testing_util::drive(*algorithm, aborted);
-                                          traffic[comm.rank()] = comm.counters();
-                                        }),
+      ASSERT_EQ(testing_util::run_ranks(
+                    P,
+                    [&](Communicator& comm, const AbortFlag& aborted) {
+                      auto algorithm = find_algorithm(reduce_algorithms(), "binomial")
+                                           .create(AlgorithmContext{comm, scratch[comm.rank()], 64});
+                      comm.reset_counters();
+                      algorithm->start(data[comm.rank()].data(), n, DataType::kInt32, ReduceOp::kSum, root);
+                      testing_util::drive(*algorithm, aborted);
+                      traffic[comm.rank()] = comm.counters();
+                    }),
                 "")
           << what;
       for (size_t i = 0; i < n; ++i) {

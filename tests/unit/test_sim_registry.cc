@@ -54,9 +54,9 @@ TEST(SimRegistry, DeclinesAsTheRegistryOnTheTopologysNodes) {
     Topology topology;
     bool declines;
   };
-  for (const Case& c : {Case{Topology::flat(8, link), true}, Case{Topology::two_level(8, 8, link, link), true},
-                        Case{Topology::two_level(8, 4, link, link), false},
-                        Case{Topology::two_level(6, 4, link, link), true}}) {
+  for (const Case& c :
+       {Case{Topology::flat(8, link), true}, Case{Topology::two_level(8, 8, link, link), true},
+        Case{Topology::two_level(8, 4, link, link), false}, Case{Topology::two_level(6, 4, link, link), true}}) {
     const Problem problem = allreduce_problem(1024, c.topology);
     const std::string reason = hierarchical.declines(problem, c.topology);
     EXPECT_EQ(!reason.empty(), c.declines) << c.topology.describe() << ": " << reason;

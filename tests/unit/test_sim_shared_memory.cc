@@ -48,8 +48,7 @@ TEST(SimSharedMemory, RingAndTreeClosedFormsFollowTheEngineOnOneNode) {
         // The ring's is exact; the tree's ignores how the serialised copies stall its
         // receive window (TreePipeline::kWindow): within 30% at P = 2..8. It is used only
         // above SimOptions::max_messages, which one node never reaches.
-        EXPECT_NEAR(by_form, by_step, (name == "ring" ? 1e-3 : 0.30) * by_step)
-            << name << " P=" << P << " n=" << bytes;
+        EXPECT_NEAR(by_form, by_step, (name == "ring" ? 1e-3 : 0.30) * by_step) << name << " P=" << P << " n=" << bytes;
         // Slower than the same links as NICs, where copies and reductions overlap (with more
         // than one chunk per message: one chunk has nothing to overlap).
         if (bytes < (size_t{6} << 20)) continue;
