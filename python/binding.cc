@@ -4,8 +4,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <cstring>
-
 #include "common/timeline.h"
 #include "concord/concord.h"
 #include "concord/version.h"
@@ -65,13 +63,11 @@ PYBIND11_MODULE(_core, m) {
       .def("wait", &Handle::wait, py::call_guard<py::gil_scoped_release>())
       .def("output_shape", &Handle::output_shape)
       .def("received_splits", &Handle::received_splits)
-      .def("output_nbytes", [](const Handle& h) { return h.output_bytes().size(); })
+      .def("output_nbytes", &Handle::output_nbytes)
+      .def("output_device", &Handle::output_device)
       .def(
           "copy_output_to",
-          [](const Handle& h, uintptr_t destination) {
-            const auto& bytes = h.output_bytes();
-            if (!bytes.empty()) std::memcpy(reinterpret_cast<void*>(destination), bytes.data(), bytes.size());
-          },
+          [](const Handle& h, uintptr_t destination) { h.copy_output_to(reinterpret_cast<void*>(destination)); },
           py::call_guard<py::gil_scoped_release>());
 
   m.def(
@@ -89,9 +85,11 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "allgather_async",
       [](const std::string& name, uintptr_t input, const std::string& dtype, const std::vector<int64_t>& shape,
-         int process_set) { return allgather_async(name, view(input, dtype, shape), AllgatherOptions{process_set}); },
+         int process_set, int device) {
+        return allgather_async(name, view(input, dtype, shape, device), AllgatherOptions{process_set});
+      },
       py::arg("name"), py::arg("input"), py::arg("dtype"), py::arg("shape"), py::arg("process_set") = 0,
-      py::call_guard<py::gil_scoped_release>());
+      py::arg("device") = kHostMemory, py::call_guard<py::gil_scoped_release>());
   m.def(
       "broadcast_async",
       [](const std::string& name, uintptr_t tensor, const std::string& dtype, const std::vector<int64_t>& shape,

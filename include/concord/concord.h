@@ -102,10 +102,16 @@ struct AllgatherOptions {
 /// reduce-scatter + allgather, Patarasuk & Yuan 2009; halving-doubling; trees; hierarchical;
 /// MPI's own) or forced with CONCORD_ALLREDUCE_ALGORITHM; `concord-info` lists them and
 /// docs/algorithms.md describes them.
+/// Device tensors (TensorView::device, docs/architecture.md "Device tensors in the
+/// runtime"): every collective with data takes them (allreduce except with kAdasum), the
+/// output on the input's device; host memory on some ranks and device memory on others is
+/// a MismatchError on every rank naming the tensor, the ranks and both devices.
 Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
                        const AllreduceOptions& options = {});
 
-/// Starts an allgather: the output (Handle::output_bytes/output_shape) is the rank-ordered
+/// Starts an allgather: the output (Handle::output_shape, and Handle::output_bytes for a
+/// host tensor / Handle::output_data or copy_output_to for a device tensor, whose result is
+/// device memory of the input's device owned by the handle) is the rank-ordered
 /// concatenation along dim 0 of every rank's `input`; dim 0 may differ between ranks, the
 /// other dimensions and the dtype must agree (else MismatchError). Scalars are rejected.
 /// `input` must stay valid until the handle is done. Errors as allreduce_async.
@@ -177,7 +183,8 @@ struct AlltoallOptions {
 
 /// Starts an alltoall: rank r sends rows [sum(splits[:j]), sum(splits[:j+1])) of `input`
 /// to rank j and receives, in rank order, what every rank sent it. After wait(),
-/// Handle::output_shape()/output_bytes() hold the result ([rows received, input.shape[1:]])
+/// Handle::output_shape()/output_bytes() hold the result ([rows received, input.shape[1:]];
+/// for a device tensor in device memory of the input's device, read as allgather_async's)
 /// and Handle::received_splits() the rows received from each rank. The dtype and all but
 /// dim 0 must agree across ranks (else MismatchError). Throws InvalidArgument for a scalar,
 /// splits of the wrong length, negative or not summing to dim 0, equal splits of a dim 0

@@ -24,13 +24,13 @@ std::shared_ptr<DeviceSet> DeviceSet::from_setting(const std::string& setting) {
       cuda.devices, [](int index) { return make_cuda_device(index); }, "cuda");
 }
 
-Device& DeviceSet::at(int index) const {
+std::shared_ptr<Device> DeviceSet::shared(int index) const {
   CONCORD_ENFORCE(index >= 0 && index < count_, InvalidArgument, "device ", index, " does not exist: this process has ",
                   count_, " device(s) (", describe(), ")");
   std::lock_guard<std::mutex> lock(mutex_);
   auto& device = made_.at(static_cast<size_t>(index));
   if (!device) device = factory_(index);
-  return *device;
+  return device;
 }
 
 std::string DeviceSet::name(int index) const {

@@ -37,7 +37,10 @@ class DeviceSet {
   int count() const { return count_; }
   /// Device `index`, made on first use. Throws InvalidArgument naming the index and the
   /// count when there is no such device, DeviceError when it cannot be made.
-  Device& at(int index) const;
+  Device& at(int index) const { return *shared(index); }
+  /// at(index) as a shared pointer, for owners of device memory that may outlive the set
+  /// (a handle's allgather result).
+  std::shared_ptr<Device> shared(int index) const;
   /// "cpu" for kHostMemory, else "<kind>:<index>" (e.g. "cuda:1", "emulated:0") -- the
   /// name negotiation compares and error messages print.
   std::string name(int index) const;

@@ -11,12 +11,14 @@
 
 namespace concord {
 
-DevicePath::DevicePath(Device& device, const AlgorithmContext& context, Timeline& timeline)
-    : device_(device),
+DevicePath::DevicePath(std::shared_ptr<Device> device, int index, const AlgorithmContext& context, Timeline& timeline)
+    : owner_(std::move(device)),
+      device_(*owner_),
+      index_(index),
       context_(context),
       timeline_(timeline),
-      stream_(device.create_stream()),
-      packed_(device.create_event()) {}
+      stream_(device_.create_stream()),
+      packed_(device_.create_event()) {}
 
 DevicePath::~DevicePath() {
   try {  // copies may still use the staging buffer (an operation abandoned after an error)
@@ -24,7 +26,7 @@ DevicePath::~DevicePath() {
   } catch (...) {
   }
   instances_.clear();
-  device_.free_host(host_);
+  for (void* host : host_) device_.free_host(host);
 }
 
 void DevicePath::mark(const Response& response, const char* activity) {
@@ -37,15 +39,67 @@ void DevicePath::unmark(const Response& response) {
   for (const auto& name : response.names) timeline_.activity_end(name);
 }
 
-void* DevicePath::host_staging(size_t bytes) {
-  if (bytes > host_bytes_) {
+void* DevicePath::host_staging(size_t bytes, int slot) {
+  if (bytes > host_bytes_[slot]) {
     stream_->synchronize();
-    device_.free_host(host_);
-    host_ = nullptr;
-    host_ = device_.allocate_host(bytes);
-    host_bytes_ = bytes;
+    device_.free_host(host_[slot]);
+    host_[slot] = nullptr;
+    host_bytes_[slot] = 0;
+    host_[slot] = device_.allocate_host(bytes);
+    host_bytes_[slot] = bytes;
   }
-  return host_;
+  return host_[slot];
+}
+
+uint8_t* DevicePath::staging(size_t bytes, int slot) { return static_cast<uint8_t*>(host_staging(bytes, slot)); }
+
+namespace {
+std::vector<CopySpan> non_empty(const std::vector<CopySpan>& spans) {
+  std::vector<CopySpan> kept;
+  for (const CopySpan& span : spans)
+    if (span.bytes > 0) kept.push_back(span);
+  return kept;
+}
+}  // namespace
+
+void DevicePath::copy_and_wait(const std::vector<CopySpan>& spans, CopyKind kind) {
+  try {
+    stream_->copy_batch(spans, kind);
+    stream_->synchronize();
+  } catch (...) {  // no copy may still run into the callers' memory after a failure
+    try {
+      stream_->synchronize();
+    } catch (...) {
+    }
+    throw;
+  }
+}
+
+void DevicePath::copy_in(const std::vector<CopySpan>& spans, DataType dtype, double factor) {
+  std::vector<CopySpan> staged = non_empty(spans);
+  if (staged.empty()) return;
+  copy_and_wait(staged, CopyKind::kDeviceToHost);
+  if (factor == 1.0) return;
+  for (CopySpan& span : staged) span.src = span.dst;  // scale the staged host bytes in place
+  copy_host_spans(staged, dtype, factor);
+}
+
+void DevicePath::copy_out(const std::vector<CopySpan>& spans, DataType dtype, double factor) {
+  const std::vector<CopySpan> kept = non_empty(spans);
+  if (kept.empty()) return;
+  if (factor != 1.0) {  // the sources are this path's staging buffers: scale them in place
+    std::vector<CopySpan> staged = kept;
+    for (CopySpan& span : staged) span.dst = const_cast<void*>(span.src);
+    copy_host_spans(staged, dtype, factor);
+  }
+  copy_and_wait(kept, CopyKind::kHostToDevice);
+}
+
+void* DevicePath::allocate_output(HandleState& handle, size_t bytes) {
+  handle.output_device = owner_;
+  handle.output_device_index = index_;
+  handle.output_buffer = DeviceBuffer(device_, bytes);
+  return handle.output_buffer.data();
 }
 
 AllreduceAlgorithm& DevicePath::algorithm(const Problem& problem, std::string& activity) {

@@ -16,7 +16,13 @@
 // reading the buffer after the host has waited on the packing's event.
 // Broadcast: device -> pinned host buffer (the root), the host broadcast algorithm, host
 // -> device (the other ranks); stream-ordered copies, the host waits on their completion.
-// Other collectives do not take device tensors (runtime/validate.cc rejects them).
+// Allgather, reduce-scatter and alltoall (fused or not) run the executor's host layout and
+// host algorithm with this path as their CollectiveMemory (runtime/collective_memory.h):
+// the tensors' bytes are staged d2h into pinned host buffers with one copy_batch, results
+// go h2d with one copy_batch into the caller's output (reduce-scatter) or into device
+// memory allocated through the Device and owned by the handle (allgather, alltoall, whose
+// sizes are known only after negotiation); scale factors are applied on the staged host
+// bytes with the CPU kernel.
 #pragma once
 
 #include <map>
@@ -30,15 +36,17 @@
 #include "control/message.h"
 #include "device/device.h"
 #include "device/device_capabilities.h"
+#include "runtime/collective_memory.h"
 #include "runtime/tensor_queue.h"
 
 namespace concord {
 
-class DevicePath {
+class DevicePath : public CollectiveMemory {
  public:
-  /// Runs collectives of tensors on `device` over `context`'s communicator with its cost
-  /// model (the same on every rank). `device` and `timeline` must outlive this object.
-  DevicePath(Device& device, const AlgorithmContext& context, Timeline& timeline);
+  /// Runs collectives of tensors on `device` (device index `index` of the runtime's
+  /// DeviceSet) over `context`'s communicator with its cost model (the same on every
+  /// rank). `timeline` must outlive this object.
+  DevicePath(std::shared_ptr<Device> device, int index, const AlgorithmContext& context, Timeline& timeline);
   ~DevicePath();
   DevicePath(const DevicePath&) = delete;
   DevicePath& operator=(const DevicePath&) = delete;
@@ -56,24 +64,35 @@ class DevicePath {
   /// communicator) with the host algorithm `algorithm` on a pinned host copy.
   void broadcast(TensorEntry& entry, size_t bytes, int root, BroadcastAlgorithm& algorithm);
 
+  // CollectiveMemory: pinned host staging, batched d2h / h2d copies, device results.
+  bool host_accessible() const override { return false; }
+  uint8_t* staging(size_t bytes, int slot) override;
+  void copy_in(const std::vector<CopySpan>& spans, DataType dtype, double factor) override;
+  void copy_out(const std::vector<CopySpan>& spans, DataType dtype, double factor) override;
+  void* allocate_output(HandleState& handle, size_t bytes) override;
+
  private:
   // The device allreduce ranked best for `problem` (created on first use, kept per name
   // and chunk size); `activity` receives its timeline name.
   AllreduceAlgorithm& algorithm(const Problem& problem, std::string& activity);
-  // `bytes` of pinned host memory, grown as needed.
-  void* host_staging(size_t bytes);
+  // `bytes` of pinned host memory in `slot` (0 or 1), grown as needed.
+  void* host_staging(size_t bytes, int slot = 0);
+  // One copy_batch of `spans` on the path's stream, waited for (also after a failure).
+  void copy_and_wait(const std::vector<CopySpan>& spans, CopyKind kind);
   // Opens (name) / closes a timeline activity for every tensor of `response`.
   void mark(const Response& response, const char* activity);
   void unmark(const Response& response);
 
+  std::shared_ptr<Device> owner_;
   Device& device_;
+  int index_;
   AlgorithmContext context_;
   Timeline& timeline_;
   std::unique_ptr<Stream> stream_;  // packing, scaling, copies out, broadcast staging
   std::unique_ptr<Event> packed_;
   DeviceBuffer fusion_buffer_;
-  void* host_ = nullptr;
-  size_t host_bytes_ = 0;
+  void* host_[2] = {nullptr, nullptr};
+  size_t host_bytes_[2] = {0, 0};
   std::map<std::string, std::unique_ptr<AllreduceAlgorithm>> instances_;  // by "name:chunk bytes"
   // Agreed over the ranks at the first device allreduce (CUDA-aware MPI, NCCL).
   std::optional<DeviceCapabilities> capabilities_;

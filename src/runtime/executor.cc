@@ -30,8 +30,13 @@ Executor::~Executor() = default;
 DevicePath& Executor::device_path(int index) {
   CONCORD_ENFORCE(devices_ != nullptr, InternalError, "a device tensor reached an executor without devices");
   auto& path = device_paths_[index];
-  if (!path) path = std::make_unique<DevicePath>(devices_->at(index), context_, timeline_);
+  if (!path) path = std::make_unique<DevicePath>(devices_->shared(index), index, context_, timeline_);
   return *path;
+}
+
+CollectiveMemory& Executor::memory(const Response& response, const TensorEntry& first) {
+  if (!response.device) return host_memory_;
+  return device_path(first.input.device);
 }
 
 Problem Executor::problem(size_t count, DataType dtype, ReduceOp op) const {
@@ -124,8 +129,6 @@ void Executor::execute(const Response& response, TensorQueue& queue) {
                       "' is in device memory while rank(s) ",
                       shape_string(std::vector<int64_t>(response.joined.begin(), response.joined.end())),
                       " have joined: join() works with host tensors only");
-      CONCORD_ENFORCE(response.type == ResponseType::kAllreduce || response.type == ResponseType::kBroadcast,
-                      InternalError, "device response of a collective without a device data path");
     }
     switch (response.type) {
       case ResponseType::kError: throw MismatchError(response.error);
@@ -279,20 +282,19 @@ void Executor::allgather(const Response& response, std::vector<TensorEntry>& ent
   }
   std::vector<size_t> block_offset(P + 1, 0);
   for (size_t r = 0; r < P; ++r) block_offset[r + 1] = block_offset[r] + block_bytes[r];
-  const bool fused = entries.size() > 1;
-  uint8_t* buffer = nullptr;
-  if (fused) {
-    buffer = fusion_buffer_.get(block_offset[P]);
-  } else {  // gather straight into the handle's output
-    entries[0].handle->output_bytes.assign(block_offset[P], 0);
-    buffer = entries[0].handle->output_bytes.data();
-  }
-  uint8_t* own = buffer + block_offset[me];
+  CollectiveMemory& memory = this->memory(response, entries.at(0));
+  // A single host tensor is gathered straight into the handle's output.
+  const bool direct = entries.size() == 1 && memory.host_accessible();
+  uint8_t* buffer = direct ? static_cast<uint8_t*>(memory.allocate_output(*entries[0].handle, block_offset[P]))
+                           : memory.staging(block_offset[P], 0);
+  std::vector<CopySpan> own;
+  size_t offset = block_offset[me];
   for (size_t t = 0; t < entries.size(); ++t) {
     const size_t bytes = static_cast<size_t>(rows[t * P + me]) * row_bytes[t];
-    if (bytes > 0) std::memcpy(own, entries[t].input.data, bytes);
-    own += bytes;
+    own.push_back(CopySpan{buffer + offset, entries[t].input.data, bytes});
+    offset += bytes;
   }
+  memory.copy_in(own, response.dtype, 1.0);
   std::string activity = "allgather";
   const Problem gather_problem = problem(block_offset[P], DataType::kUInt8, ReduceOp::kSum);
   auto& algorithm =
@@ -309,15 +311,17 @@ void Executor::allgather(const Response& response, std::vector<TensorEntry>& ent
     for (size_t r = 0; r < P; ++r) total_rows += rows[t * P + r];
     state.output_shape = entries[t].input.shape;
     state.output_shape.at(0) = total_rows;
-    if (!fused) continue;
-    state.output_bytes.resize(static_cast<size_t>(total_rows) * row_bytes[t]);
+    if (direct) continue;
+    auto* output = static_cast<uint8_t*>(memory.allocate_output(state, static_cast<size_t>(total_rows) * row_bytes[t]));
+    std::vector<CopySpan> pieces;
     size_t out = 0;
     for (size_t r = 0; r < P; ++r) {
       const size_t bytes = static_cast<size_t>(rows[t * P + r]) * row_bytes[t];
-      if (bytes > 0) std::memcpy(state.output_bytes.data() + out, buffer + cursor[r], bytes);
+      pieces.push_back(CopySpan{output + out, buffer + cursor[r], bytes});
       cursor[r] += bytes;
       out += bytes;
     }
+    memory.copy_out(pieces, response.dtype, 1.0);
   }
 }
 

@@ -24,10 +24,13 @@
 // (and their scratch) persist across responses.
 // The tree allreduces get their chunk size per response from CONCORD_TREE_CHUNKS
 // (algorithms/tree_chunking.h), the same on every rank.
-// Responses on device memory (Response::device: allreduce and broadcast) go to the
-// DevicePath of the tensors' device (runtime/device_path.h), which moves device memory
-// only through the Device interface; a device response with joined ranks fails on every
-// rank with InvalidArgument (a joined rank has no device tensor to stand in with).
+// Responses on device memory (Response::device) go to the DevicePath of the tensors'
+// device (runtime/device_path.h), which moves device memory only through the Device
+// interface: allreduce and broadcast are its own; allgather, reduce-scatter and alltoall
+// run the layout and host algorithm below with the DevicePath as their CollectiveMemory
+// (runtime/collective_memory.h: staged through pinned host memory). A device response
+// with joined ranks fails on every rank with InvalidArgument (a joined rank has no device
+// tensor to stand in with).
 #pragma once
 
 #include <map>
@@ -43,6 +46,7 @@
 #include "common/timeline.h"
 #include "control/message.h"
 #include "device/device_set.h"
+#include "runtime/collective_memory.h"
 #include "runtime/device_path.h"
 #include "runtime/tensor_queue.h"
 #include "transport/communicator.h"
@@ -101,6 +105,9 @@ class Executor {
   Problem problem(size_t count, DataType dtype, ReduceOp op) const;
   // The data path of device `index` (created on first use).
   DevicePath& device_path(int index);
+  // Where `response`'s tensors are (`first` is one of its entries): host_memory_ or the
+  // DevicePath of their device.
+  CollectiveMemory& memory(const Response& response, const TensorEntry& first);
 
   // The algorithm name for `problem` of `collective` (see the header comment); "" = let
   // select_algorithm's cost model decide. Collective when it measures.
@@ -122,7 +129,8 @@ class Executor {
   ScratchBuffer fusion_buffer_;
   std::unique_ptr<AllreduceAdasum> adasum_;  // created at the first Adasum allreduce
   ScratchBuffer scratch_;
-  ScratchBuffer receive_buffer_;                    // alltoall
+  ScratchBuffer receive_buffer_;  // alltoall
+  HostMemory host_memory_{fusion_buffer_, receive_buffer_};
   std::vector<std::vector<uint8_t>> placeholders_;  // joined ranks' buffers, per response
   AlgorithmContext context_;
   struct Instance {

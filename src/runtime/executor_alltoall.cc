@@ -9,6 +9,8 @@
 // received block i, in rank order. Bytes on the wire: (P - 1) b row bytes per rank, so
 // skewed splits pay for the padding (an alltoallv algorithm would not). Without padding
 // (equal splits) the input is sent and the output received in place, no copy.
+// Device tensors are staged through pinned host buffers by their DevicePath
+// (runtime/collective_memory.h); the result is device memory owned by the handle.
 // Joined ranks have no rows to send: an alltoall while some rank has joined fails on
 // every rank with InvalidArgument.
 #include <algorithm>
@@ -42,24 +44,23 @@ void Executor::alltoall(const Response& response, TensorEntry& entry) {
     receives_equal = receives_equal && static_cast<size_t>(S[j * P + me]) * row_bytes == block;
   }
   auto& state = *entry.handle;
+  CollectiveMemory& memory = this->memory(response, entry);
   const auto* input = static_cast<const uint8_t*>(entry.input.data);
   const uint8_t* send = input;
-  if (!sends_equal) {
-    uint8_t* packed = fusion_buffer_.get(P * block);
+  if (!sends_equal || !memory.host_accessible()) {
+    uint8_t* packed = memory.staging(P * block, 0);
+    std::vector<CopySpan> spans;
     for (size_t j = 0; j < P; ++j) {
       const size_t bytes = static_cast<size_t>(S[me * P + j]) * row_bytes;
-      if (bytes > 0) std::memcpy(packed + j * block, input, bytes);
+      spans.push_back(CopySpan{packed + j * block, input, bytes});
       input += bytes;
     }
+    memory.copy_in(spans, response.dtype, 1.0);
     send = packed;
   }
-  uint8_t* receive = nullptr;
-  if (receives_equal) {
-    state.output_bytes.resize(P * block);
-    receive = state.output_bytes.data();
-  } else {
-    receive = receive_buffer_.get(P * block);
-  }
+  const bool direct = receives_equal && memory.host_accessible();
+  uint8_t* receive =
+      direct ? static_cast<uint8_t*>(memory.allocate_output(state, P * block)) : memory.staging(P * block, 1);
   std::string activity = "alltoall";
   auto& algorithm =
       this->algorithm(alltoall_algorithms(), problem(P * block, DataType::kUInt8, ReduceOp::kSum), "", activity);
@@ -76,14 +77,16 @@ void Executor::alltoall(const Response& response, TensorEntry& entry) {
   }
   state.output_shape = entry.input.shape;
   state.output_shape.at(0) = rows;
-  if (receives_equal) return;  // received in place
-  state.output_bytes.resize(static_cast<size_t>(rows) * row_bytes);
+  if (direct) return;  // received in place
+  auto* output = static_cast<uint8_t*>(memory.allocate_output(state, static_cast<size_t>(rows) * row_bytes));
+  std::vector<CopySpan> spans;
   size_t out = 0;
   for (size_t i = 0; i < P; ++i) {
     const size_t bytes = static_cast<size_t>(S[i * P + me]) * row_bytes;
-    if (bytes > 0) std::memcpy(state.output_bytes.data() + out, receive + i * block, bytes);
+    spans.push_back(CopySpan{output + out, receive + i * block, bytes});
     out += bytes;
   }
+  memory.copy_out(spans, response.dtype, 1.0);
 }
 
 }  // namespace concord

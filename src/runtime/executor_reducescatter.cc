@@ -7,12 +7,12 @@
 // registry's reduce-scatter (ring or recursive halving, which give rank r elements
 // [r B, (r+1) B) = patterns::segment(P B, P, r)) leaves rank r's reduced rows in its block.
 // prescale is applied while packing, postscale (and 1 / active ranks for Average) while
-// copying out. A joined rank packs zeros. Bytes on the wire are the algorithm's for P B
+// copying out. A joined rank packs zeros. Device tensors are packed into and copied out of
+// a pinned host buffer by their DevicePath (runtime/collective_memory.h). Bytes on the wire are the algorithm's for P B
 // elements; the padding is at most one row per tensor per block.
 #include <cstring>
 
 #include "common/enforce.h"
-#include "common/reduce.h"
 #include "runtime/executor.h"
 
 namespace concord {
@@ -40,8 +40,10 @@ void Executor::reducescatter(const Response& response, std::vector<TensorEntry>&
   for (size_t t = 0; t < entries.size(); ++t)
     block += static_cast<size_t>(row_split(response.rows.at(t), P, 0).rows * response.row_elements.at(t));
   const size_t total = block * static_cast<size_t>(P);
-  uint8_t* buffer = fusion_buffer_.get(total * element);
+  CollectiveMemory& memory = this->memory(response, entries.at(0));
+  uint8_t* buffer = memory.staging(total * element, 0);
   mark(response, "MEMCPY_IN_FUSION_BUFFER");
+  std::vector<CopySpan> spans;
   for (int r = 0; r < P; ++r) {
     uint8_t* out = buffer + static_cast<size_t>(r) * block * element;
     size_t used = 0;
@@ -51,15 +53,12 @@ void Executor::reducescatter(const Response& response, std::vector<TensorEntry>&
       const size_t n = static_cast<size_t>(split.rows * row);
       const auto* in =
           static_cast<const uint8_t*>(entries[t].input.data) + static_cast<size_t>(split.start * row) * element;
-      if (n > 0 && response.prescale_factor != 1.0) {
-        scale_buffer(out + used * element, in, n, dtype, response.prescale_factor);
-      } else if (n > 0) {
-        std::memcpy(out + used * element, in, n * element);
-      }
+      spans.push_back(CopySpan{out + used * element, in, n * element});
       used += n;
     }
     if (used < block) std::memset(out + used * element, 0, (block - used) * element);
   }
+  memory.copy_in(spans, dtype, response.prescale_factor);
   unmark(response);
 
   const ReduceOp op = response.op == ReduceOp::kAverage ? ReduceOp::kSum : response.op;
@@ -72,16 +71,14 @@ void Executor::reducescatter(const Response& response, std::vector<TensorEntry>&
 
   double postscale = response.postscale_factor;
   if (response.op == ReduceOp::kAverage) postscale /= active_ranks(response);
-  const uint8_t* mine = buffer + static_cast<size_t>(me) * block * element;
+  uint8_t* mine = buffer + static_cast<size_t>(me) * block * element;
+  spans.clear();
   for (size_t t = 0; t < entries.size(); ++t) {
     const size_t n = static_cast<size_t>(row_split(response.rows[t], P, me).rows * response.row_elements[t]);
-    if (n > 0 && postscale != 1.0) {
-      scale_buffer(entries[t].output.data, mine, n, dtype, postscale);
-    } else if (n > 0) {
-      std::memcpy(entries[t].output.data, mine, n * element);
-    }
+    spans.push_back(CopySpan{entries[t].output.data, mine, n * element});
     mine += n * element;
   }
+  memory.copy_out(spans, dtype, postscale);
 }
 
 }  // namespace concord

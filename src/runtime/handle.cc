@@ -1,4 +1,7 @@
 #include "concord/handle.h"
+
+#include <cstring>
+
 #include "common/enforce.h"
 #include "runtime/handle_state.h"
 
@@ -45,7 +48,37 @@ void Handle::wait() const { checked(state_).wait(); }
 
 const std::vector<int64_t>& Handle::output_shape() const { return checked(state_).output_shape; }
 
-const std::vector<uint8_t>& Handle::output_bytes() const { return checked(state_).output_bytes; }
+const std::vector<uint8_t>& Handle::output_bytes() const {
+  const HandleState& state = checked(state_);
+  CONCORD_ENFORCE(!state.output_device, InvalidArgument, "the result is in memory of device ",
+                  state.output_device_index, ": read it with output_data() or copy_output_to()");
+  return state.output_bytes;
+}
+
+int32_t Handle::output_device() const { return checked(state_).output_device_index; }
+
+const void* Handle::output_data() const {
+  const HandleState& state = checked(state_);
+  return state.output_device ? state.output_buffer.data() : state.output_bytes.data();
+}
+
+size_t Handle::output_nbytes() const {
+  const HandleState& state = checked(state_);
+  return state.output_device ? state.output_buffer.bytes() : state.output_bytes.size();
+}
+
+void Handle::copy_output_to(void* destination) const {
+  const HandleState& state = checked(state_);
+  const size_t bytes = output_nbytes();
+  if (bytes == 0) return;
+  if (!state.output_device) {
+    std::memcpy(destination, state.output_bytes.data(), bytes);
+    return;
+  }
+  auto stream = state.output_device->create_stream();
+  stream->copy(destination, state.output_buffer.data(), bytes, CopyKind::kDeviceToDevice);
+  stream->synchronize();
+}
 
 const std::vector<int64_t>& Handle::received_splits() const { return checked(state_).received_splits; }
 

@@ -4,8 +4,11 @@
 
 #include <condition_variable>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <vector>
+
+#include "device/device.h"
 
 namespace concord {
 
@@ -19,9 +22,15 @@ class HandleState {
   /// Blocks until done; rethrows the stored error.
   void wait() const;
 
-  /// Allgather and alltoall results, written by the background thread before complete().
+  /// Allgather and alltoall results, written by the background thread before complete():
+  /// in output_bytes for host tensors; for device tensors in output_buffer, device memory
+  /// of output_device (device index output_device_index), which this state keeps alive
+  /// (declared first, so the buffer is freed before the device may go).
   std::vector<int64_t> output_shape;
   std::vector<uint8_t> output_bytes;
+  std::shared_ptr<Device> output_device;
+  int32_t output_device_index = kHostMemory;
+  DeviceBuffer output_buffer;
   /// Alltoall: rows received from each rank. Join: {last rank to join}. Process set
   /// registration: {the set's id}.
   std::vector<int64_t> received_splits;

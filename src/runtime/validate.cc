@@ -116,11 +116,10 @@ std::string validate_device(const Request& request, const TensorView& input, con
                   request.name, "': device ", input.device, " does not exist (this process has ", devices.describe(),
                   ")");
   const std::string name = devices.name(input.device);
-  const bool supported =
-      (type == CollectiveType::kAllreduce && request.op != ReduceOp::kAdasum) || type == CollectiveType::kBroadcast;
-  CONCORD_ENFORCE(supported, InvalidArgument, what, " of tensor '", request.name, "': the tensor is on ", name,
-                  type == CollectiveType::kAllreduce ? " and the Adasum op" : "",
-                  " but only allreduce (not Adasum) and broadcast take device tensors; copy it to host memory first");
+  CONCORD_ENFORCE(type != CollectiveType::kAllreduce || request.op != ReduceOp::kAdasum, InvalidArgument, what,
+                  " of tensor '", request.name, "': the tensor is on ", name,
+                  " but the Adasum op takes host tensors only (its dot products run on the host); copy it to host "
+                  "memory first");
   CONCORD_ENFORCE(!has_output || output.device == input.device, InvalidArgument, what, " of tensor '", request.name,
                   "': the input is on ", name, " but the output ",
                   output.device == kHostMemory ? std::string("in host memory") : "on " + devices.name(output.device),

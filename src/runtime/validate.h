@@ -16,11 +16,12 @@ namespace concord {
 void validate(const Request& request, const TensorView& input, const TensorView& output, int size, int rank);
 
 /// Checks where `input` and `output` live and returns the device name for the request
-/// ("" for host memory, else DeviceSet::name). Device tensors are accepted by allreduce
-/// (ops other than Adasum) and broadcast; the output must be on the input's device.
-/// Throws InvalidArgument naming the tensor, the collective and the device for an unknown
-/// device index, a device tensor of another collective or memory that differs between
-/// input and output.
+/// ("" for host memory, else DeviceSet::name). Device tensors are accepted by every
+/// collective with data (allreduce except with the Adasum op, allgather, broadcast,
+/// reduce-scatter, alltoall); the output must be on the input's device. Throws
+/// InvalidArgument naming the tensor, the collective and the device for an unknown device
+/// index, an Adasum allreduce of a device tensor or memory that differs between input and
+/// output.
 std::string validate_device(const Request& request, const TensorView& input, const TensorView& output,
                             const DeviceSet& devices);
 

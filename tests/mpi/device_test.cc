@@ -4,7 +4,9 @@
 // rank). Allreduce (fused, single, in and out of place, scale factors, several dtypes and
 // ops) must be bit-identical to the same allreduce of host tensors
 // (test_support/device_scenarios.h); broadcast and grouped allreduce of device tensors;
-// host memory on one rank and device memory on another is a MismatchError on every rank.
+// allgather, reduce-scatter and alltoall (single and grouped) bit-identical to host runs,
+// results on the device (test_support/device_collective_scenarios.h); host memory on one
+// rank and device memory on another is a MismatchError on every rank.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -13,6 +15,7 @@
 #include "concord/concord.h"
 #include "mpi_test_util.h"
 #include "runtime/api_devices.h"
+#include "test_support/device_collective_scenarios.h"
 #include "test_support/device_scenarios.h"
 
 namespace concord::mpitest {
@@ -67,6 +70,26 @@ TEST(DeviceTensors, GroupedAllreduceAndBroadcast) {
   }
 }
 
+TEST(DeviceTensors, AllgatherReducescatterAlltoallEqualHostRunsBitForBit) {
+  const std::string problem = testdevice::compare_device_and_host_collectives(
+      runtime_device(0), 0, rank(), size(), "mpi.device.coll",
+      [](const testdevice::CollectiveCase& c, const std::vector<std::string>& names,
+         const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs,
+         const std::vector<std::vector<int64_t>>& splits) -> std::vector<Handle> {
+        const ReducescatterOptions scatter{c.op, c.prescale, c.postscale};
+        switch (c.type) {
+          case CollectiveType::kAllgather:
+            if (names.size() > 1) return grouped_allgather_async(names, inputs);
+            return {allgather_async(names[0], inputs[0])};
+          case CollectiveType::kReducescatter:
+            if (names.size() > 1) return grouped_reducescatter_async(names, inputs, outputs, scatter);
+            return {reducescatter_async(names[0], inputs[0], outputs[0], scatter)};
+          default: return {alltoall_async(names[0], inputs[0], AlltoallOptions{splits[0]})};
+        }
+      });
+  EXPECT_EQ(problem, "");
+}
+
 TEST(DeviceTensors, HostOnLastRankDeviceElsewhereIsAMismatchOnEveryRank) {
   const int P = size(), me = rank();
   if (P == 1) GTEST_SKIP() << "a mismatch needs two ranks";
@@ -82,6 +105,12 @@ TEST(DeviceTensors, HostOnLastRankDeviceElsewhereIsAMismatchOnEveryRank) {
                                "], cpu on ranks [" + std::to_string(P - 1) + "]";
   const std::string error = wait_error<MismatchError>(allreduce_async("mpi.device.mixed", view, view), "mixed");
   EXPECT_NE(error.find(expected), std::string::npos) << "rank " << me << ": " << error << "\nexpected: " << expected;
+  const std::string gather_expected = "Mismatched device for tensor 'mpi.device.mixed_gather': emulated:0 on ranks [" +
+                                      devices + "], cpu on ranks [" + std::to_string(P - 1) + "]";
+  const std::string gather_error =
+      wait_error<MismatchError>(allgather_async("mpi.device.mixed_gather", view), "mixed allgather");
+  EXPECT_NE(gather_error.find(gather_expected), std::string::npos)
+      << "rank " << me << ": " << gather_error << "\nexpected: " << gather_expected;
   expect_allreduce_works("mpi.device.after");
 }
 

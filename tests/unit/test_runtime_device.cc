@@ -3,9 +3,12 @@
 // strict emulated device (device/emulated_device.h): its memory is inaccessible to the
 // host, so any host access to device memory in the runtime crashes this test. Results
 // must be bit-identical to the same allreduces of host tensors (test_support/
-// device_scenarios.h). Also: broadcast of device tensors, the host-vs-device mismatch
+// device_scenarios.h), and so must allgather, reduce-scatter and alltoall (single and
+// grouped; test_support/device_collective_scenarios.h), whose results must be on the
+// input's device. Also: broadcast of device tensors, the host-vs-device mismatch
 // (an error on every rank naming the tensor, the ranks and both memories), the clear
-// errors of collectives that do not take device tensors, and join() with a device tensor.
+// submission errors (Adasum, unknown or second device, mixed memory), and join() with a
+// device tensor.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -16,6 +19,7 @@
 #include "device/emulated_device.h"
 #include "rank_runner.h"
 #include "runtime/runtime.h"
+#include "test_support/device_collective_scenarios.h"
 #include "test_support/device_scenarios.h"
 #include "transport/communicator_set.h"
 
@@ -126,8 +130,44 @@ TEST_P(RuntimeDevice, GroupedAllreduceAndBroadcastOfDeviceTensors) {
   EXPECT_EQ(failure, "") << "P=" << P;
 }
 
-// Host memory on the last rank, device memory elsewhere: a MismatchError on every rank
-// naming the tensor, the ranks and both memories; the runtime goes on afterwards.
+// Allgather, reduce-scatter and alltoall (single and grouped) of device tensors: results on
+// the input's device, bit-identical to host runs (test_support/device_collective_scenarios.h).
+TEST_P(RuntimeDevice, AllgatherReducescatterAlltoallEqualHostRunsBitForBit) {
+  const int P = GetParam();
+  const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
+    auto device = std::make_shared<EmulatedDevice>();
+    auto runtime = make_runtime(world, device);
+    const testdevice::SubmitCollective submit =
+        [&](const testdevice::CollectiveCase& c, const std::vector<std::string>& names,
+            const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs,
+            const std::vector<std::vector<int64_t>>& splits) {
+          std::vector<Request> requests;
+          for (size_t i = 0; i < names.size(); ++i) {
+            requests.push_back(request(names[i], c.type, c.op));
+            requests.back().prescale_factor = c.prescale;
+            requests.back().postscale_factor = c.postscale;
+            requests.back().splits = splits[i];
+            if (names.size() > 1) {
+              requests.back().group = names[0];
+              requests.back().group_size = static_cast<int32_t>(names.size());
+            }
+          }
+          if (names.size() == 1) return std::vector<Handle>{runtime->enqueue(requests[0], inputs[0], outputs[0])};
+          return runtime->enqueue_group(requests, inputs, outputs);
+        };
+    for (int round = 0; round < 2; ++round) {  // round 1 hits the response cache
+      const std::string problem = testdevice::compare_device_and_host_collectives(*device, 0, runtime->rank(), P,
+                                                                                  "c" + std::to_string(round), submit);
+      ASSERT_EQ(problem, "") << "round " << round;
+    }
+    runtime->shutdown();
+  });
+  EXPECT_EQ(failure, "") << "P=" << P;
+}
+
+// Host memory on the last rank, device memory elsewhere, for every collective: a
+// MismatchError on every rank naming the tensor, the ranks and both memories; the runtime
+// goes on afterwards.
 TEST_P(RuntimeDevice, HostOnOneRankDeviceOnAnotherIsAMismatchOnEveryRank) {
   const int P = GetParam();
   if (P == 1) GTEST_SKIP() << "a mismatch needs two ranks";
@@ -135,15 +175,19 @@ TEST_P(RuntimeDevice, HostOnOneRankDeviceOnAnotherIsAMismatchOnEveryRank) {
     auto device = std::make_shared<EmulatedDevice>();
     auto runtime = make_runtime(world, device);
     const int rank = runtime->rank();
-    std::vector<uint8_t> host(16, 0);
-    DeviceTensor tensor(*device, host);
+    // P rows: one per rank for reduce-scatter's output and alltoall's equal splits.
+    std::vector<uint8_t> host(static_cast<size_t>(P) * sizeof(float), 0), host_row(sizeof(float), 0);
+    DeviceTensor tensor(*device, host), row(*device, host_row);
     const bool on_host = rank == P - 1;
-    const TensorView view{
-        on_host ? static_cast<void*>(host.data()) : tensor.data(), DataType::kFloat32, {4}, on_host ? kHostMemory : 0};
-    Handle handle;
-    for (CollectiveType type : {CollectiveType::kAllreduce, CollectiveType::kBroadcast}) {
+    const int where = on_host ? kHostMemory : 0;
+    const TensorView view{on_host ? static_cast<void*>(host.data()) : tensor.data(), DataType::kFloat32, {P}, where};
+    const TensorView one_row{
+        on_host ? static_cast<void*>(host_row.data()) : row.data(), DataType::kFloat32, {1}, where};
+    for (CollectiveType type : {CollectiveType::kAllreduce, CollectiveType::kBroadcast, CollectiveType::kAllgather,
+                                CollectiveType::kReducescatter, CollectiveType::kAlltoall}) {
       const std::string name = std::string("mixed.") + collective_name(type);
-      handle = runtime->enqueue(request(name, type), view, view);
+      Handle handle =
+          runtime->enqueue(request(name, type), view, type == CollectiveType::kReducescatter ? one_row : view);
       std::string devices = "0";
       for (int r = 1; r < P - 1; ++r) devices += ", " + std::to_string(r);
       const std::string expected = "Mismatched device for tensor '" + name + "': emulated:0 on ranks [" + devices +
@@ -156,7 +200,7 @@ TEST_P(RuntimeDevice, HostOnOneRankDeviceOnAnotherIsAMismatchOnEveryRank) {
             << "rank " << rank << ": " << error.what() << "\nexpected: " << expected;
       }
     }
-    const TensorView everywhere_on_device{tensor.data(), DataType::kFloat32, {4}, 0};
+    const TensorView everywhere_on_device{tensor.data(), DataType::kFloat32, {P}, 0};
     runtime->enqueue(request("after", CollectiveType::kAllreduce), everywhere_on_device, everywhere_on_device).wait();
     runtime->shutdown();
   });
@@ -166,10 +210,11 @@ TEST_P(RuntimeDevice, HostOnOneRankDeviceOnAnotherIsAMismatchOnEveryRank) {
 INSTANTIATE_TEST_SUITE_P(Ranks, RuntimeDevice, ::testing::Values(1, 2, 3, 4, 5, 7, 8, 11, 16),
                          [](const auto& info) { return "P" + std::to_string(info.param); });
 
-// Collectives without a device data path reject device tensors at submission, naming the
-// tensor, the collective and the device; so do unknown devices, mixed input/output memory
-// and a second device in one process.
-TEST(RuntimeDeviceErrors, UnsupportedCollectivesAndBadDevicesAreRejectedAtSubmission) {
+// Adasum rejects device tensors at submission, naming the tensor, the collective and the
+// device; so do unknown devices, mixed input/output memory and a second device in one
+// process. (Allgather, reduce-scatter and alltoall take device tensors:
+// AllgatherReducescatterAlltoallEqualHostRunsBitForBit above.)
+TEST(RuntimeDeviceErrors, AdasumAndBadDevicesAreRejectedAtSubmission) {
   const std::string failure = run_ranks(1, [&](Communicator& world, const testing_util::AbortFlag&) {
     auto device = std::make_shared<EmulatedDevice>();
     auto second = std::make_shared<EmulatedDevice>();
@@ -190,15 +235,8 @@ TEST(RuntimeDeviceErrors, UnsupportedCollectivesAndBadDevicesAreRejectedAtSubmis
         EXPECT_NE(message.find(text), std::string::npos) << message << "\nexpected: " << text;
       }
     };
-    rejects(request("gather", CollectiveType::kAllgather), on_device, on_device,
-            "allgather of tensor 'gather': the tensor is on emulated:0 but only allreduce (not Adasum) and broadcast");
-    rejects(request("scatter", CollectiveType::kReducescatter), on_device,
-            TensorView{tensor.data(), DataType::kFloat32, {4}, 0},
-            "reducescatter of tensor 'scatter': the tensor is on emulated:0");
-    Request all = request("all", CollectiveType::kAlltoall);
-    rejects(all, on_device, on_device, "alltoall of tensor 'all': the tensor is on emulated:0");
     rejects(request("adasum", CollectiveType::kAllreduce, ReduceOp::kAdasum), on_device, on_device,
-            "the tensor is on emulated:0 and the Adasum op");
+            "the tensor is on emulated:0 but the Adasum op takes host tensors only");
     rejects(request("nowhere", CollectiveType::kAllreduce), TensorView{tensor.data(), DataType::kFloat32, {4}, 7},
             TensorView{tensor.data(), DataType::kFloat32, {4}, 7}, "device 7 does not exist");
     rejects(request("split", CollectiveType::kAllreduce), on_device, on_host,

@@ -2,9 +2,12 @@
 torch tensors (horovod.torch 0.28.1 signatures), over concord's C++ runtime.
 
 Like :mod:`concord.torch.mpi_ops`: every call takes a ``name`` identical on every rank
-(unnamed calls are numbered per process), tensors are CPU tensors of dtype uint8, int8,
-int16, int32, int64, float16, bfloat16, float32 or float64 (and bool for alltoall and
-allgather), asynchronous calls return an integer handle for ``poll``/``synchronize``.
+(unnamed calls are numbered per process), tensors are CPU or CUDA tensors of dtype uint8,
+int8, int16, int32, int64, float16, bfloat16, float32 or float64 (and bool for alltoall and
+allgather), asynchronous calls return an integer handle for ``poll``/``synchronize``. A
+CUDA tensor's producer stream is waited on before the runtime reads it, and results are on
+the input's device (concord.torch.device); CPU on some ranks and CUDA on others is a
+MismatchError on every rank naming the ranks and both devices.
 """
 
 import torch
@@ -12,7 +15,8 @@ import torch
 from concord import _core
 from concord._core import InvalidArgumentError
 from concord.process_sets import set_id as _set_id
-from concord.torch.mpi_ops import (Average, Sum, _DTYPE_NAMES, _check, _name, _register,
+from concord.torch import device as _device
+from concord.torch.mpi_ops import (Average, Sum, _DTYPE_NAMES, _check, _gathered, _name, _register,
                                    synchronize)
 
 
@@ -46,8 +50,8 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
     rank j; the result concatenates, in rank order, the rows every rank sent here.
 
     Args:
-        tensor (torch.Tensor): CPU tensor with at least one dimension; the dtype and all but
-            dim 0 must agree across ranks.
+        tensor (torch.Tensor): CPU or CUDA tensor with at least one dimension; the dtype and
+            all but dim 0 must agree across ranks.
         splits (list of int or 1-D integer tensor, optional): rows sent to each rank (one
             non-negative entry per rank, summing to dim 0). Default: dim 0 split equally
             (it must be divisible by the number of ranks).
@@ -56,8 +60,9 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
             then have one entry per member, in the set's rank order.
 
     Returns:
-        int: a handle; :func:`synchronize` returns ``(output, received_splits)`` with
-        received_splits an int32 tensor of the rows received from each rank.
+        int: a handle; :func:`synchronize` returns ``(output, received_splits)``: output on
+        ``tensor``'s device, received_splits an int32 CPU tensor of the rows received from
+        each rank.
 
     Raises:
         TypeError: splits of a non-integer type.
@@ -66,16 +71,15 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
         MismatchError: from synchronize, when ranks disagree on dtype or trailing dims.
     """
     name = _name(name, "alltoall")
-    _check(tensor, name, "alltoall")
+    device = _check(tensor, name, "alltoall")
     split_list = [] if splits is None else _splits_list(splits, tensor, name)
     source = tensor.contiguous()
+    _device.wait_for_producers((source,))
     core = _core.alltoall_async(name, source.data_ptr(), _DTYPE_NAMES[tensor.dtype], list(tensor.shape), split_list,
-                                _set_id(process_set, "alltoall"))
+                                _set_id(process_set, "alltoall"), device)
 
     def finish():
-        output = torch.empty(core.output_shape(), dtype=tensor.dtype)
-        core.copy_output_to(output.data_ptr())
-        return output, torch.tensor(core.received_splits(), dtype=torch.int32)
+        return _gathered(core, tensor), torch.tensor(core.received_splits(), dtype=torch.int32)
 
     return _register(core, finish, (source,))
 
@@ -93,7 +97,7 @@ def _scatter_output(tensor, process_set):
     size = len(ranks) if ranks else _core.size()
     rank = _core.process_set_rank(identifier) if identifier else _core.rank()
     rows = _core.reducescatter_rows(tensor.shape[0], size, max(rank, 0)) if tensor.dim() > 0 else 0
-    return torch.empty([rows, *tensor.shape[1:]], dtype=tensor.dtype)
+    return torch.empty([rows, *tensor.shape[1:]], dtype=tensor.dtype, device=tensor.device)
 
 
 def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescale_factor=1.0,
@@ -103,7 +107,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescal
     if ``r < dim0 % size`` (earlier ranks get the extra rows, as Horovod).
 
     Args:
-        tensor (torch.Tensor): CPU tensor with at least one dimension, not bool.
+        tensor (torch.Tensor): CPU or CUDA tensor with at least one dimension, not bool.
         name (str, optional): the tensor's name, identical on every rank.
         op: ``Average`` (default; divides by the ranks that contributed) or ``Sum``.
         process_set (ProcessSet, optional): the ranks taking part (default: all); rows are
@@ -112,7 +116,8 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescal
             after the reduction.
 
     Returns:
-        int: a handle; :func:`synchronize` returns this rank's rows.
+        int: a handle; :func:`synchronize` returns this rank's rows, a new tensor on
+        ``tensor``'s device.
 
     Raises:
         InvalidArgumentError: a scalar, bool, another op.
@@ -120,16 +125,17 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescal
             factors.
     """
     name = _name(name, "reducescatter")
-    _check(tensor, name, "reducescatter")
+    device = _check(tensor, name, "reducescatter")
     op = _reduce_op(op, f"reducescatter of tensor '{name}'")
     if tensor.dim() == 0:
         raise InvalidArgumentError(
             f"reducescatter of tensor '{name}': a scalar has no dim 0 to scatter; reshape it to [1]")
     source = tensor.contiguous()
     output = _scatter_output(tensor, process_set)
+    _device.wait_for_producers((source,))
     core = _core.reducescatter_async(name, source.data_ptr(), output.data_ptr(), _DTYPE_NAMES[tensor.dtype],
                                      list(tensor.shape), list(output.shape), op, float(prescale_factor),
-                                     float(postscale_factor), _set_id(process_set, "reducescatter"))
+                                     float(postscale_factor), _set_id(process_set, "reducescatter"), device)
     return _register(core, lambda: output, (source, output))
 
 
@@ -164,9 +170,8 @@ def _members(tensors, name, collective):
         raise ValueError(f"{collective}: the group is empty")
     name = _name(name, collective)
     names = [f"{name}.{i}" for i in range(len(tensors))]
-    for member, member_name in zip(tensors, names):
-        _check(member, member_name, collective)
-    return tensors, names
+    devices = [_check(member, member_name, collective) for member, member_name in zip(tensors, names)]
+    return tensors, names, devices
 
 
 def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=None, prescale_factor=1.0,
@@ -175,7 +180,7 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=None
     ``<name>.<i>``; negotiated together and fused). :func:`synchronize` returns the list of
     this rank's rows of each member. Errors as :func:`reducescatter_async`, plus
     ValueError for an empty group; a bad member submits nothing."""
-    tensors, names = _members(tensors, name, "grouped_reducescatter")
+    tensors, names, devices = _members(tensors, name, "grouped_reducescatter")
     op = _reduce_op(op, "grouped_reducescatter")
     for member, member_name in zip(tensors, names):
         if member.dim() == 0:
@@ -183,11 +188,12 @@ def grouped_reducescatter_async(tensors, name=None, op=Average, process_set=None
                 f"reducescatter of tensor '{member_name}': a scalar has no dim 0 to scatter; reshape it to [1]")
     sources = [t.contiguous() for t in tensors]
     outputs = [_scatter_output(t, process_set) for t in tensors]
+    _device.wait_for_producers(sources)
     cores = _core.grouped_reducescatter_async(
         names, [t.data_ptr() for t in sources], [o.data_ptr() for o in outputs],
         [_DTYPE_NAMES[t.dtype] for t in tensors], [list(t.shape) for t in tensors],
         [list(o.shape) for o in outputs], op, float(prescale_factor), float(postscale_factor),
-        _set_id(process_set, "grouped_reducescatter"))
+        _set_id(process_set, "grouped_reducescatter"), devices)
     return _register(_Group(cores), lambda: list(outputs), (sources, outputs))
 
 
@@ -206,20 +212,17 @@ def grouped_reducescatter(tensors, name=None, compression=None, op=Average, proc
 def grouped_allgather_async(tensors, name=None, process_set=None):
     """Start an allgather of a list of tensors as one group (member i is named
     ``<name>.<i>``; fused into one allgatherv). :func:`synchronize` returns the list of
-    gathered tensors. Errors as ``allgather_async``, plus ValueError for an empty group."""
-    tensors, names = _members(tensors, name, "grouped_allgather")
+    gathered tensors, each on its input's device. Errors as ``allgather_async``, plus
+    ValueError for an empty group."""
+    tensors, names, devices = _members(tensors, name, "grouped_allgather")
     sources = [t.contiguous() for t in tensors]
+    _device.wait_for_producers(sources)
     cores = _core.grouped_allgather_async(names, [t.data_ptr() for t in sources],
                                           [_DTYPE_NAMES[t.dtype] for t in tensors], [list(t.shape) for t in tensors],
-                                          _set_id(process_set, "grouped_allgather"))
+                                          _set_id(process_set, "grouped_allgather"), devices)
 
     def finish():
-        outputs = []
-        for core, tensor in zip(cores, tensors):
-            output = torch.empty(core.output_shape(), dtype=tensor.dtype)
-            core.copy_output_to(output.data_ptr())
-            outputs.append(output)
-        return outputs
+        return [_gathered(core, tensor) for core, tensor in zip(cores, tensors)]
 
     return _register(_Group(cores), finish, (sources,))
 
@@ -241,12 +244,24 @@ def join(device=-1):
     Meanwhile this rank takes part in the other ranks' collectives contributing nothing:
     zeros to allreduce/reducescatter sums (Average divides by the ranks still active), no
     rows to allgather; a broadcast from a joined root, and any alltoall, raise
-    InvalidArgumentError on every rank. ``device`` is accepted for Horovod compatibility
-    (CPU only: -1).
+    InvalidArgumentError on every rank. ``device`` is accepted for Horovod compatibility,
+    where it is the device of the zero tensors a joined rank contributes: Concord's joined
+    rank contributes host placeholders, and a collective of CUDA tensors fails on every
+    rank with InvalidArgumentError while some rank has joined (the device allreduces run
+    device algorithms a host placeholder cannot take part in), so only ``-1`` (or None) is
+    meaningful.
+
+    Args:
+        device (int): -1 (or None).
 
     Returns:
         int: the last rank to join.
+
+    Raises:
+        InvalidArgumentError: any other device, e.g. a CUDA ordinal.
     """
     if device not in (-1, None):
-        raise InvalidArgumentError(f"join: device {device!r}; Concord supports CPU tensors only (device=-1)")
+        raise InvalidArgumentError(
+            f"join: device {device!r}; a joined rank contributes host placeholders and collectives of CUDA tensors "
+            "fail while a rank has joined, so only device=-1 is supported")
     return _core.join()

@@ -3,12 +3,25 @@
 
 A CPU tensor is passed to the runtime as host memory (device index -1). A CUDA tensor is
 passed as device memory of CUDA device ``tensor.device.index`` -- the same index the
-runtime's device table uses with ``CONCORD_DEVICE=auto`` -- to the collectives that have a
-device data path (allreduce, grouped allreduce, broadcast); the others raise
-InvalidArgumentError naming the tensor and its device. Before the runtime reads a CUDA
-tensor, the stream that produced it (PyTorch's current stream of that device) is waited on
-with an event: the runtime's own streams then see finished data. Results are written into
-tensors on the input's device.
+runtime's device table uses with ``CONCORD_DEVICE=auto`` -- to every dense collective
+(DEVICE_COLLECTIVES); other device types (meta, mps, xla, ...) raise InvalidArgumentError
+naming the tensor and its device. Before the runtime reads a CUDA tensor, the stream that
+produced it (PyTorch's current stream of that device) is waited on with an event: the
+runtime's own streams then see finished data. Results are tensors on the input's device:
+allreduce, broadcast and reduce-scatter outputs are allocated here with PyTorch's
+allocator before submission; allgather and alltoall outputs, whose sizes are known only
+after negotiation, are allocated on the input's device when the handle is synchronized and
+filled from the device memory the runtime allocated for the result (one device-to-device
+copy). Negotiation compares the kind of memory: a CPU tensor on some ranks and a CUDA
+tensor on others fails on every rank with MismatchError naming the tensor, the ranks and
+both devices.
+
+Sparse gradients: ``sparse_allreduce_async`` is two allgathers (indices and values), so a
+CUDA sparse tensor works and its result is on the same device. Ok-Topk
+(``SparseDistributedOptimizer``, concord.torch.sparse) selects top-k entries and keeps
+residuals in host memory in C++, with no device kernels: a CUDA parameter raises
+InvalidArgumentError (move the model to the CPU, or use DistributedOptimizer). ``join``
+takes ``device=-1`` only (concord.torch.collectives.join explains why).
 
 This layer is small on purpose: Debian's PyTorch is CPU-only, so it is unit-tested with
 stand-in tensors and a stand-in ``torch.cuda`` (tests/python/test_device_layer.py), while
@@ -21,8 +34,10 @@ from concord._core import InvalidArgumentError
 HOST = -1
 """Device index of a tensor in host memory (TensorView::device == kHostMemory)."""
 
-DEVICE_COLLECTIVES = ("allreduce", "grouped_allreduce", "broadcast")
-"""The collectives that accept CUDA tensors (the runtime's device data path)."""
+DEVICE_COLLECTIVES = ("allreduce", "grouped_allreduce", "broadcast", "allgather", "grouped_allgather",
+                      "reducescatter", "grouped_reducescatter", "alltoall")
+"""The collectives that accept CUDA tensors (every dense collective: the runtime's device
+data path; allreduce with the Adasum op is refused by the runtime for device tensors)."""
 
 
 def device_index(tensor, name, collective):
@@ -37,8 +52,8 @@ def device_index(tensor, name, collective):
         int: HOST (-1) for a CPU tensor, the CUDA ordinal for a CUDA tensor.
 
     Raises:
-        InvalidArgumentError: a CUDA tensor given to a collective without a device data
-            path, or a tensor on any other device type (meta, mps, xla, ...).
+        InvalidArgumentError: a CUDA tensor given to a collective not in
+            DEVICE_COLLECTIVES, or a tensor on any other device type (meta, mps, xla, ...).
     """
     device = tensor.device
     if device.type == "cpu":

@@ -3,10 +3,10 @@
 Every call takes a ``name`` that identifies the tensor across ranks; unnamed calls get
 ``<collective>.noname.<n>`` from a per-process counter, which matches across ranks only if
 every rank makes its unnamed calls in the same order. Asynchronous calls return an integer
-handle for :func:`poll` and :func:`synchronize`. Input tensors are CPU tensors of a
-supported dtype, or CUDA tensors for allreduce, grouped allreduce and broadcast
-(concord.torch.device: the producer stream is waited on, results stay on the input's
-device; untested on a GPU); non-contiguous tensors are handled through a contiguous copy.
+handle for :func:`poll` and :func:`synchronize`. Input tensors are CPU or CUDA tensors of
+a supported dtype, for every collective (concord.torch.device: the producer stream is
+waited on, results are on the input's device; untested on a GPU); non-contiguous tensors
+are handled through a contiguous copy.
 """
 
 import itertools
@@ -53,6 +53,15 @@ def _check(tensor, name, collective):
 
 def _name(name, collective):
     return name if name is not None else f"{collective}.noname.{next(_noname)}"
+
+
+def _gathered(core, tensor):
+    """The allgather/alltoall result of ``core`` (done) as a new tensor on ``tensor``'s
+    device: allocated there with PyTorch's allocator, filled by the runtime (a memcpy, or a
+    device-to-device copy out of the device memory the runtime allocated for the result)."""
+    output = torch.empty(core.output_shape(), dtype=tensor.dtype, device=tensor.device)
+    core.copy_output_to(output.data_ptr())
+    return output
 
 
 def _register(core_handle, finish, keep):
@@ -242,24 +251,31 @@ def grouped_allreduce_(tensors, average=None, name=None, op=None, prescale_facto
 def allgather_async(tensor, name=None, process_set=None):
     """Start an allgather: the result concatenates every rank's ``tensor`` along dim 0 in
     rank order. Dim 0 may differ between ranks; the other dimensions and the dtype must
-    match (else MismatchError on every rank). Scalars (0-d) raise InvalidArgumentError.
+    match (else MismatchError on every rank).
+
+    Args:
+        tensor (torch.Tensor): CPU or CUDA tensor with at least one dimension, a supported
+            dtype (bool included); CPU on every rank or CUDA on every rank.
+        name (str, optional): the tensor's name, identical on every rank.
+        process_set (ProcessSet, optional): the ranks taking part (default: all).
 
     Returns:
         int: a handle; :func:`synchronize` returns a new tensor of shape
-        ``[sum of dim 0 over ranks, *tensor.shape[1:]]``.
+        ``[sum of dim 0 over ranks, *tensor.shape[1:]]`` on ``tensor``'s device.
+
+    Raises:
+        InvalidArgumentError: a scalar (0-d), unsupported dtype/device.
+        MismatchError: from synchronize, on every rank, when dtype or trailing dims differ,
+            or the tensor is on the CPU on some ranks and on a GPU on others (naming the
+            ranks and both devices).
     """
     name = _name(name, "allgather")
-    _check(tensor, name, "allgather")
+    device = _check(tensor, name, "allgather")
     source = tensor.contiguous()
+    _device.wait_for_producers((source,))
     core = _core.allgather_async(name, source.data_ptr(), _DTYPE_NAMES[tensor.dtype], list(tensor.shape),
-                                 _set_id(process_set, "allgather"))
-
-    def finish():
-        output = torch.empty(core.output_shape(), dtype=tensor.dtype)
-        core.copy_output_to(output.data_ptr())
-        return output
-
-    return _register(core, finish, (source,))
+                                 _set_id(process_set, "allgather"), device)
+    return _register(core, lambda: _gathered(core, tensor), (source,))
 
 
 def allgather(tensor, name=None, process_set=None):

@@ -25,6 +25,7 @@ optimizer steps and the residual is left untouched.
 import torch
 
 from concord import _core
+from concord._core import InvalidArgumentError
 from concord.torch.mpi_ops import Average, grouped_allreduce_
 
 _DTYPES = (torch.float32, torch.float64)
@@ -66,9 +67,11 @@ class _SparseDistributedOptimizer(torch.optim.Optimizer):
                 if p.dtype not in _DTYPES:
                     raise ValueError(f"SparseDistributedOptimizer: {name} has dtype {p.dtype}; only float32 "
                                      "and float64 parameters are supported")
-                if p.device.type != "cpu":
-                    raise ValueError(f"SparseDistributedOptimizer: {name} is on {p.device}; only CPU "
-                                     "parameters are supported")
+                if p.device.type != "cpu":  # top-k and residuals are host code (no device kernels)
+                    raise InvalidArgumentError(
+                        f"SparseDistributedOptimizer: {name} is on {p.device}; Ok-Topk selects top-k entries "
+                        "and keeps residuals in host memory, so only CPU parameters are supported (move the "
+                        "model to the CPU, or use DistributedOptimizer, which takes CUDA gradients)")
                 self._params.append((p, group, name))
         self.numel = sum(p.numel() for p, _, _ in self._params)
         self.residual = torch.zeros(self.numel, dtype=torch.float32)
@@ -183,8 +186,11 @@ def SparseDistributedOptimizer(optimizer, density=0.01, algorithm="oktopk", warm
 
     Raises:
         ValueError: density out of (0, 1], negative warmup_steps, a parameter not float32 /
-            float64 or not on the CPU, duplicate or missing names in named_parameters.
-        InvalidArgumentError: an unknown algorithm or option.
+            float64, duplicate or missing names in named_parameters.
+        InvalidArgumentError: an unknown algorithm or option; a parameter not on the CPU
+            (e.g. CUDA: Ok-Topk's top-k selection and residuals are host code with no device
+            kernels, and staging every gradient through host memory each step would cost
+            more than the dense DistributedOptimizer on a GPU, which takes CUDA gradients).
         StateError: MPI's thread level is below MPI_THREAD_MULTIPLE while concord.init() is active.
     """
     if not isinstance(density, (int, float)) or not 0.0 < density <= 1.0:
