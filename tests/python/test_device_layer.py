@@ -179,7 +179,15 @@ def test_other_collectives_wait_for_the_producer_then_pass_the_device_index(monk
     monkeypatch.setattr(device_layer, "wait_for_producers", lambda tensors: order.append("wait"))
     monkeypatch.setattr(mpi_ops, "_core", core)
     monkeypatch.setattr(collectives, "_core", core)
+    allocated_on = []  # the device= of every result allocation
+    real_empty = torch.empty
+
+    def empty(*args, **kwargs):
+        allocated_on.append(kwargs.get("device"))
+        return real_empty(*args, **{k: v for k, v in kwargs.items() if k != "device"})
+
     tensor = torch.ones(4, 2)
+    monkeypatch.setattr(torch, "empty", empty)
     call = {"allgather": lambda: mpi_ops.allgather(tensor, name="g"),
             "alltoall": lambda: collectives.alltoall(tensor, name="a"),
             "reducescatter": lambda: collectives.reducescatter(tensor, name="r", op=mpi_ops.Sum),
@@ -190,8 +198,7 @@ def test_other_collectives_wait_for_the_producer_then_pass_the_device_index(monk
     grouped = collective.startswith("grouped")
     assert order == ["wait", (f"{collective}_async", [2, 2] if grouped else 2)]
     results = result if grouped else [result]
-    for output in results:
-        assert output.device == tensor.device
+    assert allocated_on == [tensor.device] * len(results), "results must be allocated on the input's device"
     if "allgather" in collective or collective == "alltoall":  # filled by the runtime's copy
         assert core.copies == [output.data_ptr() for output in results]
 
