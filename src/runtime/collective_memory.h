@@ -6,7 +6,7 @@
 //   scratch buffers, copies are memcpy (or the CPU scale kernel), results live in the
 //   handle's output_bytes, and the algorithm may read inputs and write outputs in place.
 // - DevicePath (runtime/device_path.h): the tensors are device memory; staging buffers are
-//   pinned host memory, copies are one Stream::copy_batch each way (d2h in, h2d out), a
+//   pinned host memory, copies are batched each way (d2h in, h2d out), a
 //   scale factor is applied by the CPU kernel on the staged host bytes (so results equal
 //   a host run bit for bit), and results are device memory allocated through the Device
 //   and owned by the handle. The host never touches device memory.
@@ -33,7 +33,8 @@ class CollectiveMemory {
   /// the same slot.
   virtual uint8_t* staging(size_t bytes, int slot) = 0;
   /// Copies every span from tensor memory into a staging buffer, multiplying by `factor`
-  /// (elements of `dtype`) unless it is 1. Done when it returns.
+  /// (elements of `dtype`) unless it is 1. Done when it returns. Staging bytes between the
+  /// spans' destinations may be overwritten (fill padding afterwards).
   virtual void copy_in(const std::vector<CopySpan>& spans, DataType dtype, double factor) = 0;
   /// Copies every span from a staging buffer into tensor memory, multiplying by `factor`
   /// unless it is 1 (the staged source may be scaled in place). Done when it returns.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <deque>
+#include <functional>
 #include <numeric>
 
 #include "common/enforce.h"
@@ -62,9 +63,18 @@ std::vector<CopySpan> non_empty(const std::vector<CopySpan>& spans) {
 }
 }  // namespace
 
-void DevicePath::copy_and_wait(const std::vector<CopySpan>& spans, CopyKind kind) {
+uint8_t* DevicePath::device_fusion(size_t bytes) {
+  if (fusion_buffer_.bytes() < bytes) {
+    stream_->synchronize();
+    fusion_buffer_ = DeviceBuffer();
+    fusion_buffer_ = DeviceBuffer(device_, bytes);
+  }
+  return static_cast<uint8_t*>(fusion_buffer_.data());
+}
+
+void DevicePath::run_and_wait(const std::function<void()>& enqueue) {
   try {
-    stream_->copy_batch(spans, kind);
+    enqueue();
     stream_->synchronize();
   } catch (...) {  // no copy may still run into the callers' memory after a failure
     try {
@@ -75,10 +85,48 @@ void DevicePath::copy_and_wait(const std::vector<CopySpan>& spans, CopyKind kind
   }
 }
 
+namespace {
+
+// The host bytes [begin, end) that `spans` touch on their host side (dst: `host_is_dst`),
+// and whether one DMA of that range (through the device fusion buffer) is worth it: more
+// than one span, and the range at most twice the spans' bytes (gaps travel too).
+struct HostRange {
+  uint8_t* begin = nullptr;
+  uint8_t* end = nullptr;
+  bool one_copy = false;
+};
+
+HostRange host_range(const std::vector<CopySpan>& spans, bool host_is_dst) {
+  HostRange range;
+  size_t total = 0;
+  for (const CopySpan& span : spans) {
+    auto* host = static_cast<uint8_t*>(host_is_dst ? span.dst : const_cast<void*>(span.src));
+    if (range.begin == nullptr || host < range.begin) range.begin = host;
+    if (range.end == nullptr || host + span.bytes > range.end) range.end = host + span.bytes;
+    total += span.bytes;
+  }
+  range.one_copy = spans.size() > 1 && static_cast<size_t>(range.end - range.begin) <= 2 * total;
+  return range;
+}
+
+}  // namespace
+
 void DevicePath::copy_in(const std::vector<CopySpan>& spans, DataType dtype, double factor) {
   std::vector<CopySpan> staged = non_empty(spans);
   if (staged.empty()) return;
-  copy_and_wait(staged, CopyKind::kDeviceToHost);
+  const HostRange range = host_range(staged, true);
+  if (range.one_copy) {  // pack on the device (one batched kernel), then one d2h DMA
+    const size_t bytes = static_cast<size_t>(range.end - range.begin);
+    uint8_t* packed = device_fusion(bytes);
+    std::vector<CopySpan> on_device = staged;
+    for (CopySpan& span : on_device) span.dst = packed + (static_cast<uint8_t*>(span.dst) - range.begin);
+    run_and_wait([&] {
+      stream_->copy_batch(on_device, CopyKind::kDeviceToDevice);
+      stream_->copy(range.begin, packed, bytes, CopyKind::kDeviceToHost);
+    });
+  } else {
+    run_and_wait([&] { stream_->copy_batch(staged, CopyKind::kDeviceToHost); });
+  }
   if (factor == 1.0) return;
   for (CopySpan& span : staged) span.src = span.dst;  // scale the staged host bytes in place
   copy_host_spans(staged, dtype, factor);
@@ -92,7 +140,19 @@ void DevicePath::copy_out(const std::vector<CopySpan>& spans, DataType dtype, do
     for (CopySpan& span : staged) span.dst = const_cast<void*>(span.src);
     copy_host_spans(staged, dtype, factor);
   }
-  copy_and_wait(kept, CopyKind::kHostToDevice);
+  const HostRange range = host_range(kept, false);
+  if (range.one_copy) {  // one h2d DMA into the device fusion buffer, then one batched kernel
+    const size_t bytes = static_cast<size_t>(range.end - range.begin);
+    uint8_t* staged = device_fusion(bytes);
+    std::vector<CopySpan> on_device = kept;
+    for (CopySpan& span : on_device) span.src = staged + (static_cast<const uint8_t*>(span.src) - range.begin);
+    run_and_wait([&] {
+      stream_->copy(staged, range.begin, bytes, CopyKind::kHostToDevice);
+      stream_->copy_batch(on_device, CopyKind::kDeviceToDevice);
+    });
+  } else {
+    run_and_wait([&] { stream_->copy_batch(kept, CopyKind::kHostToDevice); });
+  }
 }
 
 void* DevicePath::allocate_output(HandleState& handle, size_t bytes) {
@@ -135,12 +195,7 @@ void DevicePath::allreduce(const Response& response, std::vector<TensorEntry>& e
       }
     } else {  // pack into the fusion buffer on the device
       mark(response, "MEMCPY_IN_FUSION_BUFFER");
-      if (fusion_buffer_.bytes() < total_bytes) {
-        stream_->synchronize();
-        fusion_buffer_ = DeviceBuffer();
-        fusion_buffer_ = DeviceBuffer(device_, total_bytes);
-      }
-      buffer = static_cast<uint8_t*>(fusion_buffer_.data());
+      buffer = device_fusion(total_bytes);
       std::vector<CopySpan> spans;
       size_t offset = 0;
       for (size_t i = 0; i < entries.size(); ++i) {

@@ -22,9 +22,13 @@
 // go h2d with one copy_batch into the caller's output (reduce-scatter) or into device
 // memory allocated through the Device and owned by the handle (allgather, alltoall, whose
 // sizes are known only after negotiation); scale factors are applied on the staged host
-// bytes with the CPU kernel.
+// bytes with the CPU kernel. Several pieces whose host range is at most twice their bytes
+// travel as one DMA through the device fusion buffer (packed or unpacked there by one
+// batched d2d copy), since a GPU's copy_batch between host and device is one DMA per
+// piece.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -77,8 +81,10 @@ class DevicePath : public CollectiveMemory {
   AllreduceAlgorithm& algorithm(const Problem& problem, std::string& activity);
   // `bytes` of pinned host memory in `slot` (0 or 1), grown as needed.
   void* host_staging(size_t bytes, int slot = 0);
-  // One copy_batch of `spans` on the path's stream, waited for (also after a failure).
-  void copy_and_wait(const std::vector<CopySpan>& spans, CopyKind kind);
+  // Runs `enqueue` (work on stream_) and waits for the stream, also after a failure.
+  void run_and_wait(const std::function<void()>& enqueue);
+  // The device fusion buffer, at least `bytes` long (grown after the stream is idle).
+  uint8_t* device_fusion(size_t bytes);
   // Opens (name) / closes a timeline activity for every tensor of `response`.
   void mark(const Response& response, const char* activity);
   void unmark(const Response& response);

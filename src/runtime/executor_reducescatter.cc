@@ -44,6 +44,7 @@ void Executor::reducescatter(const Response& response, std::vector<TensorEntry>&
   uint8_t* buffer = memory.staging(total * element, 0);
   mark(response, "MEMCPY_IN_FUSION_BUFFER");
   std::vector<CopySpan> spans;
+  std::vector<std::pair<size_t, size_t>> padding;  // per block: [elements used, block)
   for (int r = 0; r < P; ++r) {
     uint8_t* out = buffer + static_cast<size_t>(r) * block * element;
     size_t used = 0;
@@ -56,9 +57,13 @@ void Executor::reducescatter(const Response& response, std::vector<TensorEntry>&
       spans.push_back(CopySpan{out + used * element, in, n * element});
       used += n;
     }
-    if (used < block) std::memset(out + used * element, 0, (block - used) * element);
+    padding.push_back({used, block});
   }
   memory.copy_in(spans, dtype, response.prescale_factor);
+  for (int r = 0; r < P; ++r) {  // after the copy, which may write between its pieces
+    const auto [used, end] = padding[static_cast<size_t>(r)];
+    if (used < end) std::memset(buffer + (static_cast<size_t>(r) * block + used) * element, 0, (end - used) * element);
+  }
   unmark(response);
 
   const ReduceOp op = response.op == ReduceOp::kAverage ? ReduceOp::kSum : response.op;
