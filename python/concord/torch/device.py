@@ -65,8 +65,7 @@ def device_index(tensor, name, collective):
                 f"{', '.join(DEVICE_COLLECTIVES)} take CUDA tensors; copy it to the CPU first")
         return device.index if device.index is not None else _torch().cuda.current_device()
     raise InvalidArgumentError(
-        f"{collective} of tensor '{name}': it is on {device}; Concord supports CPU tensors and, for "
-        f"{', '.join(DEVICE_COLLECTIVES)}, CUDA tensors")
+        f"{collective} of tensor '{name}': it is on {device}; Concord supports CPU and CUDA tensors")
 
 
 def wait_for_producers(tensors):
