@@ -182,7 +182,7 @@ TEST_P(ExecutorRanks, FusedAllgatherWithAJoinedRank) {
         for (int64_t i = 0; i < (q + t) * (t + 1); ++i) expected.push_back(static_cast<float>(value(q, t, i)));
       }
       std::vector<float> got(handles[t]->output_bytes.size() / sizeof(float));
-      std::memcpy(got.data(), handles[t]->output_bytes.data(), handles[t]->output_bytes.size());
+      if (!got.empty()) std::memcpy(got.data(), handles[t]->output_bytes.data(), handles[t]->output_bytes.size());
       if (got != expected) failures[me] += "tensor " + std::to_string(t) + " differs; ";
       if (handles[t]->output_shape.at(0) != static_cast<int64_t>(expected.size()) / (t + 1))
         failures[me] += "tensor " + std::to_string(t) + " dim 0 differs; ";
