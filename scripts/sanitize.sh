@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sanitizer runs (CI, issue 15): builds only the test targets they need, with ccache when
-# installed, and fails on any test failure or sanitizer report.
+# installed (cmake/ConcordCcache.cmake), and fails on any test failure or sanitizer report.
 #   asan: ASan+UBSan (build type Asan) of the unit suite and of the MPI suite at 2 ranks
 #         (build-asan/; Open MPI's own allocations are not leak-checked under mpirun).
 #   tsan: TSan (build type Tsan) of the unit tests of the threaded parts: the dependency
@@ -11,14 +11,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 kinds=("$@")
 ((${#kinds[@]})) || kinds=(asan tsan)
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 jobs="-j$(nproc)"
 
-# Only the libraries and test binaries: no Python module, no tools.
+# Only the libraries and test binaries: no Python module, no tools, no CUDA code (its
+# kernels cannot run here; the Release build compiles them). ccache: cmake/ConcordCcache.cmake.
 configure() {  # build-dir build-type
   cmake -S . -B "$1" -G Ninja -DCMAKE_BUILD_TYPE="$2" -DCONCORD_BUILD_TESTS=ON -DCONCORD_BUILD_PYTHON=OFF \
-    -DCONCORD_BUILD_TOOLS=OFF -DPython_EXECUTABLE=/usr/bin/python3 "${launcher[@]}" >/dev/null
+    -DCONCORD_BUILD_TOOLS=OFF -DCONCORD_WITH_CUDA=OFF -DPython_EXECUTABLE=/usr/bin/python3 >/dev/null
 }
 step() {  # label command...
   local start=$SECONDS

@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   g++ cmake ninja-build pkg-config
+  ccache  # cmake/ConcordCcache.cmake: every build tree of every clone shares compiled objects
   clang-14 libclang-rt-14-dev  # libFuzzer: scripts/fuzz.sh
   clang-format-14  # scripts/format.sh (.clang-format)
   openmpi-bin libopenmpi-dev

@@ -5,8 +5,9 @@
 # concord.__version__, the installed metadata and `concord-info --version` must all equal
 # the CMake project version, and a 2-rank allreduce through concord.torch must be right.
 # Usage: pip_venv.sh PYTHON SOURCE_DIR WORKDIR VERSION -- LAUNCHER...   (LAUNCHER without -np)
-# The CMake build directory of the extension (WORKDIR/cmake) is kept between runs, so a
-# rerun only recompiles what changed; the venv is made afresh every time.
+# The CMake build directory of the extension ($CONCORD_PIP_BUILD_DIR, else WORKDIR/cmake) is
+# kept between runs, so a rerun only recompiles what changed; the venv is made afresh every
+# time.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 python="$1" source_dir="$2" workdir="$3" version="$4"
@@ -19,7 +20,7 @@ mkdir -p "$workdir"
 unset PYTHONPATH
 "$python" -m venv --system-site-packages --without-pip "$venv"
 # The system's pip (python3-pip) installs into the venv it is run from.
-(cd "$source_dir" && CONCORD_PIP_BUILD_DIR="$workdir/cmake" CONCORD_PIP_JOBS="${CONCORD_PIP_JOBS:-2}" \
+(cd "$source_dir" && CONCORD_PIP_BUILD_DIR="${CONCORD_PIP_BUILD_DIR:-$workdir/cmake}" CONCORD_PIP_JOBS="${CONCORD_PIP_JOBS:-2}" \
   "$venv/bin/python" -m pip install --no-build-isolation --no-deps --no-index --no-cache-dir \
   --disable-pip-version-check -q .)
 # The extension is built under $workdir/cmake and installed into the venv, never written into
