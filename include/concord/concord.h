@@ -106,6 +106,9 @@ struct AllgatherOptions {
 /// runtime"): every collective with data takes them (allreduce except with kAdasum), the
 /// output on the input's device; host memory on some ranks and device memory on others is
 /// a MismatchError on every rank naming the tensor, the ranks and both devices.
+/// TensorView::device == kDetectDevice lets the runtime find the device through the
+/// devices' pointer caches at submission (concord/types.h; DeviceError if a driver cannot
+/// tell).
 Handle allreduce_async(const std::string& name, const TensorView& input, const TensorView& output,
                        const AllreduceOptions& options = {});
 
@@ -258,5 +261,10 @@ struct CoordinationStats {
 /// cycle's responses execute, so they include the negotiation of every completed
 /// handle). Throws StateError before init().
 CoordinationStats coordination_stats();
+
+/// The pointer-cache counters of this process's devices since init() (concord/types.h,
+/// PointerCacheStats): the lookups of TensorView::device == kDetectDevice and, on CUDA, the
+/// device layer's own. Throws StateError before init().
+PointerCacheStats pointer_cache_stats();
 
 }  // namespace concord

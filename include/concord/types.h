@@ -60,6 +60,35 @@ const char* collective_name(CollectiveType type);
 /// TensorView::device of a tensor in host memory.
 inline constexpr int32_t kHostMemory = -1;
 
+/// TensorView::device asking the runtime to find out where `data` lives: at submission
+/// (before negotiation) it asks each device of the runtime's device table whether `data`
+/// points into its memory, through that device's pointer cache (the pointer cache of Awan
+/// et al., "Scalable Distributed DNN Training using TensorFlow and CUDA-Aware MPI", CCGrid
+/// 2019: an address-range map answered without a driver call once an allocation is known;
+/// docs/architecture.md, "Pointer cache"), and uses that device's index, or kHostMemory when
+/// no device claims it. A device buffer costs one driver query the first time its allocation
+/// is seen (none for the emulated device, which registers its allocations) and none on
+/// every later submission. On CUDA a host buffer costs one cuPointerGetAttributes per CUDA
+/// device per submission (host memory is not cached: it may later be device memory); give
+/// kHostMemory explicitly where that matters. A null `data` (a tensor with no elements) is
+/// host memory: give the device explicitly for an empty device tensor whose peers on other
+/// ranks are not empty, else negotiation reports a device mismatch. The output of an
+/// allreduce or reduce-scatter may also say kDetectDevice. Throws DeviceError when the
+/// driver cannot tell.
+inline constexpr int32_t kDetectDevice = -2;
+
+/// Counters of the pointer caches of the runtime's devices (summed over the devices made
+/// so far; docs/architecture.md, "Pointer cache"). A lookup is a hit (answered from the
+/// cache) or a miss; a miss costs a driver query (`queries`) unless the device registers
+/// every allocation it makes (the emulated device), so a repeated kDetectDevice
+/// submission of the same device buffer adds one hit and no query.
+struct PointerCacheStats {
+  uint64_t hits = 0;     ///< lookups answered from a cached allocation
+  uint64_t misses = 0;   ///< lookups of an address no cached allocation contains
+  uint64_t queries = 0;  ///< driver (provider) queries made: misses not known to be host, plus validations
+  uint64_t entries = 0;  ///< allocations cached now
+};
+
 /// A non-owning view of a dense, row-major (C-contiguous) tensor in host memory or in the
 /// memory of one of the runtime's devices (docs/architecture.md, "Device layer").
 /// `data` may be null only when the tensor has zero elements.
@@ -69,7 +98,7 @@ struct TensorView {
   std::vector<int64_t> shape;  ///< dimensions, outermost first; {} is a scalar
   /// kHostMemory, or the index of the device holding `data` in the runtime's device table:
   /// the CUDA device ordinal, or 0 for the strict emulated device with
-  /// CONCORD_DEVICE=emulated. Device memory is never touched by the host: the runtime moves
+  /// CONCORD_DEVICE=emulated; or kDetectDevice to let the runtime find out. Device memory is never touched by the host: the runtime moves
   /// it through the device's streams only, and it must be ready (its producer's work done)
   /// when the collective is submitted.
   int32_t device = kHostMemory;

@@ -91,6 +91,16 @@ class Device {
   /// True when `data` points into memory allocate() returned (device memory the host
   /// cannot touch); false for host memory. Never throws.
   virtual bool is_device_pointer(const void* data) const = 0;
+  /// True when `data` points into memory of this device (what allocate() returned and, on
+  /// CUDA, any allocator's memory on this GPU), as the device's pointer cache answers
+  /// (device/pointer_cache.h): a cached allocation is a hit without a driver call; a miss
+  /// is host memory without a query where the device registers every allocation (the
+  /// emulation: tracks_all), else one driver query that caches a device allocation. The
+  /// runtime's kDetectDevice (concord/types.h) asks this. Thread-safe. Throws DeviceError
+  /// when the driver cannot tell.
+  virtual bool owns(const void* data) const = 0;
+  /// The counters of the pointer cache owns() uses.
+  virtual PointerCacheStats pointer_cache_stats() const = 0;
   /// The CUDA device ordinal, or -1 for a device that is not a CUDA GPU (the emulation).
   virtual int cuda_ordinal() const { return -1; }
   /// Which physical device this is, the same string in every process that uses it

@@ -38,6 +38,27 @@ std::string DeviceSet::name(int index) const {
   return kind_ + ":" + std::to_string(index);
 }
 
+int DeviceSet::locate(const void* data) const {
+  if (data == nullptr) return kHostMemory;
+  for (int index = 0; index < count_; ++index)
+    if (at(index).owns(data)) return index;
+  return kHostMemory;
+}
+
+PointerCacheStats DeviceSet::pointer_cache_stats() const {
+  PointerCacheStats total;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& device : made_) {
+    if (!device) continue;
+    const PointerCacheStats one = device->pointer_cache_stats();
+    total.hits += one.hits;
+    total.misses += one.misses;
+    total.queries += one.queries;
+    total.entries += one.entries;
+  }
+  return total;
+}
+
 std::string DeviceSet::describe() const {
   if (count_ == 0) return "no device: CONCORD_DEVICE=none, or no usable CUDA device with CONCORD_DEVICE=auto";
   return std::to_string(count_) + " " + kind_ + " device(s)";

@@ -47,6 +47,14 @@ class DeviceSet {
   /// "CONCORD_DEVICE=emulated: 1 device (emulated)"-style line for logs and concord-info.
   std::string describe() const;
 
+  /// The index of the device whose memory `data` points into, or kHostMemory when no
+  /// device claims it (null is host memory): asks each device's Device::owns(), i.e. its
+  /// pointer cache, in index order (making devices not yet made). Resolves
+  /// TensorView::device == kDetectDevice. Throws DeviceError when a driver cannot tell.
+  int locate(const void* data) const;
+  /// The pointer-cache counters of the devices made so far, summed.
+  PointerCacheStats pointer_cache_stats() const;
+
  private:
   int count_ = 0;
   Factory factory_;

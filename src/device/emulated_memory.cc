@@ -71,11 +71,14 @@ void* EmulatedMemory::translate(const void* data) const {
   return it->second.rw + (address - it->first);
 }
 
-bool EmulatedMemory::contains(const void* data) const {
+bool EmulatedMemory::contains(const void* data) const { return allocation(data).bytes > 0; }
+
+EmulatedMemory::Range EmulatedMemory::allocation(const void* data) const {
   const auto address = reinterpret_cast<uintptr_t>(data);
   std::lock_guard<std::mutex> lock(mutex_);
   const auto it = find(address);
-  return it != mappings_.end() && address < it->first + it->second.bytes;
+  if (it == mappings_.end() || address >= it->first + it->second.bytes) return {};
+  return {it->first, it->second.bytes};
 }
 
 }  // namespace concord

@@ -30,6 +30,13 @@ class EmulatedMemory {
   void* translate(const void* data) const;
   /// True when `data` points into an allocation.
   bool contains(const void* data) const;
+  /// An allocation: its inaccessible base address and size in bytes ({0, 0}: none).
+  struct Range {
+    uintptr_t base = 0;
+    size_t bytes = 0;
+  };
+  /// The allocation `data` points into, or {0, 0}. Thread-safe.
+  Range allocation(const void* data) const;
 
  private:
   struct Mapping {

@@ -14,6 +14,11 @@
 // declared that every device allocation is registered (set_tracks_all), then a miss is
 // host memory without a query.
 //
+// Users: every Device answers owns() through one (CudaDevice, also is_device_pointer: driver
+// provider, its own allocations registered; EmulatedDevice: every allocation registered,
+// tracks_all), and the runtime resolves TensorView::device == kDetectDevice through them
+// at submission (DeviceSet::locate; docs/architecture.md, "Device tensors in the runtime").
+//
 // Thread safety: lookup() is lock-free (an atomic load of an immutable sorted table and a
 // binary search; a reader count keeps retired tables alive); inserts and removals copy the
 // table under a mutex (rare: once per allocation).
@@ -26,6 +31,8 @@
 #include <mutex>
 #include <optional>
 #include <vector>
+
+#include "concord/types.h"
 
 namespace concord {
 
@@ -84,6 +91,8 @@ class PointerCache {
   uint64_t epoch() const { return epoch_.load(std::memory_order_relaxed); }
   /// Cached allocations.
   size_t size() const;
+  /// hits, misses, queries and size() together (the runtime's PointerCacheStats).
+  PointerCacheStats stats() const { return {hits(), misses(), queries(), size()}; }
 
  private:
   using Table = std::vector<DeviceAllocation>;  // sorted by base, non-overlapping

@@ -242,6 +242,8 @@ int join() {
 
 CoordinationStats coordination_stats() { return running()->coordination_stats(); }
 
+PointerCacheStats pointer_cache_stats() { return running()->pointer_cache_stats(); }
+
 void start_timeline(const std::string& path) { running()->start_timeline(path); }
 
 void stop_timeline() { running()->stop_timeline(); }

@@ -183,11 +183,19 @@ void Runtime::prepare(Request& request, const TensorView& input, const TensorVie
   }
 }
 
+void Runtime::resolve_devices(TensorView& input, TensorView& output) const {
+  if (input.device == kDetectDevice) input.device = devices_->locate(input.data);
+  if (output.device == kDetectDevice)
+    output.device = output.data == input.data ? input.device : devices_->locate(output.data);
+}
+
 Handle Runtime::enqueue(Request request, const TensorView& input, const TensorView& output, int process_set) {
   auto set = member_set(process_set, std::string(collective_name(request.type)) + " of tensor '" + request.name + "'");
-  prepare(request, input, output, *set);
+  TensorView in = input, out = output;
+  resolve_devices(in, out);
+  prepare(request, in, out, *set);
   auto state = std::make_shared<HandleState>();
-  set->queue.push(TensorEntry{std::move(request), input, output, state});
+  set->queue.push(TensorEntry{std::move(request), std::move(in), std::move(out), state});
   if (set->id != 0) world_queue().interrupt();  // the background thread naps on the world's queue
   return Handle(state);
 }
@@ -198,8 +206,10 @@ std::vector<Handle> Runtime::enqueue_group(std::vector<Request> requests, const 
   std::vector<TensorEntry> entries;
   for (size_t i = 0; i < requests.size(); ++i) {
     Request& request = requests[i];
-    prepare(request, inputs[i], outputs[i], *set);
-    entries.push_back(TensorEntry{std::move(request), inputs[i], outputs[i], std::make_shared<HandleState>()});
+    TensorView in = inputs[i], out = outputs[i];
+    resolve_devices(in, out);
+    prepare(request, in, out, *set);
+    entries.push_back(TensorEntry{std::move(request), std::move(in), std::move(out), std::make_shared<HandleState>()});
   }
   std::vector<Handle> handles;
   for (const auto& entry : entries) handles.emplace_back(entry.handle);

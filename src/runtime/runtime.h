@@ -57,6 +57,9 @@ class Runtime {
   const Config& config() const { return config_; }
   /// The devices TensorView::device indexes.
   const DeviceSet& devices() const { return *devices_; }
+  /// The pointer-cache counters of those devices (kDetectDevice lookups and the device
+  /// layer's own), summed.
+  PointerCacheStats pointer_cache_stats() const { return devices_->pointer_cache_stats(); }
 
   /// Validates `request` against the buffers and queues it on process set `process_set`;
   /// see concord.h for the rules and errors.
@@ -87,6 +90,10 @@ class Runtime {
   CoordinationStats coordination_stats() const;
 
  private:
+  // Replaces kDetectDevice in `input` and `output` by the device (or kHostMemory) the
+  // devices' pointer caches place their data on (an output at the input's address takes
+  // the input's answer without a second lookup).
+  void resolve_devices(TensorView& input, TensorView& output) const;
   // Fills the request's rank (in `set`), dtype, shape (and an alltoall's equal splits),
   // turns a broadcast's global root into the set's rank, and validates it.
   void prepare(Request& request, const TensorView& input, const TensorView& output, const ProcessSet& set) const;

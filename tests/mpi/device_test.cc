@@ -6,7 +6,9 @@
 // (test_support/device_scenarios.h); broadcast and grouped allreduce of device tensors;
 // allgather, reduce-scatter and alltoall (single and grouped) bit-identical to host runs,
 // results on the device (test_support/device_collective_scenarios.h); host memory on one
-// rank and device memory on another is a MismatchError on every rank.
+// rank and device memory on another is a MismatchError on every rank. TensorView::device ==
+// kDetectDevice finds the emulated device through its pointer cache: results bit-identical
+// to host runs, and a repeated submission is a cache hit without a provider query.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -32,6 +34,23 @@ TEST(DeviceTensors, AllreduceEqualsHostRunBitForBit) {
         return allreduce_async(name, in, out, AllreduceOptions{c.op, c.prescale, c.postscale});
       });
   EXPECT_EQ(problem, "");
+}
+
+TEST(DeviceTensors, DetectedDeviceAllreduceEqualsHostRunAndHitsThePointerCache) {
+  const std::string problem = testdevice::compare_device_and_host(
+      runtime_device(0), 0, rank(), size(), "mpi.detect",
+      [](const std::string& name, const TensorView& in, const TensorView& out, const AllreduceCase& c) {
+        return allreduce_async(name, in, out, AllreduceOptions{c.op, c.prescale, c.postscale});
+      },
+      testdevice::ViewDevices{true, true});
+  EXPECT_EQ(problem, "");
+  DeviceTensor tensor(runtime_device(0), testdevice::make_input(rank(), 16, DataType::kFloat32, ReduceOp::kSum));
+  const TensorView view{tensor.data(), DataType::kFloat32, {16}, kDetectDevice};
+  const PointerCacheStats before = pointer_cache_stats();
+  for (int round = 0; round < 3; ++round) wait_ok(allreduce_async("mpi.detect.repeat", view, view), "repeat");
+  const PointerCacheStats after = pointer_cache_stats();
+  EXPECT_EQ(after.hits, before.hits + 3) << "rank " << rank();
+  EXPECT_EQ(after.queries, 0u) << "rank " << rank() << ": the emulated device registers its allocations";
 }
 
 TEST(DeviceTensors, GroupedAllreduceAndBroadcast) {

@@ -153,9 +153,11 @@ inline std::string result_of(const Handle& handle, bool on_device, Device& devic
 /// Runs every case of collective_cases() with device tensors (on `device`, index
 /// `device_index`) and host tensors, and returns "" when every device result is on the
 /// device, bit-identical to the host one and exact, else the first problem, naming rank,
-/// case, tensor size and element. Collective: every rank of `size` calls it.
+/// case, tensor size and element. Collective: every rank of `size` calls it. `views` says
+/// which runs pass kDetectDevice (the results must still be where the data is).
 inline std::string compare_device_and_host_collectives(Device& device, int device_index, int rank, int size,
-                                                       const std::string& prefix, const SubmitCollective& submit) {
+                                                       const std::string& prefix, const SubmitCollective& submit,
+                                                       ViewDevices views = {}) {
   const auto& cases = collective_cases();
   for (size_t c = 0; c < cases.size(); ++c) {
     const CollectiveCase& test = cases[c];
@@ -185,12 +187,14 @@ inline std::string compare_device_and_host_collectives(Device& device, int devic
       for (size_t t = 0; t < kTensors; ++t) {
         names.push_back(prefix + ".c" + std::to_string(c) + (on_device ? ".d" : ".h") + std::to_string(t));
         if (on_device) {
-          in.push_back(TensorView{device_in[t].data(), test.dtype, shapes[t], device_index});
-          out.push_back(scatter ? TensorView{device_out[t].data(), test.dtype, out_shapes[t], device_index}
+          in.push_back(
+              TensorView{device_in[t].data(), test.dtype, shapes[t], views.device(device_index, device_in[t].data())});
+          out.push_back(scatter ? TensorView{device_out[t].data(), test.dtype, out_shapes[t],
+                                             views.device(device_index, device_out[t].data())}
                                 : in.back());
         } else {
-          in.push_back(TensorView{inputs[t].data(), test.dtype, shapes[t]});
-          out.push_back(scatter ? TensorView{host_out[t].data(), test.dtype, out_shapes[t]} : in.back());
+          in.push_back(TensorView{inputs[t].data(), test.dtype, shapes[t], views.host()});
+          out.push_back(scatter ? TensorView{host_out[t].data(), test.dtype, out_shapes[t], views.host()} : in.back());
         }
       }
       if (test.grouped) {
@@ -207,7 +211,8 @@ inline std::string compare_device_and_host_collectives(Device& device, int devic
     for (size_t t = 0; t < kTensors; ++t) {
       const std::string where = "rank " + std::to_string(rank) + " of " + std::to_string(size) + ", case " +
                                 test.describe() + ", tensor " + std::to_string(t) + " (" +
-                                std::to_string(shapes[t][0]) + " rows of " + std::to_string(kRowElements) + ")";
+                                std::to_string(shapes[t][0]) + " rows of " + std::to_string(kRowElements) + "), " +
+                                views.describe();
       std::vector<uint8_t> got[2];
       for (int on_device = 0; on_device < 2; ++on_device) {
         const std::string problem =

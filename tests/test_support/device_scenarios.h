@@ -96,6 +96,21 @@ class DeviceTensor {
   size_t bytes_;
 };
 
+/// TensorView::device of the two runs of a comparison: explicit (the device's index,
+/// kHostMemory) or kDetectDevice (the runtime finds out through the devices' pointer
+/// caches). A device tensor with no elements (null data) keeps its index: detection makes
+/// a null pointer host memory.
+struct ViewDevices {
+  bool detect_device = false;  ///< device tensors say kDetectDevice instead of their index
+  bool detect_host = false;    ///< host tensors say kDetectDevice instead of kHostMemory
+  int device(int index, const void* data) const { return detect_device && data != nullptr ? kDetectDevice : index; }
+  int host() const { return detect_host ? kDetectDevice : kHostMemory; }
+  std::string describe() const {
+    return std::string(detect_device ? "detected" : "explicit") + " device, " +
+           (detect_host ? "detected" : "explicit") + " host";
+  }
+};
+
 /// Submits an allreduce (the suite's API) with `c`'s op and scale factors.
 using SubmitAllreduce = std::function<Handle(const std::string& name, const TensorView& input, const TensorView& output,
                                              const AllreduceCase& c)>;
@@ -105,8 +120,10 @@ using SubmitAllreduce = std::function<Handle(const std::string& name, const Tens
 /// is bit-identical to the host one (and float32 sums equal the exact sum; out-of-place
 /// inputs unchanged), else the first difference, naming rank, case, size and element.
 /// Collective: every rank of `size` calls it. `prefix` keeps names unique per call.
+/// `views` says which runs pass kDetectDevice.
 inline std::string compare_device_and_host(Device& device, int device_index, int rank, int size,
-                                           const std::string& prefix, const SubmitAllreduce& submit) {
+                                           const std::string& prefix, const SubmitAllreduce& submit,
+                                           ViewDevices views = {}) {
   const auto& counts = sizes();
   for (size_t c = 0; c < allreduce_cases().size(); ++c) {
     const AllreduceCase& test = allreduce_cases()[c];
@@ -127,11 +144,13 @@ inline std::string compare_device_and_host(Device& device, int device_index, int
         const std::string name = prefix + ".c" + std::to_string(c) + (on_device ? ".d" : ".h") + std::to_string(t);
         TensorView in, out;
         if (on_device) {
-          in = TensorView{device_in[t].data(), test.dtype, shape, device_index};
-          out = test.in_place ? in : TensorView{device_out[t].data(), test.dtype, shape, device_index};
+          in = TensorView{device_in[t].data(), test.dtype, shape, views.device(device_index, device_in[t].data())};
+          out = test.in_place ? in
+                              : TensorView{device_out[t].data(), test.dtype, shape,
+                                           views.device(device_index, device_out[t].data())};
         } else {
-          in = TensorView{test.in_place ? host_out[t].data() : inputs[t].data(), test.dtype, shape};
-          out = TensorView{host_out[t].data(), test.dtype, shape};
+          in = TensorView{test.in_place ? host_out[t].data() : inputs[t].data(), test.dtype, shape, views.host()};
+          out = TensorView{host_out[t].data(), test.dtype, shape, views.host()};
         }
         handles.push_back(submit(name, in, out, test));
         if (!test.fused) handles.back().wait();
@@ -140,7 +159,7 @@ inline std::string compare_device_and_host(Device& device, int device_index, int
     for (auto& handle : handles) handle.wait();
     for (size_t t = 0; t < counts.size(); ++t) {
       const std::string where = "rank " + std::to_string(rank) + " of " + std::to_string(size) + ", case " +
-                                test.describe() + ", " + std::to_string(counts[t]) + " elements";
+                                test.describe() + ", " + std::to_string(counts[t]) + " elements, " + views.describe();
       const std::vector<uint8_t> device_result = test.in_place ? device_in[t].read() : device_out[t].read();
       const long differs = testing_util::first_difference(device_result, host_out[t], element);
       if (differs >= 0)

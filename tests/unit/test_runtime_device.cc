@@ -19,6 +19,7 @@
 #include "device/emulated_device.h"
 #include "rank_runner.h"
 #include "runtime/runtime.h"
+#include "runtime_device_util.h"
 #include "test_support/device_collective_scenarios.h"
 #include "test_support/device_scenarios.h"
 #include "transport/communicator_set.h"
@@ -28,39 +29,11 @@ namespace {
 
 using testdevice::AllreduceCase;
 using testdevice::DeviceTensor;
+using testdevice::error_of;
+using testdevice::make_runtime;
+using testdevice::request;
+using testdevice::test_config;
 using testing_util::run_ranks;
-
-Config test_config() {
-  Config config;  // the built-in defaults, whatever the environment says
-  config.cycle_time_ms = 0.2;
-  config.autotune = false;
-  return config;
-}
-
-Request request(const std::string& name, CollectiveType type, ReduceOp op = ReduceOp::kSum, int root = 0) {
-  Request r;
-  r.name = name;
-  r.type = type;
-  r.op = op;
-  r.root = root;
-  return r;
-}
-
-// A runtime whose device 0 is `device`, named "emulated:0".
-std::unique_ptr<Runtime> make_runtime(Communicator& world, std::shared_ptr<EmulatedDevice> device) {
-  auto devices = std::make_shared<DeviceSet>(std::vector<std::shared_ptr<Device>>{std::move(device)}, "emulated");
-  return std::make_unique<Runtime>(split_communicator_set(world), test_config(), std::vector<std::vector<int>>{},
-                                   devices);
-}
-
-std::string error_of(const Handle& handle) {
-  try {
-    handle.wait();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "";
-}
 
 class RuntimeDevice : public ::testing::TestWithParam<int> {};
 
@@ -137,24 +110,7 @@ TEST_P(RuntimeDevice, AllgatherReducescatterAlltoallEqualHostRunsBitForBit) {
   const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
     auto device = std::make_shared<EmulatedDevice>();
     auto runtime = make_runtime(world, device);
-    const testdevice::SubmitCollective submit =
-        [&](const testdevice::CollectiveCase& c, const std::vector<std::string>& names,
-            const std::vector<TensorView>& inputs, const std::vector<TensorView>& outputs,
-            const std::vector<std::vector<int64_t>>& splits) {
-          std::vector<Request> requests;
-          for (size_t i = 0; i < names.size(); ++i) {
-            requests.push_back(request(names[i], c.type, c.op));
-            requests.back().prescale_factor = c.prescale;
-            requests.back().postscale_factor = c.postscale;
-            requests.back().splits = splits[i];
-            if (names.size() > 1) {
-              requests.back().group = names[0];
-              requests.back().group_size = static_cast<int32_t>(names.size());
-            }
-          }
-          if (names.size() == 1) return std::vector<Handle>{runtime->enqueue(requests[0], inputs[0], outputs[0])};
-          return runtime->enqueue_group(requests, inputs, outputs);
-        };
+    const testdevice::SubmitCollective submit = testdevice::submit_collective(*runtime);
     for (int round = 0; round < 2; ++round) {  // round 1 hits the response cache
       const std::string problem = testdevice::compare_device_and_host_collectives(*device, 0, runtime->rank(), P,
                                                                                   "c" + std::to_string(round), submit);

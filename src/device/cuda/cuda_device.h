@@ -35,6 +35,11 @@ class CudaDevice : public Device {
   /// cuPointerGetAttributes the first time its allocation is seen (device memory of any
   /// allocator, e.g. PyTorch's, is then cached; host memory is asked every time).
   bool is_device_pointer(const void* data) const override;
+  /// Device memory of this GPU, through the same cache (the driver's device ordinal of the
+  /// cached allocation equals ordinal()). A failed driver query is host memory
+  /// (DriverAttributeProvider), so this never throws.
+  bool owns(const void* data) const override { return pointers_.lookup(data).device == ordinal_; }
+  PointerCacheStats pointer_cache_stats() const override { return pointers_.stats(); }
   int cuda_ordinal() const override { return ordinal_; }
   std::string hardware_id() const override { return hardware_id_; }
   int ordinal() const { return ordinal_; }
