@@ -64,10 +64,10 @@ void expect_properties(const Records& records, int P, int64_t n) {
       const SparseCall& c = records[t][rank];
       const std::string at = where(P, n, static_cast<int>(t), rank);
       EXPECT_EQ(c.result.indices, first.result.indices) << at << ": G differs from rank 0's";
-      EXPECT_TRUE(
-          c.result.values.size() == first.result.values.size() &&
-          (c.result.values.empty() ||  // memcmp of an empty vector's null data() is undefined
-           std::memcmp(c.result.values.data(), first.result.values.data(), c.result.values.size() * sizeof(float)) == 0))
+      EXPECT_TRUE(c.result.values.size() == first.result.values.size() &&
+                  (c.result.values.empty() ||  // memcmp of an empty vector's null data() is undefined
+                   std::memcmp(c.result.values.data(), first.result.values.data(),
+                               c.result.values.size() * sizeof(float)) == 0))
           << at << ": U not bit-identical to rank 0's";
     }
     std::vector<double> sum_acc(n, 0.0), sum_eps(n, 0.0), sum_abs(n, 0.0);
