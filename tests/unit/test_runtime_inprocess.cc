@@ -17,6 +17,7 @@
 #include "concord/errors.h"
 #include "rank_runner.h"
 #include "runtime/runtime.h"
+#include "runtime_device_util.h"
 #include "transport/communicator_set.h"
 
 namespace concord {
@@ -24,24 +25,11 @@ namespace {
 
 using testing_util::run_ranks;
 
-Config test_config() {
-  Config config;  // the built-in defaults, whatever the environment says
-  config.cycle_time_ms = 0.2;
-  config.autotune = false;  // deterministic selection: the cost model
-  return config;
-}
+using testdevice::request;
+using testdevice::test_config;
 
 TensorView view(std::vector<float>& data) {
   return TensorView{data.data(), DataType::kFloat32, {static_cast<int64_t>(data.size())}};
-}
-
-Request request(const std::string& name, CollectiveType type, ReduceOp op = ReduceOp::kSum, int root = 0) {
-  Request r;
-  r.name = name;
-  r.type = type;
-  r.op = op;
-  r.root = root;
-  return r;
 }
 
 class RuntimeInProcess : public ::testing::TestWithParam<int> {};
