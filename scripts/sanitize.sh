@@ -4,8 +4,8 @@
 #   asan: ASan+UBSan (build type Asan) of the unit suite and of the MPI suite at 2 ranks
 #         (build-asan/; Open MPI's own allocations are not leak-checked under mpirun).
 #   tsan: TSan (build type Tsan) of the unit tests of the threaded parts: the dependency
-#         engine and KVStore, the negotiator, coordinator and stall inspector, the transport
-#         and the in-process ranks (build-tsan/); not the algorithms' message-count checks
+#         engine and KVStore, the negotiator, coordinator and stall inspector, the tensor
+#         queue, the transport and the in-process ranks (build-tsan/); not the algorithms' message-count checks
 #         (RegistryCounts: 150k messages at P = 13-16 take minutes each under TSan).
 # Usage: scripts/sanitize.sh [asan] [tsan]   (default: both). Prints each step's seconds.
 set -euo pipefail
@@ -43,7 +43,7 @@ for kind in "${kinds[@]}"; do
       step "tsan build" cmake --build build-tsan "$jobs" --target concord_unit_tests
       step "tsan unit suite (engine, kvstore, negotiator, transport)" env TSAN_OPTIONS="halt_on_error=1" \
         build-tsan/tests/unit/concord_unit_tests --gtest_brief=1 \
-        --gtest_filter='Engine*:*Engine*:KVStore*:*KVStore*:KeyCheck*:Negotiator*:*Negotiator*:Coordinator*:BuildResponse*:*Stall*:*Transport*:*InProcess*-*RegistryCounts*'
+        --gtest_filter='Engine*:*Engine*:KVStore*:*KVStore*:KeyCheck*:Negotiator*:*Negotiator*:Coordinator*:BuildResponse*:*Stall*:*Transport*:*InProcess*:TensorQueue*-*RegistryCounts*'
       ;;
     *)
       echo "sanitize: unknown kind '$kind' (asan, tsan)" >&2

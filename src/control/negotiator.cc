@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <string_view>
+#include <unordered_map>
 
 #include "common/enforce.h"
 #include "common/logging.h"
@@ -87,6 +89,10 @@ std::vector<Response> Negotiator::take_common_hits(const std::vector<uint64_t>& 
     const Request& parameters = cache_.parameters(bit);
     if (parameters.group_size > 1) ++group_members[parameters.group];
   }
+  // This rank's hits by name (a backward pass brings hundreds: no linear search per bit).
+  std::unordered_map<std::string_view, size_t> hit_index;
+  for (size_t i = 0; i < hits.size(); ++i) hit_index.emplace(hits[i].name, i);
+  std::vector<bool> taken(hits.size(), false);
   std::vector<Response> responses;
   for (uint32_t bit : bits) {
     // Every rank sets all bits of a group in the same cycle, so groups arrive whole; a
@@ -97,12 +103,20 @@ std::vector<Response> Negotiator::take_common_hits(const std::vector<uint64_t>& 
     responses.push_back(cache_.response(bit));
     responses.back().joined = joined_;
     cache_.touch(bit);
-    auto it = std::find_if(hits.begin(), hits.end(), [&](const Request& r) { return r.name == name; });
-    CONCORD_ENFORCE(it != hits.end() || i_joined(), InternalError, "cached response for '", name,
+    const auto it = hit_index.find(name);
+    CONCORD_ENFORCE(it != hit_index.end() || i_joined(), InternalError, "cached response for '", name,
                     "' which this rank has not requested");
-    if (it != hits.end()) hits.erase(it);
+    if (it != hit_index.end()) taken[it->second] = true;
     if (stall_inspector_) stall_inspector_->remove(name);
   }
+  hit_index.clear();  // its keys view the names about to move
+  size_t kept = 0;
+  for (size_t i = 0; i < hits.size(); ++i) {
+    if (taken[i]) continue;
+    if (kept != i) hits[kept] = std::move(hits[i]);  // (a self-move would empty a vector)
+    ++kept;
+  }
+  hits.resize(kept);
   stats_.cache_hits += responses.size();
   return responses;
 }

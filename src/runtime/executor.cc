@@ -113,8 +113,10 @@ void Executor::execute(const Response& response, TensorQueue& queue) {
   placeholders_.clear();
   const bool joined = std::find(response.joined.begin(), response.joined.end(), comm_.rank()) != response.joined.end();
   std::vector<TensorEntry> entries;
+  entries.reserve(response.names.size());
+  auto taken = queue.try_take_all(response.names);
   for (size_t i = 0; i < response.names.size(); ++i) {
-    if (auto entry = queue.try_take(response.names[i])) {
+    if (auto& entry = taken[i]) {
       entries.push_back(std::move(*entry));
     } else {
       CONCORD_ENFORCE(joined && response.type != ResponseType::kJoin, InternalError, "response for tensor '",

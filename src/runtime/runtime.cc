@@ -149,9 +149,9 @@ void Runtime::start_timeline(const std::string& path) {
 
 void Runtime::stop_timeline() { timeline_.stop(); }
 
-std::shared_ptr<ProcessSet> Runtime::member_set(int id, const std::string& what) const {
+std::shared_ptr<ProcessSet> Runtime::member_set(int id, const std::function<std::string()>& what) const {
   auto set = sets_->get(id);
-  CONCORD_ENFORCE(set->member(), InvalidArgument, what, ": rank ", rank(), " is not in ", set->describe());
+  CONCORD_ENFORCE(set->member(), InvalidArgument, what(), ": rank ", rank(), " is not in ", set->describe());
   return set;
 }
 
@@ -190,7 +190,9 @@ void Runtime::resolve_devices(TensorView& input, TensorView& output) const {
 }
 
 Handle Runtime::enqueue(Request request, const TensorView& input, const TensorView& output, int process_set) {
-  auto set = member_set(process_set, std::string(collective_name(request.type)) + " of tensor '" + request.name + "'");
+  auto set = member_set(process_set, [&request] {
+    return std::string(collective_name(request.type)) + " of tensor '" + request.name + "'";
+  });
   TensorView in = input, out = output;
   resolve_devices(in, out);
   prepare(request, in, out, *set);
@@ -202,7 +204,8 @@ Handle Runtime::enqueue(Request request, const TensorView& input, const TensorVi
 
 std::vector<Handle> Runtime::enqueue_group(std::vector<Request> requests, const std::vector<TensorView>& inputs,
                                            const std::vector<TensorView>& outputs, int process_set) {
-  auto set = member_set(process_set, "grouped collective '" + (requests.empty() ? "" : requests[0].name) + "'");
+  auto set = member_set(
+      process_set, [&requests] { return "grouped collective '" + (requests.empty() ? "" : requests[0].name) + "'"; });
   std::vector<TensorEntry> entries;
   for (size_t i = 0; i < requests.size(); ++i) {
     Request& request = requests[i];
@@ -219,7 +222,7 @@ std::vector<Handle> Runtime::enqueue_group(std::vector<Request> requests, const 
 }
 
 Handle Runtime::enqueue_barrier(int process_set) {
-  auto set = member_set(process_set, "barrier");
+  auto set = member_set(process_set, [] { return std::string("barrier"); });
   Request request;
   {
     std::lock_guard<std::mutex> lock(process_set_mutex_);

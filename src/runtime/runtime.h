@@ -9,6 +9,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -97,8 +98,9 @@ class Runtime {
   // Fills the request's rank (in `set`), dtype, shape (and an alltoall's equal splits),
   // turns a broadcast's global root into the set's rank, and validates it.
   void prepare(Request& request, const TensorView& input, const TensorView& output, const ProcessSet& set) const;
-  // The set `id` if this rank is a member, else InvalidArgument naming `what`.
-  std::shared_ptr<ProcessSet> member_set(int id, const std::string& what) const;
+  // The set `id` if this rank is a member, else InvalidArgument naming what() (built only
+  // then: enqueue() is on the framework thread's per-tensor path).
+  std::shared_ptr<ProcessSet> member_set(int id, const std::function<std::string()>& what) const;
   // One negotiation round of every set this rank is in; returns the world's answer.
   ResponseList negotiate_round();
   void background_loop();

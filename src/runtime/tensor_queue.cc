@@ -13,6 +13,7 @@ void TensorQueue::push(TensorEntry entry) {
   CONCORD_ENFORCE(!table_.contains(name), InvalidArgument, "Tensor '", name, "' is already in flight on rank ",
                   entry.request.rank, ": wait for its handle before submitting the same name again");
   new_requests_.push_back(entry.request);
+  new_count_.store(new_requests_.size(), std::memory_order_release);
   table_.emplace(name, std::move(entry));
   pushed_.notify_one();
 }
@@ -31,12 +32,17 @@ void TensorQueue::push_all(std::vector<TensorEntry> entries) {
     new_requests_.push_back(entry.request);
     table_.emplace(entry.request.name, std::move(entry));
   }
+  new_count_.store(new_requests_.size(), std::memory_order_release);
   pushed_.notify_one();
 }
 
 std::vector<Request> TensorQueue::pop_requests() {
+  std::vector<Request> next;
   std::lock_guard<std::mutex> lock(mutex_);
-  return std::exchange(new_requests_, {});
+  next.reserve(new_requests_.size());  // the next burst is likely as long: no regrowth under the lock
+  next.swap(new_requests_);
+  new_count_.store(0, std::memory_order_release);
+  return next;
 }
 
 TensorEntry TensorQueue::take(const std::string& name) {
@@ -53,6 +59,16 @@ std::optional<TensorEntry> TensorQueue::try_take(const std::string& name) {
   return std::move(node.mapped());
 }
 
+std::vector<std::optional<TensorEntry>> TensorQueue::try_take_all(const std::vector<std::string>& names) {
+  std::vector<std::optional<TensorEntry>> entries(names.size());
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (size_t i = 0; i < names.size(); ++i) {
+    auto node = table_.extract(names[i]);
+    if (!node.empty()) entries[i] = std::move(node.mapped());
+  }
+  return entries;
+}
+
 void TensorQueue::close(const std::string& message) {
   std::unordered_map<std::string, TensorEntry> pending;
   {
@@ -60,15 +76,11 @@ void TensorQueue::close(const std::string& message) {
     closed_message_ = message;
     pending.swap(table_);
     new_requests_.clear();
+    new_count_.store(0, std::memory_order_release);
   }
   for (auto& [name, entry] : pending)
     entry.handle->fail(
         std::make_exception_ptr(StateError(detail::concat(message, " (tensor '", name, "' was pending)"))));
-}
-
-size_t TensorQueue::new_count() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return new_requests_.size();
 }
 
 bool TensorQueue::wait_for_push(std::chrono::microseconds timeout) {

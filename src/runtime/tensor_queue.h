@@ -4,6 +4,7 @@
 // background thread blocks in wait_for_push() and a push wakes it at once.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -42,6 +43,9 @@ class TensorQueue {
   TensorEntry take(const std::string& name);
   /// As take(), but std::nullopt when `name` is not in flight (a joined rank).
   std::optional<TensorEntry> try_take(const std::string& name);
+  /// try_take() of every name of a response under one lock (a fused response of many
+  /// tensors must not contend with the framework thread's pushes once per tensor).
+  std::vector<std::optional<TensorEntry>> try_take_all(const std::vector<std::string>& names);
   /// Refuses further pushes and fails every in-flight entry with StateError(message +
   /// " (tensor '<name>')").
   void close(const std::string& message);
@@ -49,8 +53,9 @@ class TensorQueue {
   size_t in_flight() const;
   /// True when requests were pushed since the last pop_requests().
   bool has_new() const { return new_count() > 0; }
-  /// Number of requests pushed since the last pop_requests().
-  size_t new_count() const;
+  /// Number of requests pushed since the last pop_requests(); lock-free (the background
+  /// thread polls it while a burst of pushes is arriving).
+  size_t new_count() const { return new_count_.load(std::memory_order_acquire); }
   /// Blocks for at most `timeout` (0: returns at once), returning early when requests are
   /// pushed or interrupt() is called. Returns has_new(). One interrupt() ends one wait
   /// (the next one if nobody is waiting).
@@ -64,7 +69,8 @@ class TensorQueue {
   bool interrupted_ = false;
   std::unordered_map<std::string, TensorEntry> table_;
   std::vector<Request> new_requests_;
-  std::string closed_message_;  // empty while open
+  std::atomic<size_t> new_count_{0};  // new_requests_.size(), written under mutex_
+  std::string closed_message_;        // empty while open
 };
 
 }  // namespace concord

@@ -20,7 +20,7 @@ from concord.torch import mpi_ops
 
 
 def _fake_cuda_tensor(index):
-    return types.SimpleNamespace(device=torch.device("cuda", index))
+    return types.SimpleNamespace(device=torch.device("cuda", index), is_cpu=False)  # a torch.Tensor's fields
 
 
 class _FakeCuda:
@@ -58,7 +58,7 @@ def test_cuda_tensor_has_its_ordinal_for_the_device_collectives():
 
 def test_cuda_tensor_without_index_takes_the_current_device(monkeypatch):
     monkeypatch.setattr(device_layer, "_torch", lambda: types.SimpleNamespace(cuda=_FakeCuda()))
-    tensor = types.SimpleNamespace(device=torch.device("cuda"))
+    tensor = types.SimpleNamespace(device=torch.device("cuda"), is_cpu=False)
     assert device_layer.device_index(tensor, "t", "allreduce") == 3
 
 
@@ -106,7 +106,7 @@ def test_allreduce_waits_for_the_producer_then_passes_the_device_index(monkeypat
     class Core:
         @staticmethod
         def allreduce_async(name, source, target, dtype, shape, op, prescale, postscale, process_set, device):
-            order.append(("allreduce", name, dtype, shape, device))
+            order.append(("allreduce", name, dtype, list(shape), device))
             return types.SimpleNamespace(poll=lambda: True, wait=lambda: None)
 
     monkeypatch.setattr(mpi_ops, "_core", Core)

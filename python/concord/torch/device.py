@@ -55,9 +55,9 @@ def device_index(tensor, name, collective):
         InvalidArgumentError: a CUDA tensor given to a collective not in
             DEVICE_COLLECTIVES, or a tensor on any other device type (meta, mps, xla, ...).
     """
-    device = tensor.device
-    if device.type == "cpu":
+    if tensor.is_cpu:  # the common case, without building a torch.device (~0.4 us)
         return HOST
+    device = tensor.device
     if device.type == "cuda":
         if collective not in DEVICE_COLLECTIVES:
             raise InvalidArgumentError(

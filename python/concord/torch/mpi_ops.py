@@ -10,7 +10,6 @@ are handled through a contiguous copy.
 """
 
 import itertools
-import threading
 
 import torch
 
@@ -33,8 +32,10 @@ _DTYPE_NAMES = {
     torch.int8: "int8", torch.uint8: "uint8", torch.bool: "bool",  # bool: broadcast/allgather/alltoall only
 }
 
-_lock = threading.Lock()
-_handles = {}  # handle id -> (core handle, finish callable, tensors kept alive)
+# handle id -> (core handle, finish callable, tensors kept alive). Taking the next id and
+# inserting, getting or popping an entry are each atomic under the GIL, so the per-tensor
+# path takes no lock.
+_handles = {}
 _handle_ids = itertools.count()
 _noname = itertools.count()
 
@@ -65,9 +66,8 @@ def _gathered(core, tensor):
 
 
 def _register(core_handle, finish, keep):
-    with _lock:
-        handle = next(_handle_ids)
-        _handles[handle] = (core_handle, finish, keep)
+    handle = next(_handle_ids)
+    _handles[handle] = (core_handle, finish, keep)
     return handle
 
 
@@ -85,14 +85,16 @@ def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor,
     device = _check(tensor, name, "allreduce")
     source = tensor.contiguous()
     target = output if output.is_contiguous() else torch.empty_like(output, memory_format=torch.contiguous_format)
-    _device.wait_for_producers((source, target))
+    if device != _device.HOST:  # CPU tensors: PyTorch's CPU operations are synchronous
+        _device.wait_for_producers((source, target))
     core = _core.allreduce_async(name, source.data_ptr(), target.data_ptr(), _DTYPE_NAMES[tensor.dtype],
-                                 list(tensor.shape), op, float(prescale_factor), float(postscale_factor),
+                                 tensor.shape, op, float(prescale_factor), float(postscale_factor),
                                  _set_id(process_set, "allreduce"), device)
+    if target is output:
+        return _register(core, lambda: output, (source, output))
 
     def finish():
-        if target is not output:
-            output.copy_(target)
+        output.copy_(target)
         return output
 
     return _register(core, finish, (source, target, output))
@@ -331,8 +333,7 @@ def poll(handle):
     Raises:
         ValueError: unknown handle (never issued, or already synchronized).
     """
-    with _lock:
-        entry = _handles.get(handle)
+    entry = _handles.get(handle)
     if entry is None:
         raise ValueError(f"poll: unknown handle {handle!r}")
     return entry[0].poll()
@@ -346,8 +347,7 @@ def synchronize(handle):
         MismatchError, StateError, CommError: the operation failed.
         ValueError: unknown handle.
     """
-    with _lock:
-        entry = _handles.pop(handle, None)
+    entry = _handles.pop(handle, None)
     if entry is None:
         raise ValueError(f"synchronize: unknown handle {handle!r}")
     core, finish, _keep = entry

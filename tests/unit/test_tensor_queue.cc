@@ -1,0 +1,104 @@
+// TensorQueue (src/runtime/tensor_queue.h): the in-flight table between framework threads
+// and the background thread. New requests come back in push order and new_count() follows
+// them without the lock; try_take_all() takes a response's entries under one lock and
+// leaves names that are not in flight (a joined rank) empty; a framework thread pushing
+// while the background thread takes loses nothing.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "concord/errors.h"
+#include "runtime/tensor_queue.h"
+
+namespace concord {
+namespace {
+
+TensorEntry entry(const std::string& name) {
+  TensorEntry e;
+  e.request.name = name;
+  e.handle = std::make_shared<HandleState>();
+  return e;
+}
+
+TEST(TensorQueue, NewRequestsComeBackInPushOrderAndNewCountFollows) {
+  TensorQueue queue;
+  EXPECT_FALSE(queue.has_new());
+  queue.push(entry("b"));
+  queue.push(entry("a"));
+  queue.push_all({entry("d"), entry("c")});
+  EXPECT_EQ(queue.new_count(), 4u);
+  EXPECT_EQ(queue.in_flight(), 4u);
+  const auto requests = queue.pop_requests();
+  ASSERT_EQ(requests.size(), 4u);
+  EXPECT_EQ(requests[0].name, "b");
+  EXPECT_EQ(requests[1].name, "a");
+  EXPECT_EQ(requests[2].name, "d");
+  EXPECT_EQ(requests[3].name, "c");
+  EXPECT_EQ(queue.new_count(), 0u) << "popped requests still counted as new";
+  EXPECT_EQ(queue.in_flight(), 4u) << "popping the requests must not take the entries";
+  queue.push(entry("e"));
+  EXPECT_EQ(queue.new_count(), 1u);
+  EXPECT_EQ(queue.pop_requests().at(0).name, "e");
+}
+
+TEST(TensorQueue, TryTakeAllTakesInFlightNamesAndLeavesTheOthersEmpty) {
+  TensorQueue queue;
+  for (const char* name : {"x", "y", "z"}) queue.push(entry(name));
+  const auto taken = queue.try_take_all({"z", "absent", "x"});
+  ASSERT_EQ(taken.size(), 3u);
+  ASSERT_TRUE(taken[0].has_value());
+  EXPECT_EQ(taken[0]->request.name, "z");
+  EXPECT_FALSE(taken[1].has_value()) << "a name not in flight came back";
+  ASSERT_TRUE(taken[2].has_value());
+  EXPECT_EQ(taken[2]->request.name, "x");
+  EXPECT_EQ(queue.in_flight(), 1u);
+  EXPECT_FALSE(queue.try_take_all({"z"})[0].has_value()) << "an entry was taken twice";
+  queue.push(entry("z"));  // a taken name may be submitted again
+  EXPECT_EQ(queue.in_flight(), 2u);
+}
+
+TEST(TensorQueue, DuplicateNameIsRefusedAndCloseFailsWhatIsInFlight) {
+  TensorQueue queue;
+  queue.push(entry("g"));
+  EXPECT_THROW(queue.push(entry("g")), InvalidArgument);
+  EXPECT_THROW(queue.push_all({entry("h"), entry("h")}), InvalidArgument);
+  EXPECT_EQ(queue.new_count(), 1u) << "a refused push was counted";
+  const auto executing = queue.try_take_all({"g"})[0]->handle;  // taken by a response
+  auto waiting = entry("w");
+  const auto waiting_handle = waiting.handle;
+  queue.push(std::move(waiting));
+  queue.close("stopped");
+  EXPECT_EQ(queue.new_count(), 0u);
+  EXPECT_THROW(queue.push(entry("late")), StateError);
+  ASSERT_TRUE(waiting_handle->done()) << "close() left an in-flight entry pending";
+  EXPECT_THROW(waiting_handle->wait(), StateError);
+  EXPECT_FALSE(executing->done()) << "close() failed an entry a response had taken";
+}
+
+// One thread pushes a burst (a backward pass) while another pops requests and takes their
+// entries as responses would: every name is popped once and taken once.
+TEST(TensorQueue, ConcurrentPushesAndTakesLoseNothing) {
+  constexpr int kBurst = 2000;
+  TensorQueue queue;
+  std::atomic<bool> pushed{false};
+  std::thread framework([&] {
+    for (int i = 0; i < kBurst; ++i) queue.push(entry("t" + std::to_string(i)));
+    pushed = true;
+  });
+  int popped = 0, taken = 0;
+  while (!pushed || queue.has_new()) {
+    std::vector<std::string> names;
+    for (const auto& request : queue.pop_requests()) names.push_back(request.name);
+    popped += static_cast<int>(names.size());
+    for (const auto& got : queue.try_take_all(names)) taken += got.has_value() ? 1 : 0;
+    std::this_thread::yield();
+  }
+  framework.join();
+  EXPECT_EQ(popped, kBurst);
+  EXPECT_EQ(taken, kBurst);
+  EXPECT_EQ(queue.in_flight(), 0u);
+}
+
+}  // namespace
+}  // namespace concord
