@@ -41,7 +41,14 @@ BenchContext::BenchContext()
     : comm_(MPI_COMM_WORLD),
       context_{comm_, scratch_, static_cast<size_t>(Config::from_env().ring_chunk_bytes),
                node_of_every_rank(MPI_COMM_WORLD)},
-      cost_(CostParams::from_env()) {}
+      cost_(CostParams::from_env()) {
+  // Rank 0's cost model on every rank (as the runtime adopts it): every rank then reports
+  // the same model choice and gives measured selection the same estimates.
+  const std::string mine = cost_.encode();
+  std::vector<uint8_t> bytes(mine.begin(), mine.end());
+  comm_.broadcast_bytes(bytes, 0);
+  cost_ = CostParams::decode(std::string(bytes.begin(), bytes.end()));
+}
 
 BenchContext::~BenchContext() {
   instances_.clear();

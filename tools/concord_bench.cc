@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "algorithms/autotune.h"
 #include "common/config.h"
 #include "common/enforce.h"
 #include "tools/bench_context.h"
@@ -54,7 +55,10 @@ int run(const BenchOptions& options, BenchContext& context, Report& report) {
     if (options.collective == Collective::kAllreduce && Config::from_env().autotune && context.size() > 1 &&
         bytes > 0) {
       const ReduceOp op = options.op == ReduceOp::kAverage ? ReduceOp::kSum : options.op;
-      report.tuned_choices[bytes] = context.tuned_allreduce(context.problem(spec.count, options.dtype, op));
+      // As the runtime: above kMaxMeasuredBytes the cost model's choice.
+      report.tuned_choices[bytes] = bytes <= kMaxMeasuredBytes
+                                        ? context.tuned_allreduce(context.problem(spec.count, options.dtype, op))
+                                        : report.choices.back().second;
     }
   }
   if (print) print_header(report);

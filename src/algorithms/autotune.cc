@@ -32,6 +32,41 @@ nlohmann::json read_json(const std::string& path) {
   }
 }
 
+// How often each candidate runs per round: ~kRoundSeconds over the larger of the cost
+// model's estimate and the probe call's time (on a loaded machine a call takes far longer
+// than the model says; 64 calls of each candidate would take seconds per bucket), as rank
+// 0 has them, on every rank. Every call is collective, so ranks whose numbers differ (a
+// probe, a cost model read from a file another job rewrote) would otherwise run different
+// numbers of calls and hang. Ranks with a different candidate list all throw.
+std::vector<int> agreed_calls(Communicator& comm, const std::vector<TuneCandidate>& candidates,
+                              const std::vector<double>& probe_seconds) {
+  nlohmann::json plan = nlohmann::json::array();
+  std::vector<std::string> names;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const TuneCandidate& candidate = candidates[i];
+    const double estimate = std::max({candidate.estimate_seconds, probe_seconds[i], 1e-7});
+    plan.push_back(
+        {candidate.name, static_cast<int>(std::clamp(std::ceil(kRoundSeconds / estimate), 1.0, double{kMaxCalls}))});
+    names.push_back(candidate.name);
+  }
+  const std::string mine = plan.dump();
+  std::vector<uint8_t> bytes(mine.begin(), mine.end());
+  comm.broadcast_bytes(bytes, 0);
+  const auto root = nlohmann::json::parse(bytes.begin(), bytes.end());
+  std::vector<std::string> root_names;
+  std::vector<int> calls;
+  for (const auto& row : root) {
+    root_names.push_back(row.at(0).get<std::string>());
+    calls.push_back(row.at(1).get<int>());
+  }
+  std::vector<uint64_t> differs = {root_names == names ? 0u : 1u};
+  comm.allreduce_bits(differs, /*bitwise_and=*/false);
+  CONCORD_ENFORCE(differs[0] == 0, InternalError, "autotune: the ranks have different candidate algorithms (rank 0: ",
+                  nlohmann::json(root_names).dump(), ", rank ", comm.rank(), ": ", nlohmann::json(names).dump(),
+                  "); nothing was measured");
+  return calls;
+}
+
 }  // namespace
 
 int size_bucket(size_t bytes) {
@@ -109,12 +144,14 @@ void AutotuneTable::save(const std::string& path) const {
 TuneResult measure_fastest(Communicator& comm, const std::vector<TuneCandidate>& candidates) {
   CONCORD_ENFORCE(!candidates.empty(), InvalidArgument, "autotune: no candidate algorithm");
   using Clock = std::chrono::steady_clock;
-  std::vector<int> calls;
+  std::vector<double> probe_seconds;  // one call after the warm-up (scratch, page faults, sub-communicators)
   for (const auto& candidate : candidates) {
-    candidate.run();  // warm-up: scratch, page faults, lazily created sub-communicators
-    const double estimate = std::max(candidate.estimate_seconds, 1e-7);
-    calls.push_back(static_cast<int>(std::clamp(std::ceil(kRoundSeconds / estimate), 1.0, double{kMaxCalls})));
+    candidate.run();
+    const auto start = Clock::now();
+    candidate.run();
+    probe_seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
+  const std::vector<int> calls = agreed_calls(comm, candidates, probe_seconds);
   TuneResult result;
   result.seconds.assign(candidates.size(), INFINITY);
   for (int round = 0; round < kRounds; ++round) {

@@ -61,6 +61,10 @@ class AutotuneTable {
   std::map<std::string, std::string> entries_;
 };
 
+/// Largest allreduce that measured selection times (bytes): above it every candidate
+/// call takes ~0.1 s or more, so those sizes are left to the cost model.
+inline constexpr size_t kMaxMeasuredBytes = size_t{256} << 20;
+
 /// One algorithm to time: `run` executes one complete call (same problem on every rank).
 struct TuneCandidate {
   std::string name;
@@ -76,10 +80,13 @@ struct TuneResult {
 
 /// Times every candidate on `comm` and returns the one rank 0 measured fastest, the same
 /// index on every rank. Each candidate runs once to warm up (scratch allocation, page
-/// faults), then in 3 interleaved rounds of n calls each (n = ~2 ms / estimate, 1..64,
-/// the same on every rank), each round after a barrier; a candidate's time is its best
-/// round's average. Collective over `comm` (barriers and one broadcast); every rank must
-/// pass the same candidates in the same order. Throws InvalidArgument for no candidate.
+/// faults) and once more as a timed probe, then in 3 interleaved rounds of n calls each
+/// (n = ~2 ms / the larger of rank 0's estimate and probe, 1..64, broadcast so that every
+/// rank makes the same number of calls whatever its own numbers), each round after a
+/// barrier; a candidate's time is its best round's average.
+/// Collective over `comm` (barriers, two broadcasts, one bit allreduce); every rank must
+/// pass the same candidates in the same order, else every rank throws InternalError naming
+/// the lists. Throws InvalidArgument for no candidate.
 TuneResult measure_fastest(Communicator& comm, const std::vector<TuneCandidate>& candidates);
 
 }  // namespace concord

@@ -109,10 +109,10 @@ const std::vector<ConfigVar>& config_table() {
        "'0-64K:recursive_doubling;64K-:ring' (LOW <= bytes < HIGH, K/M/G = 1024^n); auto = "
        "measured selection or the cost model. An algorithm that declines the call falls back to auto",
        parse_string<&Config::allreduce_algorithm>, format_string<&Config::allreduce_algorithm>},
-      {"CONCORD_AUTOTUNE", "0", "int",
-       "1 = measured selection: on first use of a size bucket (powers of two) the runtime times "
-       "every allreduce algorithm that accepts it, rank 0 keeps the fastest for all ranks, and "
-       "the table persists in the cost-model cache file; 0 = the cost model decides",
+      {"CONCORD_AUTOTUNE", "1", "int",
+       "1 = measured selection: on first use of a size bucket (powers of two, up to 256 MiB) the "
+       "runtime times every allreduce algorithm that accepts it, rank 0 keeps the fastest for all "
+       "ranks, and the table persists in the cost-model cache file; 0 = the cost model decides",
        parse_flag<&Config::autotune>, format_flag<&Config::autotune>},
       {"CONCORD_ALLGATHER_ALGORITHM", "auto", "string", "allgather algorithm by name or size range, or auto",
        parse_string<&Config::allgather_algorithm>, format_string<&Config::allgather_algorithm>},

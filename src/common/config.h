@@ -60,9 +60,9 @@ struct Config {
   std::string allgather_algorithm = "auto";  ///< CONCORD_ALLGATHER_ALGORITHM
   std::string broadcast_algorithm = "auto";  ///< CONCORD_BROADCAST_ALGORITHM
   /// CONCORD_AUTOTUNE: time the candidate allreduce algorithms on first use of a size
-  /// bucket and keep the fastest (algorithms/autotune.h); false = the cost model decides.
-  /// Off by default until the sweep hang in docs/tuning.md is understood.
-  bool autotune = false;
+  /// bucket (up to kMaxMeasuredBytes) and keep the fastest (algorithms/autotune.h); false =
+  /// the cost model decides.
+  bool autotune = true;
   int64_t cache_capacity = 1024;        ///< CONCORD_CACHE_CAPACITY
   double stall_warning_seconds = 60;    ///< CONCORD_STALL_WARNING_TIME
   double stall_shutdown_seconds = 600;  ///< CONCORD_STALL_SHUTDOWN_TIME

@@ -21,8 +21,8 @@ std::string Executor::choose(const char* collective, const std::vector<RegistryE
   const std::string key = selection_key(collective, problem.dtype, bytes);
   if (const auto it = chosen_.find(key); it != chosen_.end()) return it->second;
   std::string name, source;
-  const bool measured =
-      config_.autotune && std::is_same_v<AlgorithmType, AllreduceAlgorithm> && problem.ranks > 1 && bytes > 0;
+  const bool measured = config_.autotune && std::is_same_v<AlgorithmType, AllreduceAlgorithm> && problem.ranks > 1 &&
+                        bytes > 0 && bytes <= kMaxMeasuredBytes;
   if (measured) {
     name = tuned_.find(key);
     source = "measured earlier (autotune table)";

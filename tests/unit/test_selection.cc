@@ -119,6 +119,65 @@ TEST_P(MeasureFastest, EveryRankGetsRankZerosFastest) {
   for (int r = 0; r < P; ++r) EXPECT_EQ(winners[r], 1u) << "rank " << r << " of " << P;
 }
 
+// Each rank's cost model predicts a different time per call (as when ranks read different
+// cost-model files): without agreement the ranks would make different numbers of calls of
+// a collective and hang; rank 0's counts are used everywhere.
+TEST_P(MeasureFastest, RanksWithDifferentEstimatesMakeTheSameCalls) {
+  const int P = GetParam();
+  std::vector<int> calls(P, 0);
+  const std::string failure = testing_util::run_ranks(P, [&](Communicator& comm, const testing_util::AbortFlag&) {
+    const double estimate = 5e-4 * (comm.rank() + 1);  // 4, 2, 2, 1, ... calls per round
+    std::vector<TuneCandidate> candidates = {{"barrier", estimate, [&] {
+                                                ++calls[comm.rank()];
+                                                comm.barrier();
+                                              }}};
+    measure_fastest(comm, candidates);
+  });
+  ASSERT_EQ(failure, "");
+  // A warm-up, a probe and 3 rounds of rank 0's 2 ms / 0.5 ms calls (fewer if the probe
+  // of its barrier took longer than 0.5 ms).
+  EXPECT_GE(calls[0], 2 + 3 * 1);
+  EXPECT_LE(calls[0], 2 + 3 * 4);
+  for (int r = 1; r < P; ++r) EXPECT_EQ(calls[r], calls[0]) << "rank " << r << " of " << P;
+}
+
+TEST_P(MeasureFastest, DifferentCandidateListsFailOnEveryRank) {
+  const int P = GetParam();
+  if (P == 1) GTEST_SKIP() << "a disagreement needs two ranks";
+  std::vector<std::string> errors(P);
+  const std::string failure = testing_util::run_ranks(P, [&](Communicator& comm, const testing_util::AbortFlag&) {
+    std::vector<TuneCandidate> candidates = {{"ring", 1e-3, [] {}}};
+    if (comm.rank() == P - 1) candidates.push_back({"tree", 1e-3, [] {}});
+    try {
+      measure_fastest(comm, candidates);
+    } catch (const InternalError& error) {
+      errors[comm.rank()] = error.what();
+    }
+  });
+  ASSERT_EQ(failure, "");
+  for (int r = 0; r < P; ++r)
+    EXPECT_NE(errors[r].find("different candidate algorithms (rank 0: [\"ring\"]"), std::string::npos)
+        << "rank " << r << " of " << P << ": '" << errors[r] << "'";
+  EXPECT_NE(errors[P - 1].find("[\"ring\",\"tree\"]"), std::string::npos) << errors[P - 1];
+}
+
+// A call that takes far longer than the model's estimate (a loaded machine) is repeated
+// only as often as fits the round's ~2 ms: measuring stays bounded in time.
+TEST_P(MeasureFastest, SlowCallsAreRepeatedLessThanTheEstimateSays) {
+  const int P = GetParam();
+  std::vector<int> calls(P, 0);
+  const std::string failure = testing_util::run_ranks(P, [&](Communicator& comm, const testing_util::AbortFlag&) {
+    std::vector<TuneCandidate> candidates = {{"slow", 1e-6, [&] {
+                                                ++calls[comm.rank()];
+                                                std::this_thread::sleep_for(std::chrono::milliseconds(3));
+                                              }}};
+    measure_fastest(comm, candidates);
+  });
+  ASSERT_EQ(failure, "");
+  for (int r = 0; r < P; ++r)
+    EXPECT_EQ(calls[r], 2 + 3 * 1) << "rank " << r << " of " << P << ": a 3 ms call with a 1 us estimate";
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, MeasureFastest, ::testing::Values(1, 2, 3, 5),
                          [](const auto& info) { return "P" + std::to_string(info.param); });
 
@@ -128,7 +187,7 @@ TEST(ConfigTable, SharedSettingsAreAdoptedByName) {
   root.fusion_threshold_bytes = 12345;
   root.tree_chunks = kTreeChunksAuto;
   root.allreduce_algorithm = "0-64K:recursive_doubling;64K-:ring";
-  root.autotune = true;
+  root.autotune = false;                       // the default is on
   root.timeline_path = "/tmp/root_only.json";  // per rank: never adopted
   Config mine;
   const auto differed = adopt_shared_settings(mine, encode_shared_settings(root));
@@ -136,7 +195,7 @@ TEST(ConfigTable, SharedSettingsAreAdoptedByName) {
   EXPECT_EQ(mine.fusion_threshold_bytes, 12345);
   EXPECT_EQ(mine.tree_chunks, kTreeChunksAuto);
   EXPECT_EQ(mine.allreduce_algorithm, root.allreduce_algorithm);
-  EXPECT_TRUE(mine.autotune);
+  EXPECT_FALSE(mine.autotune);
   EXPECT_EQ(mine.timeline_path, "");
   EXPECT_EQ(differed, (std::vector<std::string>{"CONCORD_CYCLE_TIME", "CONCORD_FUSION_THRESHOLD", "CONCORD_TREE_CHUNKS",
                                                 "CONCORD_ALLREDUCE_ALGORITHM", "CONCORD_AUTOTUNE"}));
