@@ -38,8 +38,9 @@ void TensorQueue::push_all(std::vector<TensorEntry> entries) {
 
 std::vector<Request> TensorQueue::pop_requests() {
   std::vector<Request> next;
+  next.reserve(new_count());  // outside the lock: the next burst is likely as long, and pushes
+                              // then append without regrowing under the lock
   std::lock_guard<std::mutex> lock(mutex_);
-  next.reserve(new_requests_.size());  // the next burst is likely as long: no regrowth under the lock
   next.swap(new_requests_);
   new_count_.store(0, std::memory_order_release);
   return next;
