@@ -66,7 +66,8 @@ for kind in "${kinds[@]}"; do
       configure build-tsan Tsan
       step "tsan build" cmake --build build-tsan "$jobs" --target concord_threaded_tests
       step "tsan threaded unit tests (engine, kvstore, negotiator, runtime, transport)" \
-        env TSAN_OPTIONS="halt_on_error=1" build-tsan/tests/unit/concord_threaded_tests --gtest_brief=1
+        env TSAN_OPTIONS="halt_on_error=1:suppressions=$PWD/scripts/tsan.supp" \
+        build-tsan/tests/unit/concord_threaded_tests --gtest_brief=1
       ;;
     *)
       echo "sanitize: unknown kind '$kind' (asan, large, tsan)" >&2
