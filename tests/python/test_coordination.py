@@ -63,7 +63,9 @@ def test_cache_keeps_rank0_out_of_steady_state(rank, size, tname):
             assert torch.equal(result, expected), f"rank {rank} iteration {iteration} tensor {i}: {result}"
     after = hvd.coordination_stats()
     # No rank may start the next test (uncached tensors: coordinator rounds that every rank
-    # counts) before every rank has taken its snapshot: a slow rank would count them.
+    # counts) before every rank has taken its snapshot. Not the whole story: this test still
+    # fails intermittently at 4 ranks (2 extra rounds on some ranks; cause open, see the
+    # session-7 closing note).
     hvd.barrier()
     assert after["coordinator_rounds"] == before["coordinator_rounds"], \
         f"rank {rank}: coordinator rounds grew from {before} to {after} with every tensor cached"
