@@ -63,10 +63,11 @@ def test_cache_keeps_rank0_out_of_steady_state(rank, size, tname):
             assert torch.equal(result, expected), f"rank {rank} iteration {iteration} tensor {i}: {result}"
     after = hvd.coordination_stats()
     # No rank may start the next test (uncached tensors: coordinator rounds that every rank
-    # counts) before every rank has taken its snapshot. Not the whole story: this test still
-    # fails intermittently at 4 ranks (2 extra rounds on some ranks; cause open, see the
-    # session-7 closing note).
-    hvd.barrier()
+    # counts, also on a rank whose snapshot is still to come) before every rank has taken
+    # its snapshot. The fence must itself be cached: hvd.barrier() is negotiated (a fresh
+    # name per call), so its own rounds landed in a slow rank's snapshot (the intermittent
+    # 4-rank failure). A cached allreduce finishes only when every rank has submitted it.
+    hvd.allreduce(tensors[0], name=names[0], op=hvd.Sum)
     assert after["coordinator_rounds"] == before["coordinator_rounds"], \
         f"rank {rank}: coordinator rounds grew from {before} to {after} with every tensor cached"
     assert after["cache_hits"] >= before["cache_hits"] + 4 * 12, f"rank {rank}: {before} -> {after}"
