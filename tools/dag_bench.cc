@@ -9,7 +9,10 @@
 //   forward   A_{l+1} = A_l W_l                (l = 0..L-1; B x N x N multiply-adds)
 //   backward  G_l = A_l^T D_{l+1}, D_l = D_{l+1} W_l^T   (l = L-1..0; D_L = A_L / N)
 //   push G_l (sum over ranks), pull into R_l, update W_l -= lr R_l
-// Pushes are issued in backward order (L-1 first), all pushes before all pulls.
+// Pushes are issued in backward order (L-1 first), all pushes before all pulls; with
+// --per-layer each push follows its layer's backward ops, issued by the same thread (as a
+// framework's per-layer gradient hook does), so a push that blocks (funneled) also holds
+// back the submission of the rest of the backward pass.
 //
 // Printed per mode: the time per iteration (max over ranks), the time of the same
 // iteration without communication ("compute") and of its communication alone ("comm"),
@@ -22,10 +25,11 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <fstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -57,6 +61,9 @@ struct Config {
   int cpu_threads = 2;
   int communicators = 2;
   int outstanding = 8;
+  /// Push each G_l as soon as its backward ops are submitted, from the submitting thread
+  /// (a framework's per-layer backward hook); false: the whole backward is submitted first.
+  bool per_layer = false;
   std::string modes = "funneled,concurrent,depchain,runtime";
   std::string json;
 };
@@ -96,13 +103,18 @@ class KVStoreSync : public GradientSync {
 };
 
 // The runtime's allreduce_async as an asynchronous engine op (reads G_l, writes R_l); a
-// poller thread completes the op once the handle is done.
+// waiter thread completes the ops in submission order, blocked in Handle::wait() (no
+// polling: a poller would take CPU from the compute and the background thread).
 class RuntimeSync : public GradientSync {
  public:
-  explicit RuntimeSync(Engine& engine) : engine_(engine), poller_([this] { poll_loop(); }) {}
+  explicit RuntimeSync(Engine& engine) : engine_(engine), waiter_([this] { wait_loop(); }) {}
   ~RuntimeSync() override {
-    stop_ = true;
-    poller_.join();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    ready_.notify_one();
+    waiter_.join();
   }
   void push(int layer, const TensorView& grad, Var* grad_var) override { pending_grad_[layer] = {grad, grad_var}; }
   void pull(int layer, const TensorView& out, Var* out_var) override {
@@ -110,40 +122,42 @@ class RuntimeSync : public GradientSync {
     engine_.push_async(
         [this, layer, grad, out](engine::OnComplete done) {
           Handle handle = allreduce_async("dagbench.layer." + std::to_string(layer), grad, out);
-          std::lock_guard<std::mutex> lock(mutex_);
-          waiting_.push_back({handle, std::move(done)});
+          {
+            std::lock_guard<std::mutex> lock(mutex_);
+            waiting_.push_back({handle, std::move(done)});
+          }
+          ready_.notify_one();
         },
         {grad_var}, {out_var}, {FnKind::kComm, 0, "runtime allreduce"});
   }
 
  private:
-  void poll_loop() {
-    while (!stop_) {
-      std::vector<std::pair<Handle, engine::OnComplete>> finished;
+  void wait_loop() {
+    while (true) {
+      std::pair<Handle, engine::OnComplete> next;
       {
-        std::lock_guard<std::mutex> lock(mutex_);
-        auto split = std::partition(waiting_.begin(), waiting_.end(), [](auto& w) { return !w.first.poll(); });
-        std::move(split, waiting_.end(), std::back_inserter(finished));
-        waiting_.erase(split, waiting_.end());
+        std::unique_lock<std::mutex> lock(mutex_);
+        ready_.wait(lock, [this] { return stop_ || !waiting_.empty(); });
+        if (waiting_.empty()) return;  // stopped, nothing left
+        next = std::move(waiting_.front());
+        waiting_.pop_front();
       }
-      for (auto& [handle, done] : finished) {
-        std::exception_ptr error;
-        try {
-          handle.wait();
-        } catch (...) {
-          error = std::current_exception();
-        }
-        done(error);
+      std::exception_ptr error;
+      try {
+        next.first.wait();
+      } catch (...) {
+        error = std::current_exception();
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      next.second(error);
     }
   }
   Engine& engine_;
   std::map<int, std::pair<TensorView, Var*>> pending_grad_;
   std::mutex mutex_;
-  std::vector<std::pair<Handle, engine::OnComplete>> waiting_;
-  std::atomic<bool> stop_{false};
-  std::thread poller_;
+  std::condition_variable ready_;
+  std::deque<std::pair<Handle, engine::OnComplete>> waiting_;
+  bool stop_ = false;
+  std::thread waiter_;
 };
 
 // No communication: the iteration's compute alone (R_l keeps its last value).
@@ -208,10 +222,12 @@ class Model {
         if (l > 0)
           engine_.push_sync([this, l, B, N] { matmul(delta(l + 1), w(l), delta(l), B, N, N, false, true); },
                             {d_vars_[l + 1], w_vars_[l]}, {d_vars_[l]}, {FnKind::kCpu, 0, "input gradient"});
+        if (communicate && c_.per_layer) sync.push(l, grad(l), g_vars_[l]);
       }
     }
     if (communicate) {
-      for (int l = L - 1; l >= 0; --l) sync.push(l, grad(l), g_vars_[l]);
+      if (!compute || !c_.per_layer)
+        for (int l = L - 1; l >= 0; --l) sync.push(l, grad(l), g_vars_[l]);
       for (int l = L - 1; l >= 0; --l) sync.pull(l, reduced(l), r_vars_[l]);
     }
     if (compute)
@@ -316,6 +332,9 @@ int run(int argc, char** argv) {
   app.add_option("-t,--cpu-threads", c.cpu_threads, "engine CPU workers")->check(CLI::PositiveNumber);
   app.add_option("-C,--communicators", c.communicators, "concurrent: communicators")->check(CLI::PositiveNumber);
   app.add_option("-o,--outstanding", c.outstanding, "concurrent: pushes per wait")->check(CLI::PositiveNumber);
+  app.add_flag("--per-layer", c.per_layer,
+               "push each layer's gradient right after submitting its backward ops (a per-layer hook); "
+               "default: the whole backward pass is submitted first");
   app.add_option("-m,--modes", c.modes, "comma-separated: funneled, concurrent, depchain, runtime");
   app.add_option("-J,--json", c.json, "write the results as JSON to this file (rank 0)");
   if (auto code = mpi.parse(app, argc, argv)) return *code;
@@ -332,16 +351,24 @@ int run(int argc, char** argv) {
   int wrong = 0;
   for (const auto& r : results) wrong += r.consistent ? 0 : 1;
   if (mpi.rank() == 0) {
-    std::printf("# concord-dagbench: %d ranks, %d layers of %dx%d float32 (%.1f KiB each), batch %d, %d iterations\n",
-                mpi.size(), c.layers, c.dim, c.dim, c.dim * c.dim * 4 / 1024.0, c.batch, c.iterations);
+    std::printf(
+        "# concord-dagbench: %d ranks, %d layers of %dx%d float32 (%.1f KiB each), batch %d, %d iterations, pushes "
+        "%s\n",
+        mpi.size(), c.layers, c.dim, c.dim, c.dim * c.dim * 4 / 1024.0, c.batch, c.iterations,
+        c.per_layer ? "per layer during backward" : "after the whole backward is submitted");
     std::printf("%-12s %14s %12s %12s %10s %8s\n", "mode", "iteration_ms", "compute_ms", "comm_ms", "hidden_%",
                 "#wrong");
     for (const auto& r : results)
       std::printf("%-12s %14.3f %12.3f %12.3f %10.1f %8d\n", r.mode.c_str(), r.iteration_s * 1e3, r.compute_s * 1e3,
                   r.comm_s * 1e3, r.hidden * 100, r.consistent ? 0 : 1);
     if (!c.json.empty()) {
-      nlohmann::json out = {{"ranks", mpi.size()}, {"layers", c.layers},         {"dim", c.dim},
-                            {"batch", c.batch},    {"iterations", c.iterations}, {"results", nlohmann::json::array()}};
+      nlohmann::json out = {{"ranks", mpi.size()},
+                            {"layers", c.layers},
+                            {"dim", c.dim},
+                            {"batch", c.batch},
+                            {"iterations", c.iterations},
+                            {"per_layer", c.per_layer},
+                            {"results", nlohmann::json::array()}};
       for (const auto& r : results)
         out["results"].push_back({{"mode", r.mode},
                                   {"iteration_s", r.iteration_s},
