@@ -26,9 +26,11 @@ struct SparseOptions {
   double balance_factor = 4.0;  ///< balance when max_q c_q > balance_factor * T / P; <= 0 never
   /// Ok-Topk's volume cap: when a reused threshold selects more than (1 + max_overshoot) k
   /// entries (locally |S_i|, globally T), exactly k are kept among them and the threshold
-  /// is reset from that selection (oktopk.h); < 0 never (the spec's lo/hi/f feedback only,
-  /// the default until its effect on training accuracy is measured: docs/performance.md).
-  double max_overshoot = -1;
+  /// is reset from that selection (oktopk.h), so the paper's < 6k words per rank and call
+  /// hold from the first calls on; < 0 never (the spec's lo/hi/f feedback alone, whose
+  /// transient exceeds that bound for ~150 calls). Training accuracy with and without it:
+  /// docs/performance.md, "Ok-Topk's volume bound".
+  double max_overshoot = 0.25;
   bool strict = false;  ///< select |x| > th instead of |x| >= th
   bool exact = false;   ///< exact mode: tau_local = tau_global = 1 (spec "Exact-mode")
   ThresholdFeedback local_feedback{2.0 / 3.0, 5.0 / 4.0, 1.012};

@@ -242,7 +242,7 @@ TEST_P(OkTopkRanks, ThresholdModeProperties) {
 // are exact whatever the order), in exact and in threshold mode. In threshold mode the
 // volume cap's global trim keeps each owner's share of k (proportional_quotas), which
 // depends on the regions, so the threshold-mode runs here are without the cap
-// (max_overshoot = -1, also the default); test_oktopk_bound.cc covers the cap.
+// (max_overshoot = -1; the default is 0.25); test_oktopk_bound.cc covers the cap.
 TEST_P(OkTopkRanks, IndependentOfBucketsBalancingPartition) {
   const int P = GetParam();
   const int64_t n = 600;
@@ -393,28 +393,36 @@ TEST(OkTopkBytes, FewerThanSixKWordsPerRankOnReuseCalls) {
 }
 
 // The bytes each rank sends equal the header's accounting exactly, on reuse calls without
-// balancing or repartition (P a power of two, so the counts allgather sends 8(P-1) bytes):
-// 16(P-1) count exchange + 8 per selected entry outside the own region + 8(P-1) counts +
-// 8 per gathered entry except the right neighbour's block (ring allgatherv).
+// balancing or repartition (P a power of two, so the counts allgather sends w 8 (P-1)
+// bytes): 16(P-1) count exchange + 8 per selected entry outside the own region + w 8(P-1)
+// counts + 8 per gathered entry except the right neighbour's block (ring allgatherv). w = 1
+// word per rank without the volume cap (the spec), 2 with it (the reduced nonzeros travel
+// with the counts).
 TEST(OkTopkBytes, ExactAccountingOnReuseCalls) {
-  for (int P : {2, 4, 8}) {
-    const int64_t n = 4096;
-    SparseOptions options;
-    options.density = 0.02;
-    options.tau_global = 4;
-    options.balance_factor = 0;
-    const Records records = run_oktopk(P, n, 8, options, normal_gradient(23u), /*accumulate=*/false);
-    for (int t = 1; t < 8; ++t) {
-      if (t % options.tau_global == 0) continue;
-      for (int rank = 0; rank < P; ++rank) {
-        const auto& trace = records[t][rank].trace;
-        const auto positions = trace.regions.split(trace.selected.indices);
-        const int64_t outside = trace.selected.size() - (positions[rank + 1] - positions[rank]);
-        int64_t total = 0;
-        for (int64_t c : trace.gather.counts) total += c;
-        const int64_t ring = total - trace.gather.counts[(rank + 1) % P];
-        const uint64_t expected = static_cast<uint64_t>(16 * (P - 1) + 8 * outside + 8 * (P - 1) + 8 * ring);
-        EXPECT_EQ(records[t][rank].bytes_sent, expected) << where(P, n, t, rank) << ": bytes sent";
+  for (double max_overshoot : {-1.0, 0.25}) {
+    for (int P : {2, 4, 8}) {
+      const int64_t n = 4096;
+      SparseOptions options;
+      options.density = 0.02;
+      options.tau_global = 4;
+      options.balance_factor = 0;
+      options.max_overshoot = max_overshoot;
+      const int64_t count_words = max_overshoot >= 0 ? 2 : 1;
+      const Records records = run_oktopk(P, n, 8, options, normal_gradient(23u), /*accumulate=*/false);
+      for (int t = 1; t < 8; ++t) {
+        if (t % options.tau_global == 0) continue;
+        for (int rank = 0; rank < P; ++rank) {
+          const auto& trace = records[t][rank].trace;
+          const auto positions = trace.regions.split(trace.selected.indices);
+          const int64_t outside = trace.selected.size() - (positions[rank + 1] - positions[rank]);
+          int64_t total = 0;
+          for (int64_t c : trace.gather.counts) total += c;
+          const int64_t ring = total - trace.gather.counts[(rank + 1) % P];
+          const uint64_t expected =
+              static_cast<uint64_t>(16 * (P - 1) + 8 * outside + count_words * 8 * (P - 1) + 8 * ring);
+          EXPECT_EQ(records[t][rank].bytes_sent, expected)
+              << where(P, n, t, rank) << " max_overshoot=" << max_overshoot << ": bytes sent";
+        }
       }
     }
   }
