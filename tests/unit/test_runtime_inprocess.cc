@@ -112,7 +112,8 @@ TEST_P(RuntimeInProcess, MismatchFailsOnEveryRankAndLaterCallsWork) {
 }
 
 // Measured selection in the runtime: every rank runs rank 0's pick (results stay exact),
-// and rank 0 saves the table where CONCORD_COST_MODEL points.
+// in-place and out-of-place calls are measured apart, and rank 0 saves the table where
+// CONCORD_COST_MODEL points.
 TEST_P(RuntimeInProcess, AutotunedSelectionIsExactAndPersisted) {
   const int P = GetParam();
   if (P == 1) GTEST_SKIP() << "nothing to measure on one rank";
@@ -131,10 +132,15 @@ TEST_P(RuntimeInProcess, AutotunedSelectionIsExactAndPersisted) {
       for (size_t n : sizes) {
         std::vector<float> data(n);
         for (size_t i = 0; i < n; ++i) data[i] = static_cast<float>(rank + i % 3);
+        std::vector<float> input = data, output(n, -1.0f);
         runtime.enqueue(request("a" + std::to_string(n), CollectiveType::kAllreduce), view(data), view(data)).wait();
-        for (size_t i = 0; i < n; ++i)
-          ASSERT_EQ(data[i], static_cast<float>(P * (P - 1) / 2 + P * (i % 3)))
-              << "rank " << rank << " n " << n << " element " << i;
+        runtime.enqueue(request("oop" + std::to_string(n), CollectiveType::kAllreduce), view(input), view(output))
+            .wait();
+        for (size_t i = 0; i < n; ++i) {
+          const float expected = static_cast<float>(P * (P - 1) / 2 + P * (i % 3));
+          ASSERT_EQ(data[i], expected) << "rank " << rank << " n " << n << " element " << i << " (in place)";
+          ASSERT_EQ(output[i], expected) << "rank " << rank << " n " << n << " element " << i << " (out of place)";
+        }
       }
     runtime.shutdown();
   });
@@ -143,8 +149,9 @@ TEST_P(RuntimeInProcess, AutotunedSelectionIsExactAndPersisted) {
   AutotuneTable table(autotune_scope(P, 1, Config().ring_chunk_bytes, Config().tree_chunks));
   table.load(path.string());
   for (size_t n : sizes)
-    EXPECT_NE(table.find(selection_key("allreduce", DataType::kFloat32, n * sizeof(float))), "")
-        << "P=" << P << ": no measured choice saved for " << n << " floats";
+    for (const char* collective : {"allreduce", "allreduce.out_of_place"})  // measured apart
+      EXPECT_NE(table.find(selection_key(collective, DataType::kFloat32, n * sizeof(float))), "")
+          << "P=" << P << ": no measured " << collective << " choice saved for " << n << " floats";
   fs::remove(path);
 }
 
