@@ -54,7 +54,7 @@ def parse_args():
                         help="write one JSON line per sparse step to this file (rank 0): step, |U|/k and "
                              "words (4 bytes) sent by rank 0 in units of k")
     parser.add_argument("--max-overshoot", type=float, default=None,
-                        help="Ok-Topk's volume cap (SparseOptions.max_overshoot; < 0: off)")
+                        help="Ok-Topk's volume cap (SparseOptions.max_overshoot, default 0.25; < 0: off)")
     parser.add_argument("--compare", action="store_true",
                         help="train dense, then sparse (--sparse-density), and compare their accuracy")
     parser.add_argument("--plot", metavar="PNG", help="write loss and test accuracy per epoch to this PNG")

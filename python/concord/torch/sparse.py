@@ -177,6 +177,9 @@ def SparseDistributedOptimizer(optimizer, density=0.01, algorithm="oktopk", warm
             ``bucket_steps``, ``balance_factor``, ``max_overshoot``, ``strict``, ``exact``, ``local_feedback``,
             ``global_feedback`` as (lo, hi, factor), ``gaussian_corrections``); see
             docs/algorithms.md, "Ok-Topk sparse allreduce" (Li & Hoefler, PPoPP 2022).
+            ``max_overshoot`` (default 0.25) is Ok-Topk's volume cap: at most (1 + it) k
+            entries are kept per rank and globally; ``max_overshoot=-1`` leaves the
+            paper's threshold feedback alone.
             ``exact=True`` selects the exact top-k every step (tau_local = tau_global = 1).
 
     Returns:
