@@ -102,13 +102,17 @@ Resolution BenchContext::resolve(const std::vector<RegistryEntry<AlgorithmType>>
 std::string BenchContext::tuned_allreduce(const Problem& problem) {
   const std::string key = selection_key("allreduce", problem.dtype, problem.bytes());
   if (const auto it = tuned_.find(key); it != tuned_.end()) return it->second;
-  std::vector<uint8_t> zeros(problem.bytes(), 0);
+  std::vector<uint8_t> zeros(problem.bytes(), 0), output(problem.bytes(), 0);
   std::vector<TuneCandidate> candidates;
   for (const auto& entry : allreduce_algorithms()) {
     if (!entry.declines(problem).empty()) continue;
-    candidates.push_back(TuneCandidate{entry.name, entry.cost(problem).seconds(cost_), [&, name = entry.name] {
+    // One call in place and one out of place per repetition, as the runtime times them.
+    candidates.push_back(TuneCandidate{entry.name, 2 * entry.cost(problem).seconds(cost_), [&, name = entry.name] {
                                          auto& algorithm = instance(allreduce_algorithms(), name);
                                          algorithm.start(zeros.data(), problem.count, problem.dtype, problem.op);
+                                         run_to_completion(algorithm);
+                                         algorithm.start_out_of_place(zeros.data(), output.data(), problem.count,
+                                                                      problem.dtype, problem.op);
                                          run_to_completion(algorithm);
                                        }});
   }

@@ -57,7 +57,8 @@ class BenchContext {
 
   /// The allreduce algorithm measured selection picks for `problem`, as the runtime's
   /// (algorithms/autotune.h): every registry entry that accepts it is timed on this
-  /// context's instances, rank 0 decides. Memoised per size bucket. Collective.
+  /// context's instances, one call in place and one out of place per repetition, rank 0
+  /// decides. Memoised per size bucket. Collective.
   std::string tuned_allreduce(const Problem& problem);
   /// Starts the Concord runtime (concord::init) once; it is shut down with the context.
   void start_runtime();

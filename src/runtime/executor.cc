@@ -204,10 +204,10 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
     return tree_chunked_problem(name, p, config_.tree_chunks, context_.cost_params);
   };
   const Problem allreduce_problem = problem(total, dtype, op);
-  auto& algorithm = this->algorithm(allreduce_algorithms(), allreduce_problem,
-                                    choose("allreduce", allreduce_algorithms(), allreduce_rules_, allreduce_problem,
-                                           tree_chunks, /*out_of_place=*/source != buffer),
-                                    activity, tree_chunks);
+  auto& algorithm =
+      this->algorithm(allreduce_algorithms(), allreduce_problem,
+                      choose("allreduce", allreduce_algorithms(), allreduce_rules_, allreduce_problem, tree_chunks),
+                      activity, tree_chunks);
   mark(response, activity);
   algorithm.start_out_of_place(source, buffer, total, dtype, op);
   if (entries.size() == 1) {  // the result is already in place: complete at the end

@@ -110,18 +110,17 @@ class Executor {
   CollectiveMemory& memory(const Response& response, const TensorEntry& first);
 
   // The algorithm name for `problem` of `collective` (see the header comment); "" = let
-  // select_algorithm's cost model decide. Collective when it measures. `out_of_place`: the
-  // call reads one buffer and writes another (a single tensor's new output); measured
-  // selection keeps such calls apart ("allreduce.out_of_place/..."), since the algorithms
-  // without a native out-of-place path pay a copy pass there.
+  // select_algorithm's cost model decide. Collective when it measures.
   template <typename AlgorithmType>
   std::string choose(const char* collective, const std::vector<RegistryEntry<AlgorithmType>>& entries,
                      const std::vector<SizeRule>& rules, const Problem& problem,
-                     const ProblemForEntry& problem_for = {}, bool out_of_place = false);
-  // Times every allreduce algorithm that accepts `problem` on scratch buffers (in place, or
-  // from one buffer into another when `out_of_place`); returns the one rank 0 found
-  // fastest (algorithms/autotune.h). Collective over comm_.
-  std::string measure_allreduce(const Problem& problem, const ProblemForEntry& problem_for, bool out_of_place);
+                     const ProblemForEntry& problem_for = {});
+  // Times every allreduce algorithm that accepts `problem` on scratch buffers, each
+  // repetition one call in place and one out of place (both kinds share the choice, so that
+  // hvd.allreduce and hvd.allreduce_ give bitwise-equal results; the trees and `mpi` copy
+  // once before an out-of-place call, which an in-place timing alone would miss); returns
+  // the one rank 0 found fastest (algorithms/autotune.h). Collective over comm_.
+  std::string measure_allreduce(const Problem& problem, const ProblemForEntry& problem_for);
 
   // Opens `activity` on the timeline for every tensor of `response`.
   void mark(const Response& response, const std::string& activity);

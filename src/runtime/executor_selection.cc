@@ -14,12 +14,11 @@ namespace concord {
 template <typename AlgorithmType>
 std::string Executor::choose(const char* collective, const std::vector<RegistryEntry<AlgorithmType>>& entries,
                              const std::vector<SizeRule>& rules, const Problem& problem,
-                             const ProblemForEntry& problem_for, bool out_of_place) {
+                             const ProblemForEntry& problem_for) {
   const size_t bytes = problem.bytes();
   std::string ruled = rule_for(rules, bytes);
   if (!ruled.empty()) return ruled;  // select_algorithm falls back to the cost model if it declines
-  const std::string key =
-      selection_key(out_of_place ? std::string(collective) + ".out_of_place" : collective, problem.dtype, bytes);
+  const std::string key = selection_key(collective, problem.dtype, bytes);
   if (const auto it = chosen_.find(key); it != chosen_.end()) return it->second;
   std::string name, source;
   const bool measured = config_.autotune && std::is_same_v<AlgorithmType, AllreduceAlgorithm> && problem.ranks > 1 &&
@@ -32,8 +31,7 @@ std::string Executor::choose(const char* collective, const std::vector<RegistryE
       return entry.name == name && entry.declines(problem_for ? problem_for(entry.name, problem) : problem).empty();
     });
     if (!usable) {
-      if constexpr (std::is_same_v<AlgorithmType, AllreduceAlgorithm>)
-        name = measure_allreduce(problem, problem_for, out_of_place);
+      if constexpr (std::is_same_v<AlgorithmType, AllreduceAlgorithm>) name = measure_allreduce(problem, problem_for);
       source = "measured now";
       tuned_.set(key, name);
       if (!cache_path_.empty()) {
@@ -54,21 +52,22 @@ std::string Executor::choose(const char* collective, const std::vector<RegistryE
   return name;
 }
 
-std::string Executor::measure_allreduce(const Problem& problem, const ProblemForEntry& problem_for, bool out_of_place) {
+std::string Executor::measure_allreduce(const Problem& problem, const ProblemForEntry& problem_for) {
   const auto& entries = allreduce_algorithms();
   std::vector<uint8_t> zeros(problem.bytes(), 0);  // zeros: every op and dtype stays finite
-  std::vector<uint8_t> output(out_of_place ? problem.bytes() : 0);
-  uint8_t* buffer = out_of_place ? output.data() : zeros.data();
-  const uint8_t* input = zeros.data();
+  std::vector<uint8_t> output(problem.bytes(), 0);
+  uint8_t* buffer = zeros.data();
   std::vector<TuneCandidate> candidates;
   for (const auto& entry : entries) {
     const Problem mine = problem_for ? problem_for(entry.name, problem) : problem;
     if (!entry.declines(mine).empty()) continue;
     candidates.push_back(
-        TuneCandidate{entry.name, entry.cost(mine).seconds(context_.cost_params), [&, name = entry.name] {
+        TuneCandidate{entry.name, 2 * entry.cost(mine).seconds(context_.cost_params), [&, name = entry.name] {
                         std::string activity = "allreduce";
                         auto& algorithm = this->algorithm(entries, problem, name, activity, problem_for);
-                        algorithm.start_out_of_place(input, buffer, problem.count, problem.dtype, problem.op);
+                        algorithm.start(buffer, problem.count, problem.dtype, problem.op);
+                        run_to_completion(algorithm);
+                        algorithm.start_out_of_place(buffer, output.data(), problem.count, problem.dtype, problem.op);
                         run_to_completion(algorithm);
                       }});
   }
@@ -77,15 +76,14 @@ std::string Executor::measure_allreduce(const Problem& problem, const ProblemFor
     std::string timings;
     for (size_t i = 0; i < candidates.size(); ++i)
       timings += " " + candidates[i].name + "=" + std::to_string(result.seconds[i] * 1e6) + "us";
-    CONCORD_LOG_DEBUG("autotune: {} B on {} ranks{}:{}", problem.bytes(), problem.ranks,
-                      out_of_place ? ", out of place" : "", timings);
+    CONCORD_LOG_DEBUG("autotune: {} B on {} ranks:{}", problem.bytes(), problem.ranks, timings);
   }
   return candidates[result.winner].name;
 }
 
 #define CONCORD_INSTANTIATE(Type)                                                             \
   template std::string Executor::choose(const char*, const std::vector<RegistryEntry<Type>>&, \
-                                        const std::vector<SizeRule>&, const Problem&, const ProblemForEntry&, bool);
+                                        const std::vector<SizeRule>&, const Problem&, const ProblemForEntry&);
 CONCORD_INSTANTIATE(AllreduceAlgorithm)
 CONCORD_INSTANTIATE(AllgatherAlgorithm)
 CONCORD_INSTANTIATE(BroadcastAlgorithm)
