@@ -10,9 +10,10 @@
 //   backward  G_l = A_l^T D_{l+1}, D_l = D_{l+1} W_l^T   (l = L-1..0; D_L = A_L / N)
 //   push G_l (sum over ranks), pull into R_l, update W_l -= lr R_l
 // Pushes are issued in backward order (L-1 first), all pushes before all pulls; with
-// --per-layer each push follows its layer's backward ops, issued by the same thread (as a
-// framework's per-layer gradient hook does), so a push that blocks (funneled) also holds
-// back the submission of the rest of the backward pass.
+// --per-layer the thread that submits backward waits for each layer's backward ops and then
+// pushes its gradient before submitting the next layer, as a framework's per-layer gradient
+// hook runs on the thread executing backward (PyTorch's autograd hooks), so a push that
+// blocks (funneled) stalls the rest of the backward pass.
 //
 // Printed per mode: the time per iteration (max over ranks), the time of the same
 // iteration without communication ("compute") and of its communication alone ("comm"),
@@ -61,8 +62,9 @@ struct Config {
   int cpu_threads = 2;
   int communicators = 2;
   int outstanding = 8;
-  /// Push each G_l as soon as its backward ops are submitted, from the submitting thread
-  /// (a framework's per-layer backward hook); false: the whole backward is submitted first.
+  /// Push each G_l once its layer's backward ops are done, from the thread submitting
+  /// backward (a framework's per-layer backward hook); false: the whole backward is
+  /// submitted first.
   bool per_layer = false;
   std::string modes = "funneled,concurrent,depchain,runtime";
   std::string json;
@@ -102,12 +104,16 @@ class KVStoreSync : public GradientSync {
   kvstore::KVStore& kv_;
 };
 
-// The runtime's allreduce_async as an asynchronous engine op (reads G_l, writes R_l); a
-// waiter thread completes the ops in submission order, blocked in Handle::wait() (no
-// polling: a poller would take CPU from the compute and the background thread).
+// The runtime's allreduce_async as an asynchronous engine op (reads G_l, writes R_l),
+// pushed to the engine at push() so that it starts once G_l is computed (pull() has nothing
+// left to do); a waiter thread completes the ops in submission order, blocked in
+// Handle::wait() (no polling: a poller would take CPU from the compute and the background
+// thread).
 class RuntimeSync : public GradientSync {
  public:
-  explicit RuntimeSync(Engine& engine) : engine_(engine), waiter_([this] { wait_loop(); }) {}
+  /// `outputs[l]`: R_l and its var, where layer l's sum goes.
+  RuntimeSync(Engine& engine, std::vector<std::pair<TensorView, Var*>> outputs)
+      : engine_(engine), outputs_(std::move(outputs)), waiter_([this] { wait_loop(); }) {}
   ~RuntimeSync() override {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -116,9 +122,8 @@ class RuntimeSync : public GradientSync {
     ready_.notify_one();
     waiter_.join();
   }
-  void push(int layer, const TensorView& grad, Var* grad_var) override { pending_grad_[layer] = {grad, grad_var}; }
-  void pull(int layer, const TensorView& out, Var* out_var) override {
-    auto [grad, grad_var] = pending_grad_[layer];
+  void push(int layer, const TensorView& grad, Var* grad_var) override {
+    const auto [out, out_var] = outputs_.at(layer);
     engine_.push_async(
         [this, layer, grad, out](engine::OnComplete done) {
           Handle handle = allreduce_async("dagbench.layer." + std::to_string(layer), grad, out);
@@ -130,6 +135,7 @@ class RuntimeSync : public GradientSync {
         },
         {grad_var}, {out_var}, {FnKind::kComm, 0, "runtime allreduce"});
   }
+  void pull(int, const TensorView&, Var*) override {}
 
  private:
   void wait_loop() {
@@ -152,7 +158,7 @@ class RuntimeSync : public GradientSync {
     }
   }
   Engine& engine_;
-  std::map<int, std::pair<TensorView, Var*>> pending_grad_;
+  const std::vector<std::pair<TensorView, Var*>> outputs_;
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<std::pair<Handle, engine::OnComplete>> waiting_;
@@ -203,6 +209,7 @@ class Model {
   TensorView weight(int l) { return {weights_[l].data(), DataType::kFloat32, {c_.dim, c_.dim}}; }
   TensorView grad(int l) { return {grads_[l].data(), DataType::kFloat32, {c_.dim, c_.dim}}; }
   TensorView reduced(int l) { return {reduced_[l].data(), DataType::kFloat32, {c_.dim, c_.dim}}; }
+  Var* reduced_var(int l) { return r_vars_[l]; }
 
   // Pushes one iteration's ops; `compute` false leaves only the communication.
   void iteration(GradientSync& sync, bool compute, bool communicate) {
@@ -222,7 +229,10 @@ class Model {
         if (l > 0)
           engine_.push_sync([this, l, B, N] { matmul(delta(l + 1), w(l), delta(l), B, N, N, false, true); },
                             {d_vars_[l + 1], w_vars_[l]}, {d_vars_[l]}, {FnKind::kCpu, 0, "input gradient"});
-        if (communicate && c_.per_layer) sync.push(l, grad(l), g_vars_[l]);
+        if (communicate && c_.per_layer) {  // a hook after the layer's backward, on the thread running it
+          engine_.wait_for_var(l > 0 ? d_vars_[l] : g_vars_[l]);
+          sync.push(l, grad(l), g_vars_[l]);
+        }
       }
     }
     if (communicate) {
@@ -293,7 +303,9 @@ Result run_mode(const std::string& mode, const Config& c, int rank) {
   std::unique_ptr<kvstore::KVStore> kv;
   std::unique_ptr<GradientSync> sync;
   if (mode == "runtime") {
-    sync = std::make_unique<RuntimeSync>(engine);
+    std::vector<std::pair<TensorView, Var*>> outputs;
+    for (int l = 0; l < c.layers; ++l) outputs.emplace_back(model.reduced(l), model.reduced_var(l));
+    sync = std::make_unique<RuntimeSync>(engine, std::move(outputs));
   } else {
     kvstore::KVStoreOptions options;
     options.type = kvstore::kvstore_type_from_name(mode);
@@ -333,8 +345,8 @@ int run(int argc, char** argv) {
   app.add_option("-C,--communicators", c.communicators, "concurrent: communicators")->check(CLI::PositiveNumber);
   app.add_option("-o,--outstanding", c.outstanding, "concurrent: pushes per wait")->check(CLI::PositiveNumber);
   app.add_flag("--per-layer", c.per_layer,
-               "push each layer's gradient right after submitting its backward ops (a per-layer hook); "
-               "default: the whole backward pass is submitted first");
+               "push each layer's gradient from the thread running backward once the layer's backward ops are "
+               "done (a per-layer hook); default: the whole backward pass is submitted first");
   app.add_option("-m,--modes", c.modes, "comma-separated: funneled, concurrent, depchain, runtime");
   app.add_option("-J,--json", c.json, "write the results as JSON to this file (rank 0)");
   if (auto code = mpi.parse(app, argc, argv)) return *code;
