@@ -4,6 +4,8 @@ weight decay, Adam, an LR scheduler, grouped allreduces, gradient accumulation, 
 module); updates really wait for the next forward (module by module); zero_grad() is
 deferred for pending parameters; finish(); misuse errors."""
 
+import os
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -69,9 +71,21 @@ def train(kind, overlap, prefix, scheduler=False, num_groups=0, zero_to_none=Fal
     return model, optimizer
 
 
+# Bit-identical results need the same summation order for every gradient in both runs, i.e.
+# one algorithm whose order does not depend on a tensor's place in the fusion buffer, for
+# every fused size. With measured selection (the default) the two runs' fused sizes can fall
+# in size buckets with different measured winners, so there they agree to rounding only;
+# ctest's python.overlap_forward.np{2,4} pin CONCORD_ALLREDUCE_ALGORITHM=recursive_doubling.
+EXACT = os.environ.get("CONCORD_ALLREDUCE_ALGORITHM", "auto") not in ("", "auto")
+
+
+def same(p, q):
+    return torch.equal(p, q) if EXACT else torch.allclose(p, q, rtol=1e-5, atol=1e-7)
+
+
 def first_difference(a, b):
     for (name, p), (_, q) in zip(a.named_parameters(), b.named_parameters()):
-        if not torch.equal(p, q):
+        if not same(p, q):
             i = int(torch.nonzero((p != q).reshape(-1))[0, 0])
             return f"{name}[flat {i}] is {p.reshape(-1)[i].item()!r}, plain {q.reshape(-1)[i].item()!r}"
     return None
@@ -89,6 +103,7 @@ CASES = {
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_bit_identical_to_plain(case, tname):
+    """Bit-identical with a pinned algorithm (EXACT), else equal to rounding."""
     plain, plain_optimizer = train(prefix=f"{tname}.plain", overlap=False, **CASES[case])
     overlapped, optimizer = train(prefix=f"{tname}.overlap", overlap=True, **CASES[case])
     initial = Net(11)
@@ -103,8 +118,8 @@ def test_bit_identical_to_plain(case, tname):
         mine, theirs = optimizer.state[q], plain_optimizer.state[p]
         assert sorted(mine) == sorted(theirs), f"{what}: optimizer state keys of {name}: {sorted(mine)}"
         for key in theirs:
-            assert torch.equal(torch.as_tensor(mine[key]), torch.as_tensor(theirs[key])), \
-                f"{what}: optimizer state {key!r} of {name}"
+            assert same(torch.as_tensor(mine[key]), torch.as_tensor(theirs[key])), \
+                f"{what}: optimizer state {key!r} of {name}" + ("" if EXACT else " (to rounding)")
 
 
 def test_updates_wait_for_the_module_forward(tname):

@@ -31,7 +31,11 @@ How a step runs:
 
 For optimizers whose update of a parameter depends only on that parameter's own gradient
 and state (SGD with momentum, weight decay and Nesterov; Adam, AdamW, RMSprop, Adagrad, ...)
-the parameters are bit-identical to the plain DistributedOptimizer's. ``zero_grad()`` on a
+the parameters are bit-identical to the plain DistributedOptimizer's when every allreduce
+sums in the same order in both (one algorithm for every fused size whose order does not
+depend on a tensor's place in the fusion buffer, e.g. CONCORD_ALLREDUCE_ALGORITHM=
+recursive_doubling); with measured selection the two fuse gradients differently and may get
+different algorithms, and then agree to rounding. ``zero_grad()`` on a
 pending parameter is deferred until its update (its gradient buffer is still being
 reduced). Limits: a parameter must not be used (by another module, or functionally) before
 its owning module runs in a forward pass while it is pending (the forward would see the
