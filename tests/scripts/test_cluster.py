@@ -90,9 +90,14 @@ def test_usage_errors(args):
     assert result.stderr.startswith("cluster: ")
 
 
+# The ranks' command: `sleep` for about 300 s, with an argument of this run's own, so that no
+# other `sleep 300` on the machine counts as a rank left behind.
+SLEEP_SECONDS = f"300.{os.getpid()}"
+
+
 def start_sleeping_cluster():
-    """Starts `cluster.sh -H 2 -r 2 -- sleep 300`; returns the Popen once all 4 sleeps run."""
-    proc = subprocess.Popen([str(SCRIPT), "-H", "2", "-r", "2", "--", "sleep", "300"],
+    """Starts `cluster.sh -H 2 -r 2 -- sleep SLEEP_SECONDS`; returns the Popen once all 4 sleeps run."""
+    proc = subprocess.Popen([str(SCRIPT), "-H", "2", "-r", "2", "--", "sleep", SLEEP_SECONDS],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def sleeps_running():
@@ -103,13 +108,13 @@ def start_sleeping_cluster():
                      and Path(f"/proc/{p}/comm").read_text().strip() == "sleep"]
         return len(pids) == 4
 
-    wait_for(sleeps_running, "4 ranks running 'sleep 300' in the namespaces")
+    wait_for(sleeps_running, f"4 ranks running 'sleep {SLEEP_SECONDS}' in the namespaces")
     return proc
 
 
 def sleeps_of_this_test():
-    """The 'sleep 300' processes anywhere on the machine (the test's command)."""
-    out = subprocess.run(["pgrep", "-x", "-f", "sleep 300"], capture_output=True, text=True).stdout
+    """This run's 'sleep SLEEP_SECONDS' processes anywhere on the machine (the ranks' command)."""
+    out = subprocess.run(["pgrep", "-x", "-f", f"sleep {SLEEP_SECONDS}"], capture_output=True, text=True).stdout
     return out.split()
 
 
