@@ -112,13 +112,13 @@ PY
 $py "$root/tools/plot_sparse.py" "$out"/sparse_H{4,8}.json -o "$out/sparse_testbed.png" && say "plot: $out/sparse_testbed.png"
 
 # 4. KVStore designs.
-section "4. KVStore: depchain >= 1.5x faster than funneled (synthetic DAG)"
+section "4. KVStore: depchain >= 1.5x faster than funneled (synthetic DAG; whole backward first, then per layer)"
 # Second run per P: --per-layer pushes each gradient from the thread submitting backward, so
 # funneled's blocking push also holds back the rest of the backward pass.
 for H in 2 4; do
   for submit in whole per_layer; do
     flag=(); [ "$submit" = per_layer ] && flag=(--per-layer)
-    cluster -H "$H" -r 1 -- "$tools/concord-dagbench" -n 5 -w 2 -m funneled,depchain "${flag[@]}" \
+    cluster -H "$H" -r 1 -- "$tools/concord-dagbench" -n 5 -w 2 -m funneled,depchain ${flag[@]+"${flag[@]}"} \
       -J "$out/dag_${submit}_H$H.json" >"$out/dag_${submit}_H$H.txt" 2>&1
   done
 done
@@ -130,7 +130,7 @@ for H in (2, 4):
         res = {r["mode"]: r for r in json.load(open(f"{out}/dag_{submit}_H{H}.json"))["results"]}
         f, d = res["funneled"], res["depchain"]
         measured = "%.2fx, hidden %.0f%%" % (f["iteration_s"] / d["iteration_s"], 100 * d["hidden_share"])
-        claim = "P=%d hosts, pushes %s: funneled / depchain" % (H, submit.replace("_", " "))
+        claim = "P=%d, %s: funneled / depchain" % (H, submit.replace("_", " "))
         print("%-44s | %-34s | funneled %.0f ms, hidden %.0f%%" % (claim, measured, f["iteration_s"] * 1e3,
                                                                   100 * f["hidden_share"]))
 PY

@@ -115,6 +115,12 @@ class RuntimeSync : public GradientSync {
   RuntimeSync(Engine& engine, std::vector<std::pair<TensorView, Var*>> outputs)
       : engine_(engine), outputs_(std::move(outputs)), waiter_([this] { wait_loop(); }) {}
   ~RuntimeSync() override {
+    // Ops still queued (e.g. after an error left an iteration half-submitted) capture this
+    // object: let them run and complete while the waiter still serves them.
+    try {
+      engine_.wait_all();
+    } catch (...) {  // their errors were reported where they were waited for
+    }
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stop_ = true;
@@ -230,7 +236,8 @@ class Model {
           engine_.push_sync([this, l, B, N] { matmul(delta(l + 1), w(l), delta(l), B, N, N, false, true); },
                             {d_vars_[l + 1], w_vars_[l]}, {d_vars_[l]}, {FnKind::kCpu, 0, "input gradient"});
         if (communicate && c_.per_layer) {  // a hook after the layer's backward, on the thread running it
-          engine_.wait_for_var(l > 0 ? d_vars_[l] : g_vars_[l]);
+          engine_.wait_for_var(g_vars_[l]);
+          if (l > 0) engine_.wait_for_var(d_vars_[l]);
           sync.push(l, grad(l), g_vars_[l]);
         }
       }

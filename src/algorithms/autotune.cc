@@ -85,7 +85,7 @@ std::string selection_key(const std::string& collective, DataType dtype, size_t 
 
 std::string autotune_scope(int ranks, int nodes, int64_t ring_chunk_bytes, int64_t tree_chunks) {
   return "ranks=" + std::to_string(ranks) + " nodes=" + std::to_string(nodes) +
-         " chunk=" + std::to_string(ring_chunk_bytes) + " tree_chunks=" + std::to_string(tree_chunks);
+         " chunk=" + std::to_string(ring_chunk_bytes) + " tree_chunks=" + std::to_string(tree_chunks) + " timing=pair";
 }
 
 std::string cost_model_cache_path() {

@@ -27,7 +27,9 @@ namespace concord {
 int size_bucket(size_t bytes);
 /// "allreduce/float32/2^12" for (kAllreduce-like name "allreduce", kFloat32, 4096..8191 B).
 std::string selection_key(const std::string& collective, DataType dtype, size_t bytes);
-/// "ranks=4 nodes=1 chunk=524288 tree_chunks=0": the configuration a table holds for.
+/// "ranks=4 nodes=1 chunk=524288 tree_chunks=0 timing=pair": the configuration a table
+/// holds for; "timing=pair" = each repetition one in-place and one out-of-place call (tables
+/// timed in place only, saved before that, are not reused).
 std::string autotune_scope(int ranks, int nodes, int64_t ring_chunk_bytes, int64_t tree_chunks);
 /// The cost-model cache file: CONCORD_COST_MODEL, else ~/.cache/concord/cost_model.json
 /// (whether or not it exists yet); "" when HOME is unset.

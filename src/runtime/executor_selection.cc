@@ -76,7 +76,8 @@ std::string Executor::measure_allreduce(const Problem& problem, const ProblemFor
     std::string timings;
     for (size_t i = 0; i < candidates.size(); ++i)
       timings += " " + candidates[i].name + "=" + std::to_string(result.seconds[i] * 1e6) + "us";
-    CONCORD_LOG_DEBUG("autotune: {} B on {} ranks:{}", problem.bytes(), problem.ranks, timings);
+    CONCORD_LOG_DEBUG("autotune: {} B on {} ranks, per in-place + out-of-place pair:{}", problem.bytes(), problem.ranks,
+                      timings);
   }
   return candidates[result.winner].name;
 }
