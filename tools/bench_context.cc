@@ -106,14 +106,10 @@ std::string BenchContext::tuned_allreduce(const Problem& problem) {
   std::vector<TuneCandidate> candidates;
   for (const auto& entry : allreduce_algorithms()) {
     if (!entry.declines(problem).empty()) continue;
-    // One call in place and one out of place per repetition, as the runtime times them.
     candidates.push_back(TuneCandidate{entry.name, 2 * entry.cost(problem).seconds(cost_), [&, name = entry.name] {
-                                         auto& algorithm = instance(allreduce_algorithms(), name);
-                                         algorithm.start(zeros.data(), problem.count, problem.dtype, problem.op);
-                                         run_to_completion(algorithm);
-                                         algorithm.start_out_of_place(zeros.data(), output.data(), problem.count,
-                                                                      problem.dtype, problem.op);
-                                         run_to_completion(algorithm);
+                                         run_in_and_out_of_place(instance(allreduce_algorithms(), name), zeros.data(),
+                                                                 output.data(), problem.count, problem.dtype,
+                                                                 problem.op);
                                        }});
   }
   if (candidates.empty()) return tuned_[key] = "";

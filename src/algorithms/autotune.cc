@@ -178,4 +178,12 @@ TuneResult measure_fastest(Communicator& comm, const std::vector<TuneCandidate>&
   return result;
 }
 
+void run_in_and_out_of_place(AllreduceAlgorithm& algorithm, void* buffer, void* output, size_t count, DataType dtype,
+                             ReduceOp op) {
+  algorithm.start(buffer, count, dtype, op);
+  run_to_completion(algorithm);
+  algorithm.start_out_of_place(buffer, output, count, dtype, op);
+  run_to_completion(algorithm);
+}
+
 }  // namespace concord

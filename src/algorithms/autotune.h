@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/algorithm.h"
 #include "concord/types.h"
 #include "transport/communicator.h"
 
@@ -66,6 +67,14 @@ class AutotuneTable {
 /// Largest allreduce that measured selection times (bytes): above it every candidate
 /// call takes ~0.1 s or more, so those sizes are left to the cost model.
 inline constexpr size_t kMaxMeasuredBytes = size_t{256} << 20;
+
+/// One repetition of measured allreduce selection: `algorithm` in place on `buffer`, then
+/// out of place from `buffer` into `output` (`count` elements of `dtype` each, count x
+/// element size bytes), each run to completion. Timing both kinds makes one choice fit
+/// hvd.allreduce and hvd.allreduce_ alike (they share it, so their results stay bitwise
+/// equal), and charges the algorithms whose out-of-place call copies first. Collective.
+void run_in_and_out_of_place(AllreduceAlgorithm& algorithm, void* buffer, void* output, size_t count, DataType dtype,
+                             ReduceOp op);
 
 /// One algorithm to time: `run` executes one complete call (same problem on every rank).
 struct TuneCandidate {

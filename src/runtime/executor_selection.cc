@@ -61,15 +61,12 @@ std::string Executor::measure_allreduce(const Problem& problem, const ProblemFor
   for (const auto& entry : entries) {
     const Problem mine = problem_for ? problem_for(entry.name, problem) : problem;
     if (!entry.declines(mine).empty()) continue;
-    candidates.push_back(
-        TuneCandidate{entry.name, 2 * entry.cost(mine).seconds(context_.cost_params), [&, name = entry.name] {
-                        std::string activity = "allreduce";
-                        auto& algorithm = this->algorithm(entries, problem, name, activity, problem_for);
-                        algorithm.start(buffer, problem.count, problem.dtype, problem.op);
-                        run_to_completion(algorithm);
-                        algorithm.start_out_of_place(buffer, output.data(), problem.count, problem.dtype, problem.op);
-                        run_to_completion(algorithm);
-                      }});
+    candidates.push_back(TuneCandidate{
+        entry.name, 2 * entry.cost(mine).seconds(context_.cost_params), [&, name = entry.name] {
+          std::string activity = "allreduce";
+          auto& algorithm = this->algorithm(entries, problem, name, activity, problem_for);
+          run_in_and_out_of_place(algorithm, buffer, output.data(), problem.count, problem.dtype, problem.op);
+        }});
   }
   const TuneResult result = measure_fastest(comm_, candidates);
   if (comm_.rank() == 0) {
