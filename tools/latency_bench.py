@@ -13,13 +13,16 @@ Sections (``--sections``, comma-separated, default all):
              Concord's row also gives the breakdown: submit (Python wrapper + binding +
              enqueue, per tensor), wait, and negotiation rounds per iteration.
   outofplace at each of ``--oop-mib`` MiB (default 1,4,16,64), float32 Sum, the calls
-             interleaved one by one so that load changes hit them alike: ``hvd.allreduce``
+             interleaved one by one so that load changes hit them alike (the order
+             rotating each round, so no variant always runs first): ``hvd.allreduce``
              (out of place, the result dropped each call), ``hvd.allreduce_`` (in place), the
              C++ algorithm the runtime picks run alone in place on its own communicator
              (``_core.AlgorithmAllreducer``: what concord-bench times, no runtime) and mpi4py's
-             MPI_Allreduce (in place); medians and minima of ``--oop-iters``, then the ratios
-             out-of-place / in-place (target <= 1.15), in-place / algorithm (target <= 1.1)
-             and MPI / in-place, MPI / out-of-place (target >= 1.5 at >= 16 MiB, 2 ranks).
+             MPI_Allreduce (in place), and the runtime's out-of-place call into a tensor
+             that already exists (``into``: no result tensor to make); medians and minima
+             of ``--oop-iters``, then the ratios out-of-place / in-place (target <= 1.15),
+             in-place / algorithm (target <= 1.1), MPI / in-place, MPI / out-of-place
+             (target >= 1.5 at >= 16 MiB, 2 ranks) and into / in-place.
   idle       CPU time of this process (utime + stime from /proc/self/stat) while
              ``concord.torch`` is initialised and nothing is submitted for ``--idle-seconds``,
              as a percentage of one core (the background thread must block when idle).
@@ -48,6 +51,7 @@ try:  # the installed package (PYTHONPATH=<build>/prefix/...), else the source t
 except ImportError:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     import concord.torch as hvd
+from concord.torch import mpi_ops  # noqa: E402
 import concord  # noqa: E402
 from torch_launch import init_gloo, slowest  # noqa: E402
 
@@ -153,7 +157,10 @@ def out_of_place_rows(args):
     seconds}), statistic "median" then "min" (the least disturbed call: on a loaded machine
     the median mostly measures scheduling delays).
 
-    The variants run interleaved, one call each per round, after 3 warm-up rounds.
+    The variants run interleaved, one call each per round, after 3 warm-up rounds; the
+    order rotates by one each round, so every variant runs equally often in every position
+    (the first call after the non-runtime ones finds the background thread napping and its
+    caches cold, which alone cost 10-25% at 1 MiB when the order was fixed).
     """
     # An install older than the binding (a "before" run) has no algorithm column.
     allreducer = concord._core.AlgorithmAllreducer() if hasattr(concord._core, "AlgorithmAllreducer") else None
@@ -161,12 +168,16 @@ def out_of_place_rows(args):
     rows = []
     for mib in [float(m) for m in args.oop_mib.split(",") if m]:
         n = int(mib * (1 << 20)) // 4
-        tensor, target, alone = torch.ones(n), torch.ones(n), torch.ones(n)
+        tensor, target, alone, existing = torch.ones(n), torch.ones(n), torch.ones(n), torch.empty(n)
         array = np.ones(n, dtype=np.float32)
         name = f"oop.{n}"
         variants = {
             "out_of_place": lambda: hvd.allreduce(tensor, name=name + ".oop", op=hvd.Sum),
             "in_place": lambda: hvd.allreduce_(target, name=name, op=hvd.Sum),
+            # out of place into a tensor that already exists (what an integration with its
+            # own output allocation would see): the runtime's out-of-place data path alone
+            "into": lambda: mpi_ops.synchronize(mpi_ops._allreduce_into(tensor, existing, name + ".into", hvd.Sum,
+                                                                        1.0, 1.0)),
         }
         algorithm = "n/a"
         if allreducer:
@@ -175,8 +186,11 @@ def out_of_place_rows(args):
         if MPI:
             variants["mpi4py"] = lambda: MPI.COMM_WORLD.Allreduce(MPI.IN_PLACE, array, op=MPI.SUM)
         times = {key: [] for key in variants}
+        keys = list(variants)
         for round_ in range(3 + args.oop_iters):
-            for key, call in variants.items():
+            shift = round_ % len(keys)
+            for key in keys[shift:] + keys[:shift]:
+                call = variants[key]
                 start = time.perf_counter()
                 call()
                 if round_ >= 3:
@@ -231,12 +245,12 @@ def main(argv=None):
         say(f"# out of place vs in place vs the algorithm alone vs MPI_Allreduce, float32 sum, median and "
             f"min of {args.oop_iters} interleaved rounds, slowest rank (ms); load {os.getloadavg()[0]:.2f}")
         say(f"{'stat':>6} {'bytes':>9} {'algorithm':>18} {'oop':>9} {'inplace':>9} {'alg':>9} {'mpi4py':>9} | "
-            f"{'oop/inpl':>8} {'inpl/alg':>8} {'mpi/inpl':>8} {'mpi/oop':>8}")
+            f"{'oop/inpl':>8} {'inpl/alg':>8} {'mpi/inpl':>8} {'mpi/oop':>8} {'into/inpl':>9}")
         for statistic, nbytes, algorithm, t in rows:
             oop, inplace, alg, mpi = t["out_of_place"], t["in_place"], t["algorithm"], t["mpi4py"]
             say(f"{statistic:>6} {nbytes:>9} {algorithm:>18} {oop * 1e3:9.2f} {inplace * 1e3:9.2f} "
                 f"{alg * 1e3:9.2f} {mpi * 1e3:9.2f} | {oop / inplace:8.2f} {inplace / alg:8.2f} "
-                f"{mpi / inplace:8.2f} {mpi / oop:8.2f}")
+                f"{mpi / inplace:8.2f} {mpi / oop:8.2f} {t['into'] / inplace:9.2f}")
     if "idle" in sections:
         dist.barrier()
         percent = slowest(idle_cpu_percent(args.idle_seconds))

@@ -120,6 +120,26 @@ def test_pool_reuses_released_blocks_of_the_same_size():
     assert other.data_ptr() != address and other.shape == (2, MIN_BYTES // 8 + 1)
 
 
+def test_pool_block_returns_only_when_the_last_view_of_its_result_dies():
+    pool = OutputPool(capacity=4 * MIN_BYTES)
+    like = torch.empty((4, MIN_BYTES // 16), dtype=torch.float32)
+    block = pool.take(like)
+    result = pool.wrap(block, like)
+    assert result.data_ptr() == block.address and result.shape == like.shape and result.dtype == like.dtype
+    result.fill_(3.0)  # the block is writable memory of exactly the result's size
+    assert len(block) == like.numel() * 4
+    del block
+    row = result[2]
+    del result
+    gc.collect()
+    assert pool.free_bytes == 0, "the block returned to the pool while a view of its result was alive"
+    assert torch.all(row == 3.0)
+    del row
+    gc.collect()
+    assert pool.free_bytes == like.numel() * 4, "the block did not return once its last view died"
+    assert pool.take(torch.empty(3)) is None and pool.take(torch.empty(1 << 20, device="meta")) is None
+
+
 def test_pool_keeps_at_most_its_capacity_and_skips_small_tensors():
     pool = OutputPool(capacity=3 * MIN_BYTES)
     results = [pool.empty_like(torch.empty(MIN_BYTES, dtype=torch.uint8)) for _ in range(5)]

@@ -82,15 +82,24 @@ def _resolve_op(average, op):
 
 
 def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor, process_set=None):
+    """Submits the allreduce of ``tensor`` into ``output``, a tensor or a block of the output
+    pool (``_core.OutputBlock``: the result tensor over it is made after the submission,
+    i.e. while the collective runs); returns the handle."""
     device = _check(tensor, name, "allreduce")
     source = tensor.contiguous()
-    target = output if output.is_contiguous() else torch.empty_like(output, memory_format=torch.contiguous_format)
+    if isinstance(output, torch.Tensor):
+        target = output if output.is_contiguous() else torch.empty_like(output, memory_format=torch.contiguous_format)
+        address = target.data_ptr()
+    else:
+        target, address = output, output.address
     if device != _device.HOST:  # CPU tensors: PyTorch's CPU operations are synchronous
         _device.wait_for_producers((source, target))
-    core = _core.allreduce_async(name, source.data_ptr(), target.data_ptr(), _DTYPE_NAMES[tensor.dtype],
+    core = _core.allreduce_async(name, source.data_ptr(), address, _DTYPE_NAMES[tensor.dtype],
                                  tensor.shape, op, float(prescale_factor), float(postscale_factor),
                                  _set_id(process_set, "allreduce"), device)
     if target is output:
+        if not isinstance(output, torch.Tensor):
+            output = _output_pool.wrap(output, tensor)
         return _register(core, lambda: output, (source, output))
 
     def finish():
@@ -129,12 +138,16 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
             differ.
     """
     name = _name(name, "allreduce")
-    # The new tensor comes from the output pool (concord.torch.output_pool): memory of a
-    # released result of the same size, already faulted in; the algorithm then reads
-    # `tensor` and writes it directly (no copy, Executor's single-tensor path).
-    output = _output_pool.empty_like(tensor) if isinstance(tensor, torch.Tensor) else tensor
-    return _allreduce_into(tensor, output, name, _resolve_op(average, op), prescale_factor, postscale_factor,
-                           process_set)
+    op = _resolve_op(average, op)
+    # The new tensor's memory comes from the output pool (concord.torch.output_pool): a
+    # released result of the same size, already faulted in; the algorithm reads `tensor`
+    # and writes it directly (no copy, Executor's single-tensor path).
+    block = _output_pool.take(tensor) if isinstance(tensor, torch.Tensor) else None
+    if block is not None:
+        return _allreduce_into(tensor, block, name, op, prescale_factor, postscale_factor, process_set)
+    output = torch.empty_like(tensor, memory_format=torch.contiguous_format) \
+        if isinstance(tensor, torch.Tensor) else tensor
+    return _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor, process_set)
 
 
 def allreduce(tensor, average=None, name=None, compression=None, op=None, prescale_factor=1.0,

@@ -7,18 +7,18 @@ that costs more than the allreduce itself. This pool keeps the memory of release
 (tensors of at least ``MIN_BYTES``) and hands it to the next result of the same byte size,
 already faulted in, as PyTorch's CUDA caching allocator does for device memory.
 
-A pooled tensor is an ordinary CPU tensor over a pooled block (``torch.frombuffer``); the
-block returns to the pool only when the tensor's storage dies, i.e. once the caller, and
-every view of the result, has let go of it, so reuse never aliases live data. Free blocks
-are kept up to ``CONCORD_OUTPUT_POOL_BYTES`` bytes (the configuration table; 0 disables
-the pool), the least recently released dropped first. Such tensors cannot be resized in
-place (``resize_`` to a larger size raises), like any tensor over external memory.
+The memory is the runtime's (``concord._core.OutputPool``, src/runtime/output_pool.h): a
+block has Python's buffer protocol, so a result is ``torch.frombuffer(block)`` (one call;
+a NumPy holder and a finalizer per result cost 40-50 us more per call at 1 MiB, with the
+caches cold from the collective), and the block returns to the pool when the tensor's
+storage dies, i.e. once the caller, and every view of the result, has let go of it, so
+reuse never aliases live data. Free blocks are kept up to ``CONCORD_OUTPUT_POOL_BYTES``
+bytes (the configuration table; 0 disables the pool), the least recently released dropped
+first. Such tensors cannot be resized in place (``resize_`` to a larger size raises), like
+any tensor over external memory.
 """
 
-import collections
 import json
-import threading
-import weakref
 
 import torch
 
@@ -36,16 +36,13 @@ def _configured_capacity():
 
 
 class OutputPool:
-    """Free blocks (uint8 CPU tensors) by byte size, at most ``capacity`` bytes in all.
-
-    Thread-safe: results may be created and released on any thread.
-    """
+    """Free blocks by byte size, at most ``capacity`` bytes in all (default:
+    CONCORD_OUTPUT_POOL_BYTES, read on first use). Thread-safe: results may be created and
+    released on any thread."""
 
     def __init__(self, capacity=None):
         self._capacity = capacity
-        self._lock = threading.RLock()  # a release can run inside a locked section (GC)
-        self._free = collections.OrderedDict()  # (block id) -> block, oldest release first
-        self._free_bytes = 0
+        self._blocks = None  # the _core.OutputPool, made on first use
 
     @property
     def capacity(self):
@@ -57,7 +54,7 @@ class OutputPool:
     @property
     def free_bytes(self):
         """Bytes of released blocks currently kept for reuse."""
-        return self._free_bytes
+        return self._blocks.free_bytes if self._blocks is not None else 0
 
     def empty_like(self, tensor):
         """A new contiguous tensor with ``tensor``'s shape and dtype, contents unspecified.
@@ -65,40 +62,37 @@ class OutputPool:
         From the pool when it is a CPU tensor of at least MIN_BYTES and the pool is enabled,
         else ``torch.empty_like`` (on ``tensor``'s device).
         """
-        nbytes = tensor.numel() * tensor.element_size()
-        if tensor.device.type != "cpu" or nbytes < MIN_BYTES or self.capacity <= 0:  # a CUDA result stays on its device
+        block = self.take(tensor)
+        if block is None:  # a CUDA result stays on its device
             return torch.empty_like(tensor, memory_format=torch.contiguous_format)
-        block = self._take(nbytes)
-        if block is None:
-            block = torch.empty(nbytes, dtype=torch.uint8)
-        holder = block.numpy()  # what the result's storage references (buffer protocol)
-        weakref.finalize(holder, self._release, block)
-        return torch.frombuffer(holder, dtype=tensor.dtype).view(tensor.shape)
+        return self.wrap(block, tensor)
+
+    def take(self, tensor):
+        """The memory for a result like ``tensor``: a ``_core.OutputBlock`` of its byte size
+        (``block.address`` is its first byte), a released one when one fits, else new
+        memory; None when the pool does not apply (not a CPU tensor, under MIN_BYTES, or the
+        pool disabled). :meth:`wrap` makes the tensor; the caller may run it after handing
+        ``block.address`` to a collective, i.e. while the collective runs, as
+        ``allreduce_async`` does.
+        """
+        nbytes = tensor.numel() * tensor.element_size()
+        if nbytes < MIN_BYTES or tensor.device.type != "cpu" or self.capacity <= 0:
+            return None
+        if self._blocks is None:
+            self._blocks = _core.OutputPool(self.capacity)
+        return self._blocks.take(nbytes)
+
+    @staticmethod
+    def wrap(block, like):
+        """A tensor over ``block`` (from :meth:`take`) with ``like``'s shape and dtype; the
+        block returns to the pool when that tensor's storage, and every view of it, dies."""
+        result = torch.frombuffer(block, dtype=like.dtype)
+        return result if like.dim() == 1 else result.view(like.shape)
 
     def clear(self):
         """Drops every free block."""
-        with self._lock:
-            self._free.clear()
-            self._free_bytes = 0
-
-    def _take(self, nbytes):
-        with self._lock:
-            for key, block in self._free.items():
-                if block.numel() == nbytes:
-                    del self._free[key]
-                    self._free_bytes -= nbytes
-                    return block
-        return None
-
-    def _release(self, block):
-        with self._lock:
-            if block.numel() > self.capacity:
-                return
-            self._free[id(block)] = block
-            self._free_bytes += block.numel()
-            while self._free_bytes > self.capacity:
-                _, dropped = self._free.popitem(last=False)
-                self._free_bytes -= dropped.numel()
+        if self._blocks is not None:
+            self._blocks.clear()
 
 
 pool = OutputPool()
