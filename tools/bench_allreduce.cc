@@ -1,9 +1,9 @@
 // concord-bench rows of allreduce: "mpi" = MPI_Allreduce (kAverage as MPI_SUM, then
 // scaled by 1/P), "runtime" = concord::allreduce_async + wait (negotiation, fusion buffer,
 // the runtime's own algorithm choice: what a framework sees), registry algorithms and
-// "auto" = AllreduceAlgorithm::start + run_to_completion (out of place: the input is first
-// copied to the output, as the runtime does; kAverage: reduced as kSum, then scaled).
-#include <cstring>
+// "auto" = AllreduceAlgorithm::start (out of place: start_out_of_place, which the runtime
+// calls for a response of one tensor; the algorithms without their own out-of-place path
+// copy first) + run_to_completion; kAverage: reduced as kSum, then scaled.
 #include <vector>
 
 #include "common/enforce.h"
@@ -48,8 +48,10 @@ class AllreduceRunner : public RunnerBase<AllreduceAlgorithm> {
         return;  // the runtime scales averages itself
       }
       case Resolution::Kind::kRegistry:
-        if (!spec_.in_place && bytes_ > 0) std::memcpy(result, input_.data(), bytes_);
-        algorithm_->start(result, spec_.count, spec_.dtype, average ? ReduceOp::kSum : spec_.op);
+        if (spec_.in_place) algorithm_->start(result, spec_.count, spec_.dtype, average ? ReduceOp::kSum : spec_.op);
+        else
+          algorithm_->start_out_of_place(input_.data(), result, spec_.count, spec_.dtype,
+                                         average ? ReduceOp::kSum : spec_.op);
         run_to_completion(*algorithm_);
         break;
       case Resolution::Kind::kSkip: return;

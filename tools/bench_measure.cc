@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace concord::bench {
 namespace {
@@ -12,6 +13,20 @@ long minor_page_faults() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return usage.ru_minflt;
+}
+
+// -n, or with -T as many calls as fill min_seconds at the time of one probe call (the
+// slowest rank's, so every rank makes the same number of collective calls), at most 1e6.
+int timed_iterations(CollectiveRunner& runner, const BenchOptions& options) {
+  if (options.min_seconds <= 0) return options.iterations;
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double start = MPI_Wtime();
+  runner.run();
+  const double mine = MPI_Wtime() - start;
+  double probe = 0;
+  MPI_Allreduce(&mine, &probe, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  const double wanted = std::ceil(options.min_seconds / std::max(probe, 1e-9));
+  return static_cast<int>(std::clamp(wanted, static_cast<double>(options.iterations), 1e6));
 }
 
 }  // namespace
@@ -35,12 +50,13 @@ Measurement measure(BenchContext& context, const std::string& algorithm, const R
   }
   runner->fill();
   for (int i = 0; i < options.warmup; ++i) runner->run();
+  const int iterations = timed_iterations(*runner, options);
   MPI_Barrier(MPI_COMM_WORLD);
   const long faults_before = minor_page_faults();
   const double start = MPI_Wtime();
-  for (int i = 0; i < options.iterations; ++i) runner->run();
-  const double mean = (MPI_Wtime() - start) / std::max(options.iterations, 1);
-  const double faults = static_cast<double>(minor_page_faults() - faults_before) / std::max(options.iterations, 1);
+  for (int i = 0; i < iterations; ++i) runner->run();
+  const double mean = (MPI_Wtime() - start) / std::max(iterations, 1);
+  const double faults = static_cast<double>(minor_page_faults() - faults_before) / std::max(iterations, 1);
   MPI_Allreduce(&mean, &result.seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   result.page_faults = faults;
   MPI_Bcast(&result.page_faults, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);

@@ -116,6 +116,14 @@ std::optional<BenchOptions> parse_options(const tools::MpiTool& mpi, int argc, c
       ->check(CLI::Range(1.0 + 1e-9, 1e9));
   app.add_option("-n,--iters", options.iterations, "timed iterations per row")->check(CLI::Range(1, 1 << 30));
   app.add_option("-w,--warmup_iters", options.warmup, "untimed iterations per row")->check(CLI::NonNegativeNumber);
+  app.add_option("-T,--min-time", options.min_seconds,
+                 "time each row for at least this many seconds (more iterations than -n where calls are short; "
+                 "the same number on every rank); 0: exactly -n")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("-R,--repeats", options.repeats,
+                 "measure every row this many times, in passes over all sizes and algorithms (within a pass "
+                 "all algorithms of one size run back to back); a row's time is its median pass")
+      ->check(CLI::Range(1, 1000));
   app.add_option("-c,--check", check, "1: check every element of one call's result; 0: do not");
   app.add_option("-o,--op", options.op_name, "sum, avg, min, max or prod (allreduce, reduce_scatter)")
       ->check(CLI::IsMember({"sum", "avg", "min", "max", "prod"}));

@@ -1,5 +1,5 @@
 // concord-bench's command line, in the nccl-tests spelling: -b/-e/-f sizes, -n/-w
-// iterations, -c check, -o op, -d dtype, plus -C collective, -a algorithms and -J json.
+// iterations, -T min time, -R repeats, -c check, -o op, -d dtype, plus -C collective, -a algorithms and -J json.
 // Also the per-collective conventions of nccl-tests that the flags and the report share:
 // what "size" means and the bus-bandwidth factor.
 #pragma once
@@ -42,6 +42,8 @@ struct BenchOptions {
   double step_factor = 2;        ///< -f
   int iterations = 20;           ///< -n, timed calls per row
   int warmup = 5;                ///< -w, untimed calls per row
+  double min_seconds = 0;        ///< -T, timed seconds per row at least (more calls than -n for short ones)
+  int repeats = 1;               ///< -R, passes over every row; a row's time is its median pass
   bool check = true;             ///< -c 1: verify every element of one call's result
   ReduceOp op = ReduceOp::kSum;  ///< -o
   std::string op_name = "sum";

@@ -46,6 +46,55 @@ std::string bench_name_of_choice(const Report& report, const std::string& choice
   return "";
 }
 
+// Seconds of one in-place plus one out-of-place call of `algorithm` (< 0 if either half
+// is missing): what measured selection times per repetition (run_in_and_out_of_place).
+double pair_seconds(const Report& report, const std::string& algorithm, size_t bytes) {
+  const Record* in = find(report, algorithm, bytes, true);
+  const Record* out = find(report, algorithm, bytes, false);
+  return in && out ? in->measurement.seconds + out->measurement.seconds : -1;
+}
+
+// The same check on in-place + out-of-place time, the criterion measured selection
+// optimises: hvd.allreduce and hvd.allreduce_ share one choice (their results stay
+// bitwise equal), so a choice fast in place but slow out of place is not the best one.
+void print_pair_check(const Report& report) {
+  int model_ok = 0, tuned_ok = 0, sizes = 0;
+  std::string misses;
+  for (const auto& [bytes, choice] : report.choices) {
+    double best = -1;
+    std::string best_name;
+    for (const auto& name : report.algorithms) {
+      const double seconds = pair_seconds(report, name, bytes);
+      if (name != "auto" && name != "runtime" && seconds > 0 && (best < 0 || seconds < best)) {
+        best = seconds;
+        best_name = name;
+      }
+    }
+    if (best < 0) continue;
+    ++sizes;
+    const double model = pair_seconds(report, bench_name_of_choice(report, choice), bytes);
+    model_ok += model > 0 && model <= 1.1 * best;
+    const auto it = report.tuned_choices.find(bytes);
+    const std::string tuned_name = it == report.tuned_choices.end() ? "" : bench_name_of_choice(report, it->second);
+    const double tuned = pair_seconds(report, tuned_name, bytes);
+    const bool ok = tuned > 0 && tuned <= 1.1 * best;
+    tuned_ok += ok;
+    if (ok) continue;
+    char miss[160];
+    if (tuned > 0)
+      std::snprintf(miss, sizeof miss, " %zu B (%s %.2fx %s)", bytes, tuned_name.c_str(), tuned / best,
+                    best_name.c_str());
+    else
+      std::snprintf(miss, sizeof miss, " %zu B (choice %s not benchmarked)", bytes,
+                    it == report.tuned_choices.end() ? "-" : it->second.c_str());
+    misses += miss;
+  }
+  std::printf(
+      "# in place + out of place (what measured selection times): within 10%% of the best: cost model %d of "
+      "%d sizes, measured selection %d of %d%s%s\n",
+      model_ok, sizes, tuned_ok, sizes, misses.empty() ? "" : "; misses:", misses.c_str());
+}
+
 }  // namespace
 
 void print_header(const Report& report) {
@@ -149,6 +198,7 @@ void print_comparison(const Report& report) {
   std::printf("# within 10%% of the best: cost model %d of %d sizes", model_ok, sizes);
   if (tuned) std::printf(", measured selection %d of %d", tuned_ok, sizes);
   std::printf("\n");
+  if (in_place && tuned) print_pair_check(report);
   std::printf("#\n# minor page faults per call on rank 0 (getrusage ru_minflt; fresh scratch per call shows here)\n");
   std::printf("#%11s", "size");
   for (const auto& name : report.algorithms) std::printf(" %12s", name.c_str());

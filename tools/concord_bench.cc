@@ -5,8 +5,8 @@
 //
 //   mpirun -np 4 build/tools/concord-bench -C allreduce -a all -b 1K -e 64M -f 2 -n 20 -w 5 -c 1 -J out.json
 //
-// Flags (nccl-tests' where they exist): -b/-e/-f sizes, -n timed and -w warm-up iterations,
-// -c check, -o op, -d dtype, -C collective (allreduce, allgather, broadcast,
+// Flags (nccl-tests' where they exist): -b/-e/-f sizes, -n timed and -w warm-up iterations
+// (-T: at least this many seconds per row; -R: passes, median kept), -c check, -o op, -d dtype, -C collective (allreduce, allgather, broadcast,
 // reduce_scatter, alltoall), -a algorithms ("all" = every registered one + mpi + auto),
 // -J JSON output for tools/plot_bench.py. One table block per algorithm, sizes in rows,
 // out-of-place then in-place columns `time algbw busbw #wrong` (bench_report.h gives the
@@ -44,6 +44,42 @@ std::vector<size_t> row_sizes(const BenchOptions& options, int ranks) {
   return sizes;
 }
 
+// -R passes: in each pass, size by size, every algorithm back to back (so the algorithms of
+// one size are compared at nearly the same time, and drift over the run hits each pass
+// alike); each row keeps its median pass (its largest #wrong). Prints once all are done.
+int run_repeated(const BenchOptions& options, BenchContext& context, Report& report, const std::vector<size_t>& sizes) {
+  const size_t element = dtype_size(options.dtype);
+  const size_t halves = 2;
+  std::vector<std::vector<Measurement>> passes(report.algorithms.size() * sizes.size() * halves);
+  for (int pass = 0; pass < options.repeats; ++pass)
+    for (size_t s = 0; s < sizes.size(); ++s)
+      for (size_t a = 0; a < report.algorithms.size(); ++a)
+        for (bool in_place : {false, true}) {
+          const RowSpec spec{options.collective, sizes[s] / element, options.dtype, options.op, in_place};
+          passes[(a * sizes.size() + s) * halves + in_place].push_back(
+              measure(context, report.algorithms[a], spec, options));
+        }
+  int status = 0;
+  for (size_t a = 0; a < report.algorithms.size(); ++a) {
+    if (context.rank() == 0) print_algorithm_title(report.algorithms[a]);
+    for (size_t s = 0; s < sizes.size(); ++s) {
+      Record rows[2];
+      for (bool in_place : {false, true}) {
+        std::vector<Measurement>& runs = passes[(a * sizes.size() + s) * halves + in_place];
+        std::sort(runs.begin(), runs.end(),
+                  [](const Measurement& x, const Measurement& y) { return x.seconds < y.seconds; });
+        Measurement median = runs[runs.size() / 2];
+        for (const auto& run : runs) median.wrong = std::max(median.wrong, run.wrong);
+        rows[in_place] = Record{report.algorithms[a], sizes[s], sizes[s] / element, in_place, median};
+        if (median.wrong > 0) status = 1;
+        report.records.push_back(rows[in_place]);
+      }
+      if (context.rank() == 0) print_row(report, rows[0], rows[1]);
+    }
+  }
+  return status;
+}
+
 // Runs every algorithm over every size; returns the exit status (0 or 1 for wrong results).
 int run(const BenchOptions& options, BenchContext& context, Report& report) {
   const bool print = context.rank() == 0;
@@ -63,19 +99,23 @@ int run(const BenchOptions& options, BenchContext& context, Report& report) {
   }
   if (print) print_header(report);
   int status = 0;
-  for (const auto& name : report.algorithms) {
-    if (print) print_algorithm_title(name);
-    for (size_t bytes : sizes) {
-      Record halves[2];
-      for (bool in_place : {false, true}) {
-        const RowSpec spec{options.collective, bytes / element, options.dtype, options.op, in_place};
-        Record& record = halves[in_place];
-        record = Record{name, bytes, spec.count, in_place, measure(context, name, spec, options)};
-        if (record.measurement.wrong > 0) status = 1;
-        report.records.push_back(record);
+  if (options.repeats == 1) {  // rows printed as they are measured
+    for (const auto& name : report.algorithms) {
+      if (print) print_algorithm_title(name);
+      for (size_t bytes : sizes) {
+        Record halves[2];
+        for (bool in_place : {false, true}) {
+          const RowSpec spec{options.collective, bytes / element, options.dtype, options.op, in_place};
+          Record& record = halves[in_place];
+          record = Record{name, bytes, spec.count, in_place, measure(context, name, spec, options)};
+          if (record.measurement.wrong > 0) status = 1;
+          report.records.push_back(record);
+        }
+        if (print) print_row(report, halves[0], halves[1]);
       }
-      if (print) print_row(report, halves[0], halves[1]);
     }
+  } else {
+    status = run_repeated(options, context, report, sizes);
   }
   if (print && report.algorithms.size() > 1) print_comparison(report);
   return status;

@@ -11,7 +11,12 @@ constexpr size_t kShortMessageBytes = 2048;
 AllreduceMpi::AllreduceMpi(NativeCollectives& native) : native_(native) {}
 
 void AllreduceMpi::start(void* data, size_t count, DataType dtype, ReduceOp op) {
-  data_ = data;
+  start_out_of_place(data, data, count, dtype, op);
+}
+
+void AllreduceMpi::start_out_of_place(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) {
+  input_ = input;
+  data_ = output;
   count_ = count;
   dtype_ = dtype;
   op_ = op;
@@ -21,7 +26,7 @@ void AllreduceMpi::start(void* data, size_t count, DataType dtype, ReduceOp op) 
 Progress AllreduceMpi::progress() {
   if (pending_) {
     pending_ = false;
-    native_.native_allreduce(data_, count_, dtype_, op_);
+    native_.native_allreduce(input_, data_, count_, dtype_, op_);
   }
   return Progress::kDone;
 }

@@ -1,5 +1,5 @@
-// AllreduceMpi: the baseline, the transport's own allreduce (MPI_Allreduce with MPI_IN_PLACE
-// on the data communicator; see MpiCommunicator::native_allreduce). It is what Concord's
+// AllreduceMpi: the baseline, the transport's own allreduce (MPI_Allreduce, in place with
+// MPI_IN_PLACE or out of place, on the data communicator; see MpiCommunicator::native_allreduce). It is what Concord's
 // algorithms are measured against and what the cost model may pick where MPI is faster.
 //
 // Unlike every other algorithm, progress() blocks: the whole MPI_Allreduce runs in the first
@@ -33,6 +33,8 @@ class AllreduceMpi : public AllreduceAlgorithm {
 
   /// Records the arguments; the allreduce runs in the next progress() call.
   void start(void* data, size_t count, DataType dtype, ReduceOp op) override;
+  /// The same, out of place: MPI_Allreduce reads `input` and writes `output` (no copy).
+  void start_out_of_place(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) override;
   /// Runs native.native_allreduce() to completion (blocking) and returns kDone. Throws
   /// InvalidArgument when the transport has no native allreduce for the dtype and op,
   /// CommError when MPI fails.
@@ -50,6 +52,7 @@ class AllreduceMpi : public AllreduceAlgorithm {
 
  private:
   NativeCollectives& native_;
+  const void* input_ = nullptr;
   void* data_ = nullptr;
   size_t count_ = 0;
   DataType dtype_ = DataType::kFloat32;

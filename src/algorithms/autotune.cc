@@ -19,6 +19,47 @@ namespace {
 constexpr int kRounds = 3;
 constexpr double kRoundSeconds = 2e-3;
 constexpr int kMaxCalls = 64;
+// Successive halving: after kRounds, the candidates whose best round is within
+// kFinalistMargin of the fastest one's (rank 0's numbers) run kFinalRounds more, and the
+// winner is the finalist with the lowest median round: the best round screens (a disturbed
+// round does not drop a candidate), the median decides (one lucky round does not win: on a
+// 2-core machine a round moves by 10-30%, and some algorithms' times are bimodal).
+constexpr double kFinalistMargin = 1.3;
+constexpr int kFinalRounds = 6;
+
+// One round: every candidate in `which` runs calls[i] times after a barrier; appends each
+// one's per-call average to rounds[i].
+void time_round(Communicator& comm, const std::vector<TuneCandidate>& candidates, const std::vector<int>& calls,
+                const std::vector<size_t>& which, std::vector<std::vector<double>>& rounds) {
+  using Clock = std::chrono::steady_clock;
+  for (const size_t i : which) {
+    comm.barrier();
+    const auto start = Clock::now();
+    for (int call = 0; call < calls[i]; ++call) candidates[i].run();
+    rounds[i].push_back(std::chrono::duration<double>(Clock::now() - start).count() / calls[i]);
+  }
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// Rank 0's finalists (candidates whose best round is within kFinalistMargin of the best),
+// the same list on every rank.
+std::vector<size_t> agreed_finalists(Communicator& comm, const std::vector<std::vector<double>>& rounds) {
+  std::vector<double> best_round;
+  for (const auto& times : rounds) best_round.push_back(*std::min_element(times.begin(), times.end()));
+  const double best = *std::min_element(best_round.begin(), best_round.end());
+  std::vector<uint8_t> chosen(rounds.size(), 0);
+  for (size_t i = 0; i < rounds.size(); ++i) chosen[i] = best_round[i] <= kFinalistMargin * best ? 1 : 0;
+  comm.broadcast_bytes(chosen, 0);
+  std::vector<size_t> finalists;
+  for (size_t i = 0; i < chosen.size(); ++i)
+    if (chosen[i] != 0) finalists.push_back(i);
+  return finalists;
+}
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream in(path);
@@ -152,19 +193,20 @@ TuneResult measure_fastest(Communicator& comm, const std::vector<TuneCandidate>&
     probe_seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
   const std::vector<int> calls = agreed_calls(comm, candidates, probe_seconds);
-  TuneResult result;
-  result.seconds.assign(candidates.size(), INFINITY);
-  for (int round = 0; round < kRounds; ++round) {
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      comm.barrier();
-      const auto start = Clock::now();
-      for (int call = 0; call < calls[i]; ++call) candidates[i].run();
-      const double seconds = std::chrono::duration<double>(Clock::now() - start).count() / calls[i];
-      result.seconds[i] = std::min(result.seconds[i], seconds);
-    }
+  std::vector<std::vector<double>> rounds(candidates.size());
+  std::vector<size_t> finalists(candidates.size());
+  for (size_t i = 0; i < finalists.size(); ++i) finalists[i] = i;
+  for (int round = 0; round < kRounds; ++round) time_round(comm, candidates, calls, finalists, rounds);
+  if (candidates.size() > 1) {
+    finalists = agreed_finalists(comm, rounds);
+    if (finalists.size() > 1)
+      for (int round = 0; round < kFinalRounds; ++round) time_round(comm, candidates, calls, finalists, rounds);
   }
-  result.winner =
-      static_cast<size_t>(std::min_element(result.seconds.begin(), result.seconds.end()) - result.seconds.begin());
+  TuneResult result;
+  for (const auto& times : rounds) result.seconds.push_back(median(times));
+  result.winner = finalists.front();
+  for (const size_t i : finalists)
+    if (result.seconds[i] < result.seconds[result.winner]) result.winner = i;
   std::vector<uint8_t> winner(sizeof(uint32_t));
   const uint32_t index = static_cast<uint32_t>(result.winner);
   std::memcpy(winner.data(), &index, sizeof index);

@@ -86,7 +86,7 @@ struct TuneCandidate {
 /// Timing of one tuning run (rank 0's numbers; other ranks get only `winner`).
 struct TuneResult {
   size_t winner = 0;            ///< index into the candidates
-  std::vector<double> seconds;  ///< rank 0: best average seconds per call of each candidate
+  std::vector<double> seconds;  ///< rank 0: median over its rounds of each candidate's seconds per call
 };
 
 /// Times every candidate on `comm` and returns the one rank 0 measured fastest, the same
@@ -94,8 +94,11 @@ struct TuneResult {
 /// faults) and once more as a timed probe, then in 3 interleaved rounds of n calls each
 /// (n = ~2 ms / the larger of rank 0's estimate and probe, 1..64, broadcast so that every
 /// rank makes the same number of calls whatever its own numbers), each round after a
-/// barrier; a candidate's time is its best round's average.
-/// Collective over `comm` (barriers, two broadcasts, one bit allreduce); every rank must
+/// barrier; then the finalists, those whose best round is within 1.3x of the fastest's on
+/// rank 0, run 6 more rounds (successive halving: close contenders are decided on more
+/// calls), and the finalist with the lowest median round wins. A round's time is its
+/// average per call.
+/// Collective over `comm` (barriers, three broadcasts, one bit allreduce); every rank must
 /// pass the same candidates in the same order, else every rank throws InternalError naming
 /// the lists. Throws InvalidArgument for no candidate.
 TuneResult measure_fastest(Communicator& comm, const std::vector<TuneCandidate>& candidates);

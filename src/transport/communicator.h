@@ -81,10 +81,11 @@ class NativeCollectives {
 
   /// True when native_allreduce() can run `dtype` with `op`.
   virtual bool native_allreduce_supported(DataType dtype, ReduceOp op) const = 0;
-  /// Blocking in-place allreduce by the transport's own implementation (MPI_Allreduce),
-  /// the baseline Concord's algorithms are measured against. kAverage reduces as kSum.
+  /// Blocking allreduce of `count` elements from `input` into `output` by the transport's
+  /// own implementation (MPI_Allreduce; in place, MPI_IN_PLACE, when input == output), the
+  /// baseline Concord's algorithms are measured against. kAverage reduces as kSum.
   /// Throws InvalidArgument when !native_allreduce_supported(dtype, op).
-  virtual void native_allreduce(void* data, size_t count, DataType dtype, ReduceOp op) = 0;
+  virtual void native_allreduce(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) = 0;
 };
 
 class Communicator : public PointToPoint, public ControlCollectives {

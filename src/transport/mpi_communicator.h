@@ -45,7 +45,7 @@ class MpiCommunicator : public Communicator, public NativeCollectives, public De
   /// MPI_Allreduce(MPI_IN_PLACE, ...) on this communicator, blocking; kAverage reduces as
   /// kSum. Counts above INT_MAX go in several calls. Not recorded in counters() (MPI's
   /// own messages are invisible to Concord). Throws CommError when MPI fails.
-  void native_allreduce(void* data, size_t count, DataType dtype, ReduceOp op) override;
+  void native_allreduce(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) override;
   NativeCollectives* native() override { return this; }
   /// mpi_cuda_support(), asked once when the communicator was created.
   DevicePointerSupport device_pointer_support() const override { return cuda_support_; }

@@ -1,4 +1,4 @@
-// MpiCommunicator's native allreduce: MPI_Allreduce with MPI_IN_PLACE, the baseline that
+// MpiCommunicator's native allreduce: MPI_Allreduce (MPI_IN_PLACE for in place), the baseline that
 // Concord's own algorithms are measured against (AllreduceMpi, concord-bench "mpi").
 //
 // Types: float32/float64/int32/int64/int16/int8/uint8 map to MPI_FLOAT, MPI_DOUBLE,
@@ -106,17 +106,20 @@ MPI_Op MpiCommunicator::mpi_op(DataType dtype, ReduceOp op) {
   return slot;
 }
 
-void MpiCommunicator::native_allreduce(void* data, size_t count, DataType dtype, ReduceOp op) {
+void MpiCommunicator::native_allreduce(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) {
   CONCORD_ENFORCE(native_allreduce_supported(dtype, op), InvalidArgument, "MPI_Allreduce cannot reduce dtype code ",
                   static_cast<int>(dtype), " with op code ", static_cast<int>(op));
   const MPI_Datatype type = mpi_datatype(dtype);
   const MPI_Op mpi = mpi_op(dtype, op);
-  auto* bytes = static_cast<uint8_t*>(data);
+  const bool in_place = input == output;
+  const auto* from = static_cast<const uint8_t*>(input);
+  auto* bytes = static_cast<uint8_t*>(output);
   const size_t element = dtype_size(dtype);
   size_t done = 0;
   do {  // one call even for count == 0, so every rank takes part in the same calls
     const size_t n = std::min(kMaxCallCount, count - done);
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, bytes + done * element, static_cast<int>(n), type, mpi, comm_),
+    check_mpi(MPI_Allreduce(in_place ? MPI_IN_PLACE : from + done * element, bytes + done * element,
+                            static_cast<int>(n), type, mpi, comm_),
               "MPI_Allreduce");
     done += n;
   } while (done < count);

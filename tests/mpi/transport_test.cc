@@ -67,28 +67,47 @@ TEST(MpiTransport, NativeAllreduceEveryDtypeAndOpIsExact) {
       EXPECT_TRUE(world.native_allreduce_supported(dtype, op));
       for (size_t n : {size_t{0}, size_t{1}, size_t{1023}}) {
         auto data = testlists::exact_inputs(world.rank(), n, dtype, op);
-        world.native_allreduce(data.data(), n, dtype, op);
+        const auto input = data;
+        auto output = data;
+        std::fill(output.begin(), output.end(), uint8_t{0xA5});
+        world.native_allreduce(data.data(), data.data(), n, dtype, op);
+        world.native_allreduce(input.data(), output.data(), n, dtype, op);
         const auto expected = testlists::exact_reduction(world.size(), n, dtype, op);
-        const long diff = testlists::first_mismatch(data, expected, dtype);
-        EXPECT_EQ(diff, -1) << "[rank " << world.rank() << "] MPI_Allreduce P=" << world.size() << " n=" << n << " "
-                            << dtype_name(dtype) << " " << reduce_op_name(op) << " element " << diff;
+        for (const auto* kind : {"in place", "out of place"}) {
+          const long diff = testlists::first_mismatch(kind[0] == 'i' ? data : output, expected, dtype);
+          EXPECT_EQ(diff, -1) << "[rank " << world.rank() << "] MPI_Allreduce " << kind << " P=" << world.size()
+                              << " n=" << n << " " << dtype_name(dtype) << " " << reduce_op_name(op) << " element "
+                              << diff;
+        }
       }
     }
   }
 }
 
-// Runs `entry` of the registry on `world` for every dtype and op and checks exactness.
+// Runs `entry` of the registry on `world` for every dtype and op, in place and out of
+// place (start_out_of_place: the input must stay as it was), and checks exactness.
 void expect_exact(const AllreduceEntry& entry, const AlgorithmContext& ctx, size_t n) {
   auto algorithm = entry.create(ctx);
   for (DataType dtype : all_dtypes()) {
     for (ReduceOp op : all_ops()) {
-      auto data = testlists::exact_inputs(ctx.comm.rank(), n, dtype, op);
+      const auto input = testlists::exact_inputs(ctx.comm.rank(), n, dtype, op);
+      const auto expected = testlists::exact_reduction(ctx.comm.size(), n, dtype, op);
+      auto data = input;
       algorithm->start(data.data(), n, dtype, op);
       run_to_completion(*algorithm);
-      const long diff =
-          testlists::first_mismatch(data, testlists::exact_reduction(ctx.comm.size(), n, dtype, op), dtype);
-      EXPECT_EQ(diff, -1) << "[rank " << ctx.comm.rank() << "] " << entry.name << " P=" << ctx.comm.size() << " n=" << n
-                          << " " << dtype_name(dtype) << " " << reduce_op_name(op) << " element " << diff;
+      auto output = input;
+      std::fill(output.begin(), output.end(), uint8_t{0xA5});
+      algorithm->start_out_of_place(input.data(), output.data(), n, dtype, op);
+      run_to_completion(*algorithm);
+      const std::string what = "[rank " + std::to_string(ctx.comm.rank()) + "] " + entry.name +
+                               " P=" + std::to_string(ctx.comm.size()) + " n=" + std::to_string(n) + " " +
+                               dtype_name(dtype) + " " + reduce_op_name(op);
+      long diff = testlists::first_mismatch(data, expected, dtype);
+      EXPECT_EQ(diff, -1) << what << " in place: element " << diff;
+      diff = testlists::first_mismatch(output, expected, dtype);
+      EXPECT_EQ(diff, -1) << what << " out of place: element " << diff;
+      diff = testlists::first_mismatch(input, testlists::exact_inputs(ctx.comm.rank(), n, dtype, op), dtype);
+      EXPECT_EQ(diff, -1) << what << " out of place: the input changed at element " << diff;
     }
   }
 }

@@ -178,6 +178,36 @@ TEST_P(MeasureFastest, SlowCallsAreRepeatedLessThanTheEstimateSays) {
     EXPECT_EQ(calls[r], 2 + 3 * 1) << "rank " << r << " of " << P << ": a 3 ms call with a 1 us estimate";
 }
 
+// Successive halving: a candidate far slower than the fastest runs only the first 3 rounds;
+// the close ones run 6 more, the same number of calls on every rank.
+TEST_P(MeasureFastest, OnlyCloseContendersRunTheFinalRounds) {
+  const int P = GetParam();
+  std::vector<std::vector<int>> calls(P, std::vector<int>(3, 0));
+  std::vector<size_t> winners(P, 99);
+  const std::string failure = testing_util::run_ranks(P, [&](Communicator& comm, const testing_util::AbortFlag&) {
+    const auto timed = [&](size_t i, int us) {
+      return [&, i, us] {
+        ++calls[comm.rank()][i];
+        std::this_thread::sleep_for(std::chrono::microseconds(us));
+      };
+    };
+    // One call per round each (2 ms estimates); "far" is ~10x the others.
+    std::vector<TuneCandidate> candidates = {
+        {"close_a", 2e-3, timed(0, 2000)}, {"far", 2e-3, timed(1, 20000)}, {"close_b", 2e-3, timed(2, 2000)}};
+    winners[comm.rank()] = measure_fastest(comm, candidates).winner;
+  });
+  ASSERT_EQ(failure, "");
+  for (int r = 0; r < P; ++r) {
+    EXPECT_EQ(calls[r][1], 2 + 3) << "rank " << r << " of " << P << ": the slow candidate ran the final rounds";
+    // A sleep can overrun on a loaded machine and drop a close candidate from the final.
+    EXPECT_TRUE(calls[r][0] == 2 + 3 + 6 || calls[r][2] == 2 + 3 + 6)
+        << "rank " << r << " of " << P << ": no final rounds (" << calls[r][0] << ", " << calls[r][2] << " calls)";
+    EXPECT_EQ(calls[r], calls[0]) << "rank " << r << " of " << P << " made other calls than rank 0";
+    EXPECT_NE(winners[r], 1u) << "rank " << r;
+    EXPECT_EQ(winners[r], winners[0]) << "rank " << r;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, MeasureFastest, ::testing::Values(1, 2, 3, 5),
                          [](const auto& info) { return "P" + std::to_string(info.param); });
 
