@@ -29,6 +29,7 @@ void bind_output_pool(py::module_& m) {
            "A block of exactly nbytes bytes: the most recently released one of that size, else new "
            "memory (MemoryError if none). Contents unspecified.")
       .def_property_readonly("free_bytes", &OutputPool::free_bytes, "Bytes of released blocks kept for reuse.")
-      .def_property_readonly("capacity_bytes", &OutputPool::capacity_bytes)
+      .def_property_readonly("capacity_bytes", &OutputPool::capacity_bytes,
+                             "The most bytes of released blocks kept (the constructor's argument).")
       .def("clear", &OutputPool::clear, "Frees every kept block.");
 }

@@ -25,8 +25,8 @@ int timed_iterations(CollectiveRunner& runner, const BenchOptions& options) {
   const double mine = MPI_Wtime() - start;
   double probe = 0;
   MPI_Allreduce(&mine, &probe, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  const double wanted = std::ceil(options.min_seconds / std::max(probe, 1e-9));
-  return static_cast<int>(std::clamp(wanted, static_cast<double>(options.iterations), 1e6));
+  const double wanted = std::min(std::ceil(options.min_seconds / std::max(probe, 1e-9)), 1e6);
+  return static_cast<int>(std::max(wanted, static_cast<double>(options.iterations)));
 }
 
 }  // namespace

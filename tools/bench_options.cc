@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <sstream>
 
@@ -118,8 +119,11 @@ std::optional<BenchOptions> parse_options(const tools::MpiTool& mpi, int argc, c
   app.add_option("-w,--warmup_iters", options.warmup, "untimed iterations per row")->check(CLI::NonNegativeNumber);
   app.add_option("-T,--min-time", options.min_seconds,
                  "time each row for at least this many seconds (more iterations than -n where calls are short; "
-                 "the same number on every rank); 0: exactly -n")
-      ->check(CLI::Range(0.0, 3600.0));
+                 "the same number on every rank, at most 1e6 unless -n is larger); 0: exactly -n")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->check(CLI::Validator(
+          [](std::string& text) { return std::isfinite(std::stod(text)) ? std::string() : "not a finite number"; },
+          "FINITE"));
   app.add_option("-R,--repeats", options.repeats,
                  "measure every row this many times, in passes over all sizes and algorithms (within a pass "
                  "all algorithms of one size run back to back); a row's time is its median pass")

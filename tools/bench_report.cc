@@ -72,7 +72,8 @@ void print_pair_check(const Report& report) {
     }
     if (best < 0) continue;
     ++sizes;
-    const double model = pair_seconds(report, bench_name_of_choice(report, choice), bytes);
+    double model = pair_seconds(report, "auto", bytes);  // as the in-place line: the auto row if measured
+    if (model < 0) model = pair_seconds(report, bench_name_of_choice(report, choice), bytes);
     model_ok += model > 0 && model <= 1.1 * best;
     const auto it = report.tuned_choices.find(bytes);
     const std::string tuned_name = it == report.tuned_choices.end() ? "" : bench_name_of_choice(report, it->second);
@@ -99,9 +100,12 @@ void print_pair_check(const Report& report) {
 
 void print_header(const Report& report) {
   const auto& o = report.options;
-  std::printf("# concord-bench %s: %d ranks on %d node(s), %s, op %s, %d iterations, %d warm-up, check %s\n",
+  std::printf("# concord-bench %s: %d ranks on %d node(s), %s, op %s, %d iterations, %d warm-up, check %s",
               collective_name(o.collective), report.ranks, report.nodes, dtype_name(o.dtype), op_column(report).c_str(),
               o.iterations, o.warmup, o.check ? "on" : "off");
+  if (o.min_seconds > 0) std::printf(", at least %g s per row", o.min_seconds);
+  if (o.repeats > 1) std::printf(", median of %d passes", o.repeats);
+  std::printf("\n");
   std::printf("# busbw = algbw * %.3f (nccl-tests factor for %s)%s\n#\n", bus_factor(o.collective, report.ranks),
               collective_name(o.collective), o.collective == Collective::kBroadcast ? "; root 0" : "");
   std::printf("#%11s %12s %9s %6s   %10s %8s %8s %6s   %10s %8s %8s %6s\n", "", "", "", "", "out-of-place", "", "", "",
@@ -249,6 +253,8 @@ void write_json(const Report& report, const std::string& path) {
                                {"nodes", report.nodes},
                                {"iterations", o.iterations},
                                {"warmup", o.warmup},
+                               {"min_seconds", o.min_seconds},
+                               {"repeats", o.repeats},
                                {"units",
                                 {{"size", "bytes"},
                                  {"time", "microseconds"},

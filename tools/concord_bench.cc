@@ -46,7 +46,8 @@ std::vector<size_t> row_sizes(const BenchOptions& options, int ranks) {
 
 // -R passes: in each pass, size by size, every algorithm back to back (so the algorithms of
 // one size are compared at nearly the same time, and drift over the run hits each pass
-// alike); each row keeps its median pass (its largest #wrong). Prints once all are done.
+// alike); each row keeps its median pass (the lower of the two middle ones for an even
+// count; its largest #wrong). Prints once all are done.
 int run_repeated(const BenchOptions& options, BenchContext& context, Report& report, const std::vector<size_t>& sizes) {
   const size_t element = dtype_size(options.dtype);
   const size_t halves = 2;
@@ -68,7 +69,7 @@ int run_repeated(const BenchOptions& options, BenchContext& context, Report& rep
         std::vector<Measurement>& runs = passes[(a * sizes.size() + s) * halves + in_place];
         std::sort(runs.begin(), runs.end(),
                   [](const Measurement& x, const Measurement& y) { return x.seconds < y.seconds; });
-        Measurement median = runs[runs.size() / 2];
+        Measurement median = runs[(runs.size() - 1) / 2];  // the lower median for an even -R
         for (const auto& run : runs) median.wrong = std::max(median.wrong, run.wrong);
         rows[in_place] = Record{report.algorithms[a], sizes[s], sizes[s] / element, in_place, median};
         if (median.wrong > 0) status = 1;

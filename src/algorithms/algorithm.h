@@ -50,7 +50,8 @@ class AllreduceAlgorithm : public Algorithm {
   /// reduces in place (one extra pass over the data); AllreduceRing and the exchange
   /// schedules (halving-doubling, recursive doubling) override it to read `input` where
   /// the in-place algorithm first reads its buffer and write every element of `output`
-  /// once, so out of place costs what in place costs.
+  /// once, so out of place costs what in place costs; AllreduceMpi passes both buffers to
+  /// MPI_Allreduce.
   virtual void start_out_of_place(const void* input, void* output, size_t count, DataType dtype, ReduceOp op);
 
   /// Appends to `out` the byte ranges of `data` (offsets from `data`) that became final on

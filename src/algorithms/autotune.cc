@@ -20,10 +20,11 @@ constexpr int kRounds = 3;
 constexpr double kRoundSeconds = 2e-3;
 constexpr int kMaxCalls = 64;
 // Successive halving: after kRounds, the candidates whose best round is within
-// kFinalistMargin of the fastest one's (rank 0's numbers) run kFinalRounds more, and the
-// winner is the finalist with the lowest median round: the best round screens (a disturbed
-// round does not drop a candidate), the median decides (one lucky round does not win: on a
-// 2-core machine a round moves by 10-30%, and some algorithms' times are bimodal).
+// kFinalistMargin of the lowest median round (rank 0's numbers) run kFinalRounds more, and
+// the winner is the finalist with the lowest median round. A candidate's best round
+// screens it in (a disturbed round does not drop it), medians decide (one lucky round does
+// not win: on a 2-core machine a round moves by 10-30%, and some algorithms' times are
+// bimodal), and the candidate with the lowest median is always a finalist.
 constexpr double kFinalistMargin = 1.3;
 constexpr int kFinalRounds = 6;
 
@@ -46,14 +47,14 @@ double median(std::vector<double> values) {
   return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-// Rank 0's finalists (candidates whose best round is within kFinalistMargin of the best),
-// the same list on every rank.
+// Rank 0's finalists (candidates whose best round is within kFinalistMargin of the lowest
+// median), the same list on every rank.
 std::vector<size_t> agreed_finalists(Communicator& comm, const std::vector<std::vector<double>>& rounds) {
-  std::vector<double> best_round;
-  for (const auto& times : rounds) best_round.push_back(*std::min_element(times.begin(), times.end()));
-  const double best = *std::min_element(best_round.begin(), best_round.end());
+  double lowest_median = INFINITY;
+  for (const auto& times : rounds) lowest_median = std::min(lowest_median, median(times));
   std::vector<uint8_t> chosen(rounds.size(), 0);
-  for (size_t i = 0; i < rounds.size(); ++i) chosen[i] = best_round[i] <= kFinalistMargin * best ? 1 : 0;
+  for (size_t i = 0; i < rounds.size(); ++i)
+    chosen[i] = *std::min_element(rounds[i].begin(), rounds[i].end()) <= kFinalistMargin * lowest_median ? 1 : 0;
   comm.broadcast_bytes(chosen, 0);
   std::vector<size_t> finalists;
   for (size_t i = 0; i < chosen.size(); ++i)

@@ -94,11 +94,12 @@ struct TuneResult {
 /// faults) and once more as a timed probe, then in 3 interleaved rounds of n calls each
 /// (n = ~2 ms / the larger of rank 0's estimate and probe, 1..64, broadcast so that every
 /// rank makes the same number of calls whatever its own numbers), each round after a
-/// barrier; then the finalists, those whose best round is within 1.3x of the fastest's on
-/// rank 0, run 6 more rounds (successive halving: close contenders are decided on more
-/// calls), and the finalist with the lowest median round wins. A round's time is its
+/// barrier; then the finalists, those whose best round is within 1.3x of the lowest median
+/// round on rank 0, run 6 more rounds (successive halving: close contenders are decided on
+/// more calls), and the finalist with the lowest median round wins. A round's time is its
 /// average per call.
-/// Collective over `comm` (barriers, three broadcasts, one bit allreduce); every rank must
+/// Collective over `comm` (barriers, two broadcasts and a third one when there are several
+/// candidates, one bit allreduce); every rank must
 /// pass the same candidates in the same order, else every rank throws InternalError naming
 /// the lists. Throws InvalidArgument for no candidate.
 TuneResult measure_fastest(Communicator& comm, const std::vector<TuneCandidate>& candidates);

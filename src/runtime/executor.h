@@ -118,7 +118,7 @@ class Executor {
   // Times every allreduce algorithm that accepts `problem` on scratch buffers, each
   // repetition one call in place and one out of place (both kinds share the choice, so that
   // hvd.allreduce and hvd.allreduce_ give bitwise-equal results; every algorithm but the
-  // ring and the exchange schedules copies once before an out-of-place call, which an
+  // ring, the exchange schedules and mpi copies once before an out-of-place call, which an
   // in-place timing alone would miss; the two buffers take 2x the call's bytes while
   // measuring); returns the one rank 0 found fastest (algorithms/autotune.h). Collective
   // over comm_.

@@ -1,5 +1,6 @@
 #include "runtime/output_pool.h"
 
+#include <cstdint>
 #include <new>
 
 #include "common/enforce.h"
@@ -11,17 +12,22 @@ constexpr size_t kAlignment = 64;  // a cache line, and what SIMD reduction kern
 }  // namespace
 
 OutputBlock::~OutputBlock() {
-  if (memory_) pool_->release(std::move(memory_), size_);
+  if (!memory_) return;
+  try {
+    pool_->release(std::move(memory_), size_);
+  } catch (const std::bad_alloc&) {  // no room to keep it: memory_ (if not moved) is freed
+  }
 }
 
 void detail::OutputPoolState::release(PoolMemory memory, size_t size) {
-  if (static_cast<int64_t>(size) > capacity) return;  // frees it
+  if (capacity == 0 || static_cast<int64_t>(size) > capacity) return;  // frees it
+  std::list<Kept> dropped;                                             // freed outside the lock
   std::lock_guard<std::mutex> lock(mutex);
   kept.push_back(Kept{size, std::move(memory)});
   kept_bytes += static_cast<int64_t>(size);
   while (kept_bytes > capacity) {
     kept_bytes -= static_cast<int64_t>(kept.front().size);
-    kept.pop_front();
+    dropped.splice(dropped.end(), kept, kept.begin());
   }
 }
 
@@ -42,6 +48,7 @@ std::unique_ptr<OutputBlock> OutputPool::take(size_t bytes) {
       return std::make_unique<OutputBlock>(state_, std::move(memory), bytes);
     }
   }
+  if (bytes > static_cast<size_t>(PTRDIFF_MAX) - kAlignment) throw std::bad_alloc();
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   auto* memory = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded));
   if (memory == nullptr) throw std::bad_alloc();

@@ -56,7 +56,8 @@ class OutputPool {
   explicit OutputPool(int64_t capacity_bytes);
 
   /// A block of exactly `bytes` bytes: the most recently released one of that size (its
-  /// pages already mapped, likely still in cache), else new memory. Throws std::bad_alloc.
+  /// pages already mapped, likely still in cache), else new memory. Throws std::bad_alloc
+  /// when there is no memory (or `bytes` exceeds PTRDIFF_MAX - 64).
   std::unique_ptr<OutputBlock> take(size_t bytes);
   /// Bytes of released blocks kept for reuse.
   int64_t free_bytes() const;

@@ -42,7 +42,7 @@ class MpiCommunicator : public Communicator, public NativeCollectives, public De
   /// Every dtype and op: builtin MPI datatypes and ops, and for float16/bfloat16 (over
   /// MPI_UINT16_T) and int8/uint8 sums a commutative user-defined op calling reduce_inplace.
   bool native_allreduce_supported(DataType dtype, ReduceOp op) const override;
-  /// MPI_Allreduce(MPI_IN_PLACE, ...) on this communicator, blocking; kAverage reduces as
+  /// MPI_Allreduce on this communicator (MPI_IN_PLACE when input == output), blocking; kAverage reduces as
   /// kSum. Counts above INT_MAX go in several calls. Not recorded in counters() (MPI's
   /// own messages are invisible to Concord). Throws CommError when MPI fails.
   void native_allreduce(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) override;

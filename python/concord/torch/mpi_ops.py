@@ -97,10 +97,13 @@ def _allreduce_into(tensor, output, name, op, prescale_factor, postscale_factor,
     core = _core.allreduce_async(name, source.data_ptr(), address, _DTYPE_NAMES[tensor.dtype],
                                  tensor.shape, op, float(prescale_factor), float(postscale_factor),
                                  _set_id(process_set, "allreduce"), device)
-    if target is output:
-        if not isinstance(output, torch.Tensor):
-            output = _output_pool.wrap(output, tensor)
+    if target is output and isinstance(output, torch.Tensor):
         return _register(core, lambda: output, (source, output))
+    if target is output:  # a pool block: kept alive by the registry before its tensor is made
+        handle = _register(core, None, (source, output))
+        result = _output_pool.wrap(output, tensor)
+        _handles[handle] = (core, lambda: result, (source, result))
+        return handle
 
     def finish():
         output.copy_(target)
@@ -134,6 +137,7 @@ def allreduce_async(tensor, average=None, name=None, op=None, prescale_factor=1.
     Raises:
         InvalidArgumentError: unsupported dtype/device, empty name, name already in flight.
         StateError: not initialized.
+        MemoryError: no memory for the result.
         MismatchError: from :func:`synchronize`, on every rank, when the ranks' requests
             differ.
     """

@@ -19,6 +19,7 @@ any tensor over external memory.
 """
 
 import json
+import threading
 
 import torch
 
@@ -43,6 +44,7 @@ class OutputPool:
     def __init__(self, capacity=None):
         self._capacity = capacity
         self._blocks = None  # the _core.OutputPool, made on first use
+        self._lock = threading.Lock()
 
     @property
     def capacity(self):
@@ -73,13 +75,18 @@ class OutputPool:
         memory; None when the pool does not apply (not a CPU tensor, under MIN_BYTES, or the
         pool disabled). :meth:`wrap` makes the tensor; the caller may run it after handing
         ``block.address`` to a collective, i.e. while the collective runs, as
-        ``allreduce_async`` does.
+        ``allreduce_async`` does (keeping the block referenced meanwhile).
+
+        Raises:
+            MemoryError: no memory for a new block.
         """
         nbytes = tensor.numel() * tensor.element_size()
         if nbytes < MIN_BYTES or tensor.device.type != "cpu" or self.capacity <= 0:
             return None
         if self._blocks is None:
-            self._blocks = _core.OutputPool(self.capacity)
+            with self._lock:
+                if self._blocks is None:
+                    self._blocks = _core.OutputPool(self.capacity)
         return self._blocks.take(nbytes)
 
     @staticmethod
