@@ -17,6 +17,7 @@ from concord import _core
 from concord._core import InvalidArgumentError
 from concord.process_sets import set_id as _set_id
 from concord.torch import device as _device
+from concord.torch.compression import Compression as _Compression
 from concord.torch.output_pool import pool as _output_pool
 
 Sum = _core.SUM
@@ -159,8 +160,9 @@ def allreduce(tensor, average=None, name=None, compression=None, op=None, presca
     """Blocking allreduce; returns a new tensor. ``compression`` is ``Compression.none``
     (default) or ``Compression.fp16``. See :func:`allreduce_async` for the arguments and
     errors."""
-    from concord.torch.compression import Compression
-    compression = compression or Compression.none
+    if compression is None or compression is _Compression.none:  # the common case, with no extra calls
+        return synchronize(allreduce_async(tensor, average, name, op, prescale_factor, postscale_factor,
+                                           process_set))
     compressed, ctx = compression.compress(tensor)
     result = synchronize(allreduce_async(compressed, average, name, op, prescale_factor, postscale_factor,
                                          process_set))
