@@ -1,5 +1,6 @@
 // concord-bench's command line, in the nccl-tests spelling: -b/-e/-f sizes, -n/-w
-// iterations, -T min time, -R repeats, -c check, -o op, -d dtype, plus -C collective, -a algorithms and -J json.
+// iterations, -T min time, -R repeats, -c check, -o op, -d dtype, plus -C collective,
+// -a algorithms and -J json.
 // Also the per-collective conventions of nccl-tests that the flags and the report share:
 // what "size" means and the bus-bandwidth factor.
 #pragma once

@@ -6,7 +6,8 @@
 //   mpirun -np 4 build/tools/concord-bench -C allreduce -a all -b 1K -e 64M -f 2 -n 20 -w 5 -c 1 -J out.json
 //
 // Flags (nccl-tests' where they exist): -b/-e/-f sizes, -n timed and -w warm-up iterations
-// (-T: at least this many seconds per row; -R: passes, median kept), -c check, -o op, -d dtype, -C collective (allreduce, allgather, broadcast,
+// (-T: at least this many seconds per row; -R: passes, median kept), -c check, -o op,
+// -d dtype, -C collective (allreduce, allgather, broadcast,
 // reduce_scatter, alltoall), -a algorithms ("all" = every registered one + mpi + auto),
 // -J JSON output for tools/plot_bench.py. One table block per algorithm, sizes in rows,
 // out-of-place then in-place columns `time algbw busbw #wrong` (bench_report.h gives the
@@ -44,11 +45,12 @@ std::vector<size_t> row_sizes(const BenchOptions& options, int ranks) {
   return sizes;
 }
 
-// -R passes: in each pass, size by size, every algorithm back to back (so the algorithms of
-// one size are compared at nearly the same time, and drift over the run hits each pass
-// alike); each row keeps its median pass (the lower of the two middle ones for an even
-// count; its largest #wrong). Prints once all are done.
-int run_repeated(const BenchOptions& options, BenchContext& context, Report& report, const std::vector<size_t>& sizes) {
+// Measures every algorithm at every size in -R passes: in each pass, size by size, every
+// algorithm back to back (so the algorithms of one size are compared at nearly the same
+// time, and drift over the run hits each pass alike); each row keeps its median pass (the
+// lower of the two middle ones for an even count; its largest #wrong). Prints the rows
+// (rank 0) once all are done; returns the exit status (0, or 1 for wrong results).
+int measure_rows(const BenchOptions& options, BenchContext& context, Report& report, const std::vector<size_t>& sizes) {
   const size_t element = dtype_size(options.dtype);
   const size_t halves = 2;
   std::vector<std::vector<Measurement>> passes(report.algorithms.size() * sizes.size() * halves);
@@ -99,25 +101,7 @@ int run(const BenchOptions& options, BenchContext& context, Report& report) {
     }
   }
   if (print) print_header(report);
-  int status = 0;
-  if (options.repeats == 1) {  // rows printed as they are measured
-    for (const auto& name : report.algorithms) {
-      if (print) print_algorithm_title(name);
-      for (size_t bytes : sizes) {
-        Record halves[2];
-        for (bool in_place : {false, true}) {
-          const RowSpec spec{options.collective, bytes / element, options.dtype, options.op, in_place};
-          Record& record = halves[in_place];
-          record = Record{name, bytes, spec.count, in_place, measure(context, name, spec, options)};
-          if (record.measurement.wrong > 0) status = 1;
-          report.records.push_back(record);
-        }
-        if (print) print_row(report, halves[0], halves[1]);
-      }
-    }
-  } else {
-    status = run_repeated(options, context, report, sizes);
-  }
+  const int status = measure_rows(options, context, report, sizes);
   if (print && report.algorithms.size() > 1) print_comparison(report);
   return status;
 }

@@ -1,5 +1,6 @@
 // AllreduceMpi: the baseline, the transport's own allreduce (MPI_Allreduce, in place with
-// MPI_IN_PLACE or out of place, on the data communicator; see MpiCommunicator::native_allreduce). It is what Concord's
+// MPI_IN_PLACE or out of place, on the data communicator; see
+// MpiCommunicator::native_allreduce). It is what Concord's
 // algorithms are measured against and what the cost model may pick where MPI is faster.
 //
 // Unlike every other algorithm, progress() blocks: the whole MPI_Allreduce runs in the first
