@@ -44,7 +44,7 @@ void AllreduceRing::start_out_of_place(const void* input, void* output, size_t c
   const size_t largest_segment = patterns::segment(count, ring_.size, 0).count * element_size_;
   chunks_ = static_cast<int>(std::max<size_t>(1, (largest_segment + chunk_bytes_ - 1) / chunk_bytes_));
   slot_bytes_ = largest_segment;
-  scratch_.get(2 * slot_bytes_);
+  if (input_ == data_) scratch_.get(2 * slot_bytes_);
   post_receives(0);
   if (ring_.steps() > 1) post_receives(1);
   for (int c = 0; c < chunks_; ++c) post_send(0, c);
@@ -58,6 +58,9 @@ AllreduceRing::Chunk AllreduceRing::chunk(int segment, int index) const {
 
 uint8_t* AllreduceRing::receive_slot(int step, int index) {
   const int segment = ring_.reduce_scatter_recv(step);
+  // Out of place the received partial lands where its reduction goes: the output's lines
+  // are then in cache when the reduction writes them (no second, uncached write stream).
+  if (input_ != data_) return data_ + chunk(segment, index).offset;
   const auto seg = patterns::segment(count_, ring_.size, segment);
   const auto sub = patterns::segment(seg.count, chunks_, index);
   return scratch_.get(2 * slot_bytes_) + (step % 2) * slot_bytes_ + sub.offset * element_size_;

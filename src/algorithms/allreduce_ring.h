@@ -37,8 +37,10 @@ class AllreduceRing : public AllreduceAlgorithm {
   /// count, dtype and op. `data` must stay valid until progress() returns kDone.
   void start(void* data, size_t count, DataType dtype, ReduceOp op) override;
   /// Out of place without an extra pass: the first reduce-scatter send reads `input`, each
-  /// reduce-scatter step writes output = op(input, received) (the in-place operands, so
-  /// bit-identical), and the allgather receives fill the rest of `output`.
+  /// reduce-scatter step receives into `output` and reduces there, output = op(input,
+  /// received) (the in-place operands, so bit-identical; the output's lines are in cache
+  /// from the receive, so writing them costs no extra memory read), and the allgather
+  /// receives fill the rest of `output`.
   void start_out_of_place(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) override;
   Progress progress() override;
   /// Per-range completion (AllreduceAlgorithm::take_final_ranges): each chunk of this

@@ -101,10 +101,6 @@ void ExchangeSchedule::mark_written(size_t offset, size_t bytes) {
 }
 
 void ExchangeSchedule::post(const ExchangeStep& step) {
-  if (step.recv_peer >= 0) {
-    uint8_t* into = step.combine == Combine::kCopy ? buffer_ + step.recv_offset : scratch_.get(step.recv_bytes);
-    recv_ = comm_.irecv(into, step.recv_bytes, step.recv_peer, tag_);
-  }
   if (step.send_peer >= 0) {
     // Out of place, a range no step has written yet is sent straight from the input.
     const uint8_t* source = buffer_;
@@ -115,6 +111,15 @@ void ExchangeSchedule::post(const ExchangeStep& step) {
     }
     send_ = comm_.isend(source + step.send_offset, step.send_bytes, step.send_peer, tag_);
   }
+  if (step.recv_peer >= 0) {
+    // Out of place, a reduced range no step has written yet (so the send above does not
+    // read it) receives straight into the buffer, where its reduction then goes: the
+    // buffer's lines are in cache when the reduction writes them.
+    received_in_buffer_ = step.combine != Combine::kCopy && unwritten(step.recv_offset, step.recv_bytes);
+    uint8_t* into = step.combine == Combine::kCopy || received_in_buffer_ ? buffer_ + step.recv_offset
+                                                                          : scratch_.get(step.recv_bytes);
+    recv_ = comm_.irecv(into, step.recv_bytes, step.recv_peer, tag_);
+  }
   posted_ = true;
 }
 
@@ -124,8 +129,8 @@ void ExchangeSchedule::combine(const ExchangeStep& step) {
   const size_t element = dtype_size(dtype_);
   CONCORD_ENFORCE(step.recv_bytes % element == 0, InternalError, "exchange step reduces ", step.recv_bytes,
                   " bytes, not a whole number of ", dtype_name(dtype_), " elements");
-  uint8_t* received = scratch_.get(step.recv_bytes);
   uint8_t* target = buffer_ + step.recv_offset;
+  uint8_t* received = received_in_buffer_ ? target : scratch_.get(step.recv_bytes);
   const size_t count = step.recv_bytes / element;
   if (unwritten(step.recv_offset, step.recv_bytes)) {  // out of place, first touch: no copy pass
     const uint8_t* source = input_ + step.recv_offset;

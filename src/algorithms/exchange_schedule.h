@@ -109,6 +109,7 @@ class ExchangeSchedule {
   ReduceOp op_ = ReduceOp::kSum;
   size_t step_ = 0;
   bool posted_ = false;
+  bool received_in_buffer_ = false;  // out of place: this step receives into buffer_, not scratch
   RequestPtr send_;
   RequestPtr recv_;
   FinalRanges final_;

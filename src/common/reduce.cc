@@ -40,6 +40,10 @@ void combine_loop(T* __restrict dst, const T* __restrict src, size_t n, Combine 
   for (size_t i = 0; i < n; ++i) dst[i] = combine(dst[i], src[i]);
 }
 template <typename T, typename Combine>
+void combine_right_loop(T* __restrict dst, const T* __restrict a, size_t n, Combine combine) {
+  for (size_t i = 0; i < n; ++i) dst[i] = combine(a[i], dst[i]);
+}
+template <typename T, typename Combine>
 void combine_into_loop(T* __restrict dst, const T* __restrict a, const T* __restrict src, size_t n, Combine combine) {
   for (size_t i = 0; i < n; ++i) dst[i] = combine(a[i], src[i]);
 }
@@ -49,6 +53,10 @@ void combine_into_loop(T* __restrict dst, const T* __restrict a, const T* __rest
 template <typename Half, typename Combine>
 void combine_half_loop(uint16_t* __restrict dst, const uint16_t* __restrict src, size_t n, Combine combine) {
   for (size_t i = 0; i < n; ++i) dst[i] = reduce_ops::combine_half<Half>(dst[i], src[i], combine);
+}
+template <typename Half, typename Combine>
+void combine_half_right_loop(uint16_t* __restrict dst, const uint16_t* __restrict a, size_t n, Combine combine) {
+  for (size_t i = 0; i < n; ++i) dst[i] = reduce_ops::combine_half<Half>(a[i], dst[i], combine);
 }
 template <typename Half, typename Combine>
 void combine_half_into_loop(uint16_t* __restrict dst, const uint16_t* __restrict a, const uint16_t* __restrict src,
@@ -71,12 +79,14 @@ void with_combine(ReduceOp op, Loop&& loop) {
   CONCORD_THROW(InvalidArgument, "reduce op code ", static_cast<int>(op), " has no element-wise kernel");
 }
 
-// dst = op(a, src); a == dst is the in-place loop.
+// dst = op(a, src); a == dst is the in-place loop, src == dst the right-operand one.
 template <typename T>
 void reduce_typed(void* dst, const void* a, const void* src, size_t n, ReduceOp op) {
   with_combine<T>(op, [&](auto combine) {
     if (a == dst) {
       combine_loop(static_cast<T*>(dst), static_cast<const T*>(src), n, combine);
+    } else if (src == dst) {
+      combine_right_loop(static_cast<T*>(dst), static_cast<const T*>(a), n, combine);
     } else {
       combine_into_loop(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(src), n, combine);
     }
@@ -90,6 +100,8 @@ void reduce_half(void* dst, const void* a, const void* src, size_t n, ReduceOp o
     const auto* s = static_cast<const uint16_t*>(src);
     if (a == dst) {
       combine_half_loop<Half>(d, s, n, combine);
+    } else if (src == dst) {
+      combine_half_right_loop<Half>(d, static_cast<const uint16_t*>(a), n, combine);
     } else {
       combine_half_into_loop<Half>(d, static_cast<const uint16_t*>(a), s, n, combine);
     }
@@ -128,7 +140,7 @@ CONCORD_KERNEL void reduce_bfloat16(void* d, const void* a, const void* s, size_
 #if CONCORD_X86_KERNELS
 // float16 with the F16C conversions (VCVTPH2PS / VCVTPS2PH, round to nearest even; both
 // quiet a NaN exactly as half.h does), 8 elements per step; the tail goes through half.h.
-// dst = op(left, src); left may be dst (each step loads before it stores).
+// dst = op(left, src); left or src may be dst (each step loads before it stores).
 template <typename Combine>
 __attribute__((target("avx2,f16c"))) void combine_float16_f16c(uint16_t* dst, const uint16_t* left, const uint16_t* src,
                                                                size_t n, Combine combine) {

@@ -20,7 +20,8 @@ void reduce_inplace_portable(void* dst, const void* src, size_t count, DataType 
 
 /// Out of place: dst[i] = op(a[i], src[i]) for i < count (a is the left operand, as dst is
 /// in reduce_inplace, so both give bit-identical results). a == dst is reduce_inplace;
-/// otherwise dst must not overlap a or src. Same rules and errors as reduce_inplace.
+/// src == dst reduces a received operand where it lies (dst[i] = op(a[i], dst[i])); any
+/// other overlap of dst with a or src is not allowed. Same rules and errors as reduce_inplace.
 void reduce_into(void* dst, const void* a, const void* src, size_t count, DataType dtype, ReduceOp op);
 
 /// reduce_into() through the portable loops only (see reduce_inplace_portable).

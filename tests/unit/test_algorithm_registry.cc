@@ -3,7 +3,8 @@
 //   - allreduce: P = 1..16 x dtype, each with every op and the sizes 0, 1, P-1, P+1, 7,
 //     1023 (and 100003 for sum), against a float64 / modular reference; every rank
 //     bit-identical to rank 0; tiny pipeline chunks too; out of place
-//     (start_out_of_place into a garbage-filled output: the input must stay unchanged);
+//     (start_out_of_place into a garbage-filled output: the input must stay unchanged and
+//     the result bit-identical to the same algorithm in place);
 //   - every collective: the exact message and byte counts its cost() predicts equal the
 //     transport's counters (busiest rank and sum over ranks);
 //   - selection: forced names, declining algorithms falling back, unknown names.
@@ -135,6 +136,17 @@ void check_allreduce(const AllreduceEntry& entry, int P, size_t n, DataType dtyp
       ASSERT_EQ(results[r][b], 0x5A) << entry.name << ": rank " << r << " wrote past the end (byte " << b << ")";
   for (auto& result : results) result.resize(n * element);
   expect_allreduce_results(inputs, results, n, dtype, op, what);
+  if (!out_of_place) return;
+  // Out of place must be bit-identical to the same algorithm in place (the runtime serves
+  // hvd.allreduce and hvd.allreduce_ with one choice): same operands, same order.
+  std::vector<std::vector<uint8_t>> in_place = inputs;
+  run_entry(entry, P, chunk,
+            [&](AllreduceAlgorithm& algorithm, int rank) { algorithm.start(in_place[rank].data(), n, dtype, op); });
+  for (int r = 0; r < P; ++r) {
+    const long differs = testing_util::first_difference(results[r], in_place[r], element);
+    ASSERT_EQ(differs, -1) << entry.name << ": rank " << r << " out of place differs from in place at element "
+                           << differs;
+  }
 }
 
 TEST_P(RegistryAllreduce, EveryOpAndSizeMatchesReferenceOnEveryRank) {

@@ -133,6 +133,30 @@ INSTANTIATE_TEST_SUITE_P(AllDtypesAndOps, ReduceInplace,
                                                     reduce_op_name(std::get<1>(info.param)));
                          });
 
+// reduce_into's three forms give the same bits as reduce_inplace(a, src): out of place
+// (dst apart), dst == a, and dst == src (the ring and the exchange schedules receive the
+// right operand where the result goes). Which operand is left matters for NaNs in min/max,
+// so NaNs are mixed into both float inputs.
+TEST_P(ReduceInplace, IntoFormsAreBitIdenticalToInPlace) {
+  const auto [dtype, op] = GetParam();
+  const size_t element = dtype_size(dtype);
+  for (size_t count : kLengths) {
+    std::vector<uint8_t> a(count * element), b(count * element);
+    for (size_t i = 0; i < count; ++i) {
+      const bool nan = !is_integer(dtype) && i % 5 == 3;
+      store(a.data(), i, dtype, nan && i % 2 ? std::nan("") : input_value(dtype, 0, i));
+      store(b.data(), i, dtype, nan && i % 2 == 0 ? -std::nan("") : input_value(dtype, 1, i));
+    }
+    std::vector<uint8_t> in_place = a, apart(a.size(), 0xEE), right = b;
+    reduce_inplace(in_place.data(), b.data(), count, dtype, op);
+    reduce_into(apart.data(), a.data(), b.data(), count, dtype, op);
+    reduce_into(right.data(), a.data(), right.data(), count, dtype, op);
+    const std::string what = testing_util::cat(dtype_name(dtype), " ", reduce_op_name(op), " count ", count);
+    EXPECT_EQ(testing_util::first_difference(apart, in_place, element), -1) << what << ": dst apart";
+    EXPECT_EQ(testing_util::first_difference(right, in_place, element), -1) << what << ": dst == src";
+  }
+}
+
 TEST(ReduceInplaceSemantics, AverageReducesAsSum) {
   for (DataType dtype : all_dtypes()) {
     const size_t n = 300, element = dtype_size(dtype);
