@@ -32,15 +32,24 @@ int64_t bytes_of(const Response& response) {
 
 }  // namespace
 
-std::vector<Response> plan_fusion(const std::vector<Response>& responses, int64_t threshold_bytes) {
+std::vector<Response> plan_fusion(const std::vector<Response>& responses, int64_t threshold_bytes,
+                                  int64_t max_tensor_bytes) {
+  // A host allreduce above max_tensor_bytes runs unfused, in place in its own tensor: its
+  // fusion-buffer copies would cost more than the per-collective latency fusion saves.
+  const auto fused_alone = [max_tensor_bytes](const Response& r, int64_t bytes) {
+    return max_tensor_bytes > 0 && r.type == ResponseType::kAllreduce && !r.device && r.names.size() == 1 &&
+           bytes > max_tensor_bytes;
+  };
   std::vector<Response> plan;
   std::vector<int64_t> plan_bytes;
+  std::vector<bool> alone;
   for (const auto& response : responses) {
     const int64_t bytes = fusible(response) ? bytes_of(response) : 0;
+    const bool by_itself = fused_alone(response, bytes);
     int target = -1;
-    if (fusible(response) && threshold_bytes > 0) {
+    if (fusible(response) && threshold_bytes > 0 && !by_itself) {
       for (int i = static_cast<int>(plan.size()) - 1; i >= 0; --i) {
-        if (compatible(plan[i], response)) {
+        if (!alone[i] && compatible(plan[i], response)) {
           if (plan_bytes[i] + bytes <= threshold_bytes) target = i;
           break;
         }
@@ -49,6 +58,7 @@ std::vector<Response> plan_fusion(const std::vector<Response>& responses, int64_
     if (target < 0) {
       plan.push_back(response);
       plan_bytes.push_back(bytes);
+      alone.push_back(by_itself);
       continue;
     }
     Response& fused = plan[target];

@@ -395,7 +395,8 @@ ResponseList Runtime::negotiate_round() {
     if (timeline_.active())
       for (const auto& response : answer.responses)
         for (const auto& name : response.names) timeline_.activity_start(name, "QUEUE");
-    for (const auto& response : plan_fusion(answer.responses, config_.fusion_threshold_bytes)) {
+    for (const auto& response :
+         plan_fusion(answer.responses, config_.fusion_threshold_bytes, config_.fusion_max_tensor_bytes)) {
       if (response.type == ResponseType::kProcessSet) {
         if (timeline_.active()) timeline_.activity_end(response.names[0]);
         sets_->apply(response, set->queue);  // world only: collective over every rank

@@ -90,6 +90,25 @@ TEST(Fusion, GroupsFuseWithEachOtherAndWithOtherReadyResponses) {
   EXPECT_EQ(plan.at(0).sizes, (std::vector<int64_t>{1, 10, 20, 5, 2}));
 }
 
+// Host allreduces above max_tensor_bytes run alone (no fusion-buffer copies); the smaller
+// ones around them still fuse with each other, across the large one.
+TEST(Fusion, TensorsAboveTheMaxTensorSizeRunAlone) {
+  const std::vector<Response> ready = {allreduce("a", 10), allreduce("big", 1000), allreduce("b", 10),
+                                       allreduce("edge", 100), allreduce("big2", 101)};
+  EXPECT_EQ(groups(plan_fusion(ready, 1 << 20, 400)), (Groups{{"a", "b", "edge"}, {"big"}, {"big2"}}))
+      << "400 bytes = 100 float32 fuse; 404 bytes do not";
+  EXPECT_EQ(groups(plan_fusion(ready, 1 << 20, 0)), (Groups{{"a", "big", "b", "edge", "big2"}})) << "0 = no limit";
+  Response on_device = allreduce("device_big", 1000);
+  on_device.device = true;
+  EXPECT_EQ(groups(plan_fusion({allreduce("c", 10), on_device, on_device}, 1 << 20, 400)),
+            (Groups{{"c"}, {"device_big", "device_big"}}))
+      << "device responses keep fusing: their copies run at device memory bandwidth";
+  Response gathered = other(ResponseType::kAllgather, "g");
+  gathered.sizes = {1000};
+  gathered.dtype = DataType::kFloat32;
+  EXPECT_EQ(groups(plan_fusion({gathered, gathered}, 1 << 20, 400)), (Groups{{"g", "g"}})) << "allreduce only";
+}
+
 TEST(Fusion, ThresholdZeroDisablesFusion) {
   const std::vector<Response> input = {allreduce("a", 1), allreduce("b", 1), other(ResponseType::kBroadcast, "x"),
                                        allreduce("c", 0)};
