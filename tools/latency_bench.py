@@ -23,6 +23,15 @@ Sections (``--sections``, comma-separated, default all):
              of ``--oop-iters``, then the ratios out-of-place / in-place (target <= 1.15),
              in-place / algorithm (target <= 1.1), MPI / in-place, MPI / out-of-place
              (target >= 1.5 at >= 16 MiB, 2 ranks) and into / in-place.
+  fusion     (not in the default list: it restarts concord.torch) at each of
+             ``--fusion-kib`` KiB, a burst of max(8, min(64, 64 MiB / size)) tensors
+             submitted together and waited for (float32 average), under three fusion
+             settings: ``default`` (CONCORD_FUSION_MAX_TENSOR_BYTES at its default:
+             tensors above it run unfused), ``fuse_all`` (0: every tensor fused up to
+             CONCORD_FUSION_THRESHOLD, as Horovod does) and ``unfused``
+             (CONCORD_FUSION_THRESHOLD=0); two passes over the settings, the second in
+             reverse order, so drift hits them alike; medians of the ``--fusion-iters``
+             bursts of both passes and the ratios to ``fuse_all``.
   idle       CPU time of this process (utime + stime from /proc/self/stat) while
              ``concord.torch`` is initialised and nothing is submitted for ``--idle-seconds``,
              as a percentage of one core (the background thread must block when idle).
@@ -33,6 +42,7 @@ Run (the launcher's rank variables give torch.distributed its rank and world siz
     scripts/mpirun.sh -np 2 /usr/bin/python3 tools/latency_bench.py
     scripts/mpirun.sh -np 4 /usr/bin/python3 tools/latency_bench.py --sections iteration
     scripts/mpirun.sh -np 2 /usr/bin/python3 tools/latency_bench.py --sections outofplace
+    scripts/mpirun.sh -np 2 /usr/bin/python3 tools/latency_bench.py --sections fusion
 """
 
 import argparse
@@ -73,6 +83,9 @@ def parse_args(argv=None):
     parser.add_argument("--iteration-iters", type=int, default=50, help="timed iterations (default 50)")
     parser.add_argument("--oop-mib", default="1,4,16,64", help="outofplace sizes in MiB (default 1,4,16,64)")
     parser.add_argument("--oop-iters", type=int, default=30, help="outofplace timed rounds per size (default 30)")
+    parser.add_argument("--fusion-kib", default="16,64,128,256,1024,16384",
+                        help="fusion tensor sizes in KiB (default 16,64,128,256,1024,16384)")
+    parser.add_argument("--fusion-iters", type=int, default=8, help="fusion timed bursts per size (default 8)")
     parser.add_argument("--idle-seconds", type=float, default=10.0, help="idle measurement (default 10 s)")
     parser.add_argument("--port", type=int, default=29533, help="MASTER_PORT of the Gloo rendezvous")
     return parser.parse_args(argv)
@@ -203,6 +216,64 @@ def out_of_place_rows(args):
     return rows
 
 
+FUSION_SETTINGS = {  # environment of each fusion variant; None = the setting's default
+    "default": {"CONCORD_FUSION_MAX_TENSOR_BYTES": None, "CONCORD_FUSION_THRESHOLD": None},
+    "fuse_all": {"CONCORD_FUSION_MAX_TENSOR_BYTES": "0", "CONCORD_FUSION_THRESHOLD": None},
+    "unfused": {"CONCORD_FUSION_MAX_TENSOR_BYTES": None, "CONCORD_FUSION_THRESHOLD": "0"},
+}
+
+
+def fusion_rows(args):
+    """One row per size: (bytes per tensor, tensors, {variant: slowest rank's median
+    seconds per burst}). Restarts concord.torch for each variant and pass (the settings are
+    read at init) and leaves it initialised with the caller's environment."""
+    sizes = [int(float(k) * 1024) // 4 * 4 for k in args.fusion_kib.split(",") if k]
+    saved = {name: os.environ.get(name) for name in FUSION_SETTINGS["default"]}
+    times = {}  # (variant, bytes) -> burst seconds of every pass
+
+    def set_environment(settings):
+        for name, value in settings.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+    try:
+        variants = list(FUSION_SETTINGS)
+        for order in (variants, variants[::-1]):
+            for variant in order:
+                hvd.shutdown()
+                set_environment(FUSION_SETTINGS[variant])
+                hvd.init()
+                for nbytes in sizes:
+                    tensors = [torch.ones(max(nbytes // 4, 1)) for _ in range(fusion_tensors(nbytes))]
+
+                    def burst():
+                        handles = [hvd.allreduce_async_(t, name=f"fusion.{nbytes}.{i}", op=hvd.Average)
+                                   for i, t in enumerate(tensors)]
+                        for handle in handles:
+                            hvd.synchronize(handle)
+
+                    for _ in range(max(3, args.warmup // 4)):
+                        burst()
+                    dist.barrier()
+                    for _ in range(args.fusion_iters):
+                        start = time.perf_counter()
+                        burst()
+                        times.setdefault((variant, nbytes), []).append(time.perf_counter() - start)
+    finally:
+        hvd.shutdown()
+        set_environment(saved)
+        hvd.init()
+    return [(nbytes, fusion_tensors(nbytes),
+             {v: slowest(statistics.median(times[(v, nbytes)])) for v in FUSION_SETTINGS}) for nbytes in sizes]
+
+
+def fusion_tensors(nbytes):
+    """Tensors in a fusion burst of `nbytes` each: 64 MiB in all, at least 8, at most 64."""
+    return max(8, min(64, (64 << 20) // max(nbytes, 4)))
+
+
 def idle_cpu_percent(seconds):
     """Percent of one core this process used while idle for `seconds` (utime + stime)."""
     def cpu_seconds():
@@ -220,7 +291,7 @@ def main(argv=None):
     rank, size = init_gloo(args.port)
     hvd.init()
     sections = [s for s in args.sections.split(",") if s]
-    unknown = set(sections) - {"latency", "iteration", "outofplace", "idle"}
+    unknown = set(sections) - {"latency", "iteration", "outofplace", "fusion", "idle"}
     if unknown:
         raise SystemExit(f"latency_bench: unknown sections {sorted(unknown)}")
     say = print if rank == 0 else (lambda *a, **k: None)
@@ -251,6 +322,16 @@ def main(argv=None):
             say(f"{statistic:>6} {nbytes:>9} {algorithm:>18} {oop * 1e3:9.2f} {inplace * 1e3:9.2f} "
                 f"{alg * 1e3:9.2f} {mpi * 1e3:9.2f} | {oop / inplace:8.2f} {inplace / alg:8.2f} "
                 f"{mpi / inplace:8.2f} {mpi / oop:8.2f} {t['into'] / inplace:9.2f}")
+    if "fusion" in sections:
+        rows = fusion_rows(args)
+        say(f"# fusion: a burst of max(8, min(64, 64 MiB / size)) tensors submitted together, float32 "
+            f"average, median of 2 x {args.fusion_iters} bursts (two passes), slowest rank (ms)")
+        say(f"{'bytes':>9} {'tensors':>7} {'default':>9} {'fuse_all':>9} {'unfused':>9} | "
+            f"{'default/fuse_all':>16} {'unfused/fuse_all':>16}")
+        for nbytes, count, t in rows:
+            say(f"{nbytes:>9} {count:>7} {t['default'] * 1e3:9.2f} {t['fuse_all'] * 1e3:9.2f} "
+                f"{t['unfused'] * 1e3:9.2f} | {t['default'] / t['fuse_all']:16.2f} "
+                f"{t['unfused'] / t['fuse_all']:16.2f}")
     if "idle" in sections:
         dist.barrier()
         percent = slowest(idle_cpu_percent(args.idle_seconds))

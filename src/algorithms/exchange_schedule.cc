@@ -101,25 +101,27 @@ void ExchangeSchedule::mark_written(size_t offset, size_t bytes) {
 }
 
 void ExchangeSchedule::post(const ExchangeStep& step) {
+  // Out of place, a range no step has written yet is sent straight from the input; a range
+  // partly written is completed from the input first. Decided before the receive is
+  // posted, which then goes first (no unexpected-message copy on arrival).
+  const uint8_t* source = buffer_;
   if (step.send_peer >= 0) {
-    // Out of place, a range no step has written yet is sent straight from the input.
-    const uint8_t* source = buffer_;
     if (unwritten(step.send_offset, step.send_bytes)) {
       source = input_;
     } else {
       materialize(step.send_offset, step.send_bytes);
     }
-    send_ = comm_.isend(source + step.send_offset, step.send_bytes, step.send_peer, tag_);
   }
   if (step.recv_peer >= 0) {
-    // Out of place, a reduced range no step has written yet (so the send above does not
-    // read it) receives straight into the buffer, where its reduction then goes: the
-    // buffer's lines are in cache when the reduction writes them.
+    // Out of place, a reduced range no step has written yet (so the send does not read
+    // it) receives straight into the buffer, where its reduction then goes: the buffer's
+    // lines are in cache when the reduction writes them.
     received_in_buffer_ = step.combine != Combine::kCopy && unwritten(step.recv_offset, step.recv_bytes);
     uint8_t* into = step.combine == Combine::kCopy || received_in_buffer_ ? buffer_ + step.recv_offset
                                                                           : scratch_.get(step.recv_bytes);
     recv_ = comm_.irecv(into, step.recv_bytes, step.recv_peer, tag_);
   }
+  if (step.send_peer >= 0) send_ = comm_.isend(source + step.send_offset, step.send_bytes, step.send_peer, tag_);
   posted_ = true;
 }
 

@@ -9,7 +9,8 @@
 // it into the buffer (with the received data as the right or the left operand, so that two
 // partners can compute op(a, b) with the same operand order). A step ends when its send and
 // its receive have both completed (MPI_Sendrecv semantics), so later steps may overwrite
-// what earlier ones sent. Received data to be reduced lands in persistent scratch first.
+// what earlier ones sent. Received data to be reduced lands in persistent scratch first
+// (out of place, in the output range it reduces into when no step has written it yet).
 //
 // The same step lists price the algorithms: tally_traffic() sums what every rank's list
 // sends, which is by construction what the transport's TrafficCounters count.

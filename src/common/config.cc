@@ -88,10 +88,10 @@ const std::vector<ConfigVar>& config_table() {
        "largest fused allreduce in bytes; ready tensors are packed into the fusion buffer up "
        "to this size (0 disables fusion)",
        parse_int<&Config::fusion_threshold_bytes, 0>, format_int<&Config::fusion_threshold_bytes>},
-      {"CONCORD_FUSION_MAX_TENSOR_BYTES", "65536", "bytes",
-       "largest host tensor an allreduce fuses with others; a larger one runs alone, in place in "
-       "its own memory, without the fusion buffer's copy in and out (they cost more than the "
-       "latency fusion saves from about 128 KiB up on shared memory; 0 = fuse tensors of any size)",
+      {"CONCORD_FUSION_MAX_TENSOR_BYTES", "131072", "bytes",
+       "largest host tensor an allreduce fuses with others; a larger one runs unfused, in its own "
+       "tensors, without the fusion buffer's copy in and out (measured on shared memory, they cost "
+       "more than the latency fusion saves from 128-256 KiB up; 0 = fuse tensors of any size)",
        parse_int<&Config::fusion_max_tensor_bytes, 0>, format_int<&Config::fusion_max_tensor_bytes>},
       {"CONCORD_OUTPUT_POOL_BYTES", "268435456", "bytes",
        "concord.torch: the most bytes of released out-of-place results (hvd.allreduce and "

@@ -47,11 +47,11 @@ constexpr int64_t kTreeChunksTurnaround = -2;
 
 /// Run-time settings of one process, parsed from the environment once.
 struct Config {
-  double cycle_time_ms = 1.0;                    ///< CONCORD_CYCLE_TIME
-  int64_t fusion_threshold_bytes = 128ll << 20;  ///< CONCORD_FUSION_THRESHOLD
-  int64_t fusion_max_tensor_bytes = 64ll << 10;  ///< CONCORD_FUSION_MAX_TENSOR_BYTES
-  int64_t ring_chunk_bytes = 512 << 10;          ///< CONCORD_RING_CHUNK_BYTES
-  int64_t output_pool_bytes = 256ll << 20;       ///< CONCORD_OUTPUT_POOL_BYTES (concord.torch)
+  double cycle_time_ms = 1.0;                     ///< CONCORD_CYCLE_TIME
+  int64_t fusion_threshold_bytes = 128ll << 20;   ///< CONCORD_FUSION_THRESHOLD
+  int64_t fusion_max_tensor_bytes = 128ll << 10;  ///< CONCORD_FUSION_MAX_TENSOR_BYTES
+  int64_t ring_chunk_bytes = 512 << 10;           ///< CONCORD_RING_CHUNK_BYTES
+  int64_t output_pool_bytes = 256ll << 20;        ///< CONCORD_OUTPUT_POOL_BYTES (concord.torch)
   /// CONCORD_TREE_CHUNKS: chunks per tree of the tree allreduces (tree, double_tree and
   /// their overlapped variants): kTreeChunksTurnaround ("turnaround", the default),
   /// kTreeChunksFromBytes ("bytes", K follows ring_chunk_bytes), kTreeChunksAuto ("auto",

@@ -34,7 +34,7 @@ int64_t bytes_of(const Response& response) {
 
 std::vector<Response> plan_fusion(const std::vector<Response>& responses, int64_t threshold_bytes,
                                   int64_t max_tensor_bytes) {
-  // A host allreduce above max_tensor_bytes runs unfused, in place in its own tensor: its
+  // A host allreduce above max_tensor_bytes runs unfused, in its own tensors: its
   // fusion-buffer copies would cost more than the per-collective latency fusion saves.
   const auto fused_alone = [max_tensor_bytes](const Response& r, int64_t bytes) {
     return max_tensor_bytes > 0 && r.type == ResponseType::kAllreduce && !r.device && r.names.size() == 1 &&

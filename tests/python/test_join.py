@@ -36,6 +36,35 @@ def test_join_contributes_nothing_to_allreduce_and_allgather():
             f"rank {me} step {step}: reducescatter {scattered}"
 
 
+def test_tensors_above_the_fusion_limit_with_small_ones_groups_and_a_joined_rank():
+    """Tensors above CONCORD_FUSION_MAX_TENSOR_BYTES (128 KiB) run unfused, the small ones
+    around them fuse: one burst of both, as a group and one by one, in and out of place,
+    while ranks join one after another (each step has ranks step..P-1 active)."""
+    P, me = hvd.size(), hvd.rank()
+    sizes = [7, 100_003, 1024, 70_000, 3, 32_769]  # 400, 280 and 128 KiB + 4 B above the limit
+    results = []
+    for step in range(me + 1):
+        mine = [torch.arange(n, dtype=torch.float32) + (me + 1) for n in sizes]
+        grouped = hvd.grouped_allreduce_async(mine, name=f"join.big.group.{step}", op=hvd.Sum)
+        single = [hvd.allreduce_async(t, name=f"join.big.{step}.{i}", op=hvd.Sum) for i, t in enumerate(mine)]
+        in_place = [t.clone() for t in mine]
+        single_ = [hvd.allreduce_async_(t, name=f"join.big_.{step}.{i}", op=hvd.Average)
+                   for i, t in enumerate(in_place)]
+        results.append((step, hvd.synchronize(grouped), [hvd.synchronize(h) for h in single],
+                        [hvd.synchronize(h) for h in single_], mine))
+    hvd.join()
+    for step, grouped, single, averaged, mine in results:
+        active = range(step, P)
+        for i, n in enumerate(sizes):
+            expected = torch.arange(n, dtype=torch.float32) * len(active) + sum(q + 1 for q in active)
+            what = f"rank {me} step {step} tensor {i} ({n} float32)"
+            assert torch.equal(grouped[i], expected), f"{what}: grouped {grouped[i][:4]} vs {expected[:4]}"
+            assert torch.equal(single[i], expected), f"{what}: out of place {single[i][:4]} vs {expected[:4]}"
+            assert torch.allclose(averaged[i], expected / len(active)), f"{what}: in place average"
+            assert torch.equal(mine[i], torch.arange(n, dtype=torch.float32) + (me + 1)), \
+                f"{what}: out-of-place input changed"
+
+
 def test_join_twice_in_a_row_and_alone():
     assert hvd.join() in range(hvd.size())
     assert hvd.join() in range(hvd.size())

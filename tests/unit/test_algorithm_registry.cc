@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <sstream>
 #include <vector>
@@ -184,6 +185,54 @@ INSTANTIATE_TEST_SUITE_P(AllAlgorithms, RegistryAllreduceOutOfPlace,
                                             ::testing::Values(1, 2, 3, 4, 5, 8, 13, 16),
                                             ::testing::ValuesIn(all_dtypes())),
                          allreduce_param_name);
+
+// Operand order out of place: min and max of NaNs and signed zeros depend on which operand
+// is left, so out of place must keep the in-place operands in the same order (the check
+// above uses finite inputs, where any order gives the same bits). Bits only, no reference.
+class RegistryAllreduceOperandOrder : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(RegistryAllreduceOperandOrder, OutOfPlaceKeepsInPlaceOperandsForNaNAndSignedZero) {
+  const auto& [name, P] = GetParam();
+  const auto& entry = find_algorithm(allreduce_algorithms(), name);
+  for (DataType dtype : {DataType::kFloat32, DataType::kFloat16})
+    for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax})
+      for (size_t n : {size_t{1}, static_cast<size_t>(P + 1), size_t{1023}}) {
+        if (!entry.declines(make_problem(P, n, dtype, op, 256)).empty()) continue;
+        const size_t element = dtype_size(dtype);
+        std::vector<std::vector<uint8_t>> inputs(P), in_place(P), out_of_place(P);
+        for (int r = 0; r < P; ++r) {
+          inputs[r].assign(n * element, 0);
+          for (size_t i = 0; i < n; ++i) {  // per element and rank: NaN of either sign, +-0, or a number
+            const int kind = static_cast<int>((i * 7 + static_cast<size_t>(r) * 3) % 5);
+            const double value = kind == 0   ? std::nan("")
+                                 : kind == 1 ? -std::nan("")
+                                 : kind == 2 ? 0.0
+                                 : kind == 3 ? -0.0
+                                             : static_cast<double>(i % 11) - 5;
+            testing_util::store(inputs[r].data(), i, dtype, value);
+          }
+          in_place[r] = inputs[r];
+          out_of_place[r].assign(n * element, 0xA5);
+        }
+        run_entry(entry, P, 256, [&](AllreduceAlgorithm& algorithm, int rank) {
+          algorithm.start(in_place[rank].data(), n, dtype, op);
+        });
+        run_entry(entry, P, 256, [&](AllreduceAlgorithm& algorithm, int rank) {
+          algorithm.start_out_of_place(inputs[rank].data(), out_of_place[rank].data(), n, dtype, op);
+        });
+        for (int r = 0; r < P; ++r) {
+          const long differs = testing_util::first_difference(out_of_place[r], in_place[r], element);
+          ASSERT_EQ(differs, -1) << name << " P=" << P << " n=" << n << " " << dtype_name(dtype) << " "
+                                 << reduce_op_name(op) << ": rank " << r
+                                 << " out of place differs from in place at element " << differs;
+        }
+      }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, RegistryAllreduceOperandOrder,
+                         ::testing::Combine(::testing::ValuesIn(names(allreduce_algorithms())),
+                                            ::testing::Values(2, 3, 5, 8)),
+                         [](const auto& info) { return cat(std::get<0>(info.param), "_P", std::get<1>(info.param)); });
 
 // Tiny chunks: many pipelined messages per step, some of them empty.
 class RegistryAllreducePipelined : public ::testing::TestWithParam<std::tuple<std::string, int>> {};

@@ -147,13 +147,18 @@ TEST_P(ReduceInplace, IntoFormsAreBitIdenticalToInPlace) {
       store(a.data(), i, dtype, nan && i % 2 ? std::nan("") : input_value(dtype, 0, i));
       store(b.data(), i, dtype, nan && i % 2 == 0 ? -std::nan("") : input_value(dtype, 1, i));
     }
-    std::vector<uint8_t> in_place = a, apart(a.size(), 0xEE), right = b;
-    reduce_inplace(in_place.data(), b.data(), count, dtype, op);
-    reduce_into(apart.data(), a.data(), b.data(), count, dtype, op);
-    reduce_into(right.data(), a.data(), right.data(), count, dtype, op);
-    const std::string what = testing_util::cat(dtype_name(dtype), " ", reduce_op_name(op), " count ", count);
-    EXPECT_EQ(testing_util::first_difference(apart, in_place, element), -1) << what << ": dst apart";
-    EXPECT_EQ(testing_util::first_difference(right, in_place, element), -1) << what << ": dst == src";
+    for (bool portable : {false, true}) {  // portable: the compiler-vectorised loops (no F16C)
+      const auto inplace_kernel = portable ? reduce_inplace_portable : reduce_inplace;
+      const auto into_kernel = portable ? reduce_into_portable : reduce_into;
+      std::vector<uint8_t> in_place = a, apart(a.size(), 0xEE), right = b;
+      inplace_kernel(in_place.data(), b.data(), count, dtype, op);
+      into_kernel(apart.data(), a.data(), b.data(), count, dtype, op);
+      into_kernel(right.data(), a.data(), right.data(), count, dtype, op);
+      const std::string what =
+          testing_util::cat(dtype_name(dtype), " ", reduce_op_name(op), " count ", count, portable ? " portable" : "");
+      EXPECT_EQ(testing_util::first_difference(apart, in_place, element), -1) << what << ": dst apart";
+      EXPECT_EQ(testing_util::first_difference(right, in_place, element), -1) << what << ": dst == src";
+    }
   }
 }
 
