@@ -36,7 +36,7 @@ std::vector<Response> plan_fusion(const std::vector<Response>& responses, int64_
                                   int64_t max_tensor_bytes) {
   // A host allreduce above max_tensor_bytes runs unfused, in its own tensors: its
   // fusion-buffer copies would cost more than the per-collective latency fusion saves.
-  const auto fused_alone = [max_tensor_bytes](const Response& r, int64_t bytes) {
+  const auto runs_unfused = [max_tensor_bytes](const Response& r, int64_t bytes) {
     return max_tensor_bytes > 0 && r.type == ResponseType::kAllreduce && !r.device && r.names.size() == 1 &&
            bytes > max_tensor_bytes;
   };
@@ -45,7 +45,7 @@ std::vector<Response> plan_fusion(const std::vector<Response>& responses, int64_
   std::vector<bool> alone;
   for (const auto& response : responses) {
     const int64_t bytes = fusible(response) ? bytes_of(response) : 0;
-    const bool by_itself = fused_alone(response, bytes);
+    const bool by_itself = runs_unfused(response, bytes);
     int target = -1;
     if (fusible(response) && threshold_bytes > 0 && !by_itself) {
       for (int i = static_cast<int>(plan.size()) - 1; i >= 0; --i) {
