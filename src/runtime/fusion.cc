@@ -37,8 +37,7 @@ std::vector<Response> plan_fusion(const std::vector<Response>& responses, int64_
   // A host allreduce above max_tensor_bytes runs unfused, in its own tensors: its
   // fusion-buffer copies would cost more than the per-collective latency fusion saves.
   const auto runs_unfused = [max_tensor_bytes](const Response& r, int64_t bytes) {
-    return max_tensor_bytes > 0 && r.type == ResponseType::kAllreduce && !r.device && r.names.size() == 1 &&
-           bytes > max_tensor_bytes;
+    return max_tensor_bytes > 0 && r.type == ResponseType::kAllreduce && !r.device && bytes > max_tensor_bytes;
   };
   std::vector<Response> plan;
   std::vector<int64_t> plan_bytes;
