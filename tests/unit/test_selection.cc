@@ -179,33 +179,43 @@ TEST_P(MeasureFastest, SlowCallsAreRepeatedLessThanTheEstimateSays) {
 }
 
 // Successive halving: a candidate far slower than the fastest runs only the first 3 rounds;
-// the close ones run 6 more, the same number of calls on every rank.
+// the close ones run 6 more, the same number of calls on every rank. A close one drops out
+// only if all 3 of its 5 ms rounds overrun the other's median by 30% (1.5 ms), which a loaded
+// CI machine does now and then: the measurement is repeated up to 3 times until both close
+// ones reach the final rounds, and the far one must never reach them.
 TEST_P(MeasureFastest, OnlyCloseContendersRunTheFinalRounds) {
   const int P = GetParam();
-  std::vector<std::vector<int>> calls(P, std::vector<int>(3, 0));
-  std::vector<size_t> winners(P, 99);
-  const std::string failure = testing_util::run_ranks(P, [&](Communicator& comm, const testing_util::AbortFlag&) {
-    const auto timed = [&](size_t i, int us) {
-      return [&, i, us] {
-        ++calls[comm.rank()][i];
-        std::this_thread::sleep_for(std::chrono::microseconds(us));
+  bool both_close_ones_were_finalists = false;
+  for (int attempt = 0; attempt < 3 && !both_close_ones_were_finalists; ++attempt) {
+    std::vector<std::vector<int>> calls(P, std::vector<int>(3, 0));
+    std::vector<size_t> winners(P, 99);
+    const std::string failure = testing_util::run_ranks(P, [&](Communicator& comm, const testing_util::AbortFlag&) {
+      const auto timed = [&](size_t i, int us) {
+        return [&, i, us] {
+          ++calls[comm.rank()][i];
+          std::this_thread::sleep_for(std::chrono::microseconds(us));
+        };
       };
-    };
-    // One call per round each (2 ms estimates, 5 ms calls); "far" is 10x the others. A close
-    // one drops out only if all 3 of its rounds overrun the other's median by 30% (1.5 ms).
-    std::vector<TuneCandidate> candidates = {
-        {"close_a", 2e-3, timed(0, 5000)}, {"far", 2e-3, timed(1, 50000)}, {"close_b", 2e-3, timed(2, 5000)}};
-    winners[comm.rank()] = measure_fastest(comm, candidates).winner;
-  });
-  ASSERT_EQ(failure, "");
-  for (int r = 0; r < P; ++r) {
-    EXPECT_EQ(calls[r][1], 2 + 3) << "rank " << r << " of " << P << ": the slow candidate ran the final rounds";
-    EXPECT_EQ(calls[r][0], 2 + 3 + 6) << "rank " << r << " of " << P << ": close_a ran no final rounds";
-    EXPECT_EQ(calls[r][2], 2 + 3 + 6) << "rank " << r << " of " << P << ": close_b ran no final rounds";
-    EXPECT_EQ(calls[r], calls[0]) << "rank " << r << " of " << P << " made other calls than rank 0";
-    EXPECT_NE(winners[r], 1u) << "rank " << r;
-    EXPECT_EQ(winners[r], winners[0]) << "rank " << r;
+      // One call per round each (2 ms estimates, 5 ms calls); "far" is 10x the others.
+      std::vector<TuneCandidate> candidates = {
+          {"close_a", 2e-3, timed(0, 5000)}, {"far", 2e-3, timed(1, 50000)}, {"close_b", 2e-3, timed(2, 5000)}};
+      winners[comm.rank()] = measure_fastest(comm, candidates).winner;
+    });
+    ASSERT_EQ(failure, "");
+    for (int r = 0; r < P; ++r) {
+      EXPECT_EQ(calls[r][1], 2 + 3) << "rank " << r << " of " << P << ", attempt " << attempt
+                                    << ": the slow candidate ran the final rounds";
+      EXPECT_EQ(calls[r], calls[0]) << "rank " << r << " of " << P << " made other calls than rank 0";
+      EXPECT_NE(winners[r], 1u) << "rank " << r;
+      EXPECT_EQ(winners[r], winners[0]) << "rank " << r;
+      for (const size_t close : {size_t{0}, size_t{2}})
+        EXPECT_TRUE(calls[r][close] == 2 + 3 || calls[r][close] == 2 + 3 + 6)
+            << "rank " << r << " of " << P << ": candidate " << close << " ran " << calls[r][close] << " calls";
+    }
+    both_close_ones_were_finalists = calls[0][0] == 2 + 3 + 6 && calls[0][2] == 2 + 3 + 6;
   }
+  EXPECT_TRUE(both_close_ones_were_finalists)
+      << P << " ranks: in 3 attempts, a close candidate never ran the final rounds";
 }
 
 // A candidate fast in one round and slow in every other one (bimodal) loses to a steady one
@@ -262,7 +272,9 @@ TEST(ConfigTable, EveryRowParsesItsDefault) {
     if (var.parse == nullptr) continue;
     Config config;
     EXPECT_NO_THROW(var.parse(config, var.default_value, var.name)) << var.name;
-    if (var.shared != nullptr) EXPECT_EQ(var.shared(config), var.shared(Config{})) << var.name << ": default differs";
+    if (var.shared != nullptr) {
+      EXPECT_EQ(var.shared(config), var.shared(Config{})) << var.name << ": default differs";
+    }
   }
 }
 
