@@ -4,6 +4,7 @@
 
 #include "common/enforce.h"
 #include "runtime/handle_state.h"
+#include "runtime/tensor_queue.h"
 
 namespace concord {
 
@@ -31,6 +32,13 @@ bool HandleState::done() const {
 
 void HandleState::wait() const {
   std::unique_lock<std::mutex> lock(mutex_);
+  if (!done_) {
+    if (const auto queue = flush_queue.lock()) {
+      lock.unlock();  // the queue's lock is never taken under a handle's
+      queue->request_flush();
+      lock.lock();
+    }
+  }
   done_cv_.wait(lock, [this] { return done_; });
   if (error_) std::rethrow_exception(error_);
 }

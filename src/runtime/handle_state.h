@@ -12,6 +12,8 @@
 
 namespace concord {
 
+class TensorQueue;
+
 class HandleState {
  public:
   /// Marks the operation done successfully and wakes the waiters.
@@ -19,8 +21,13 @@ class HandleState {
   /// Marks the operation failed with `error` (rethrown by wait()) and wakes the waiters.
   void fail(std::exception_ptr error);
   bool done() const;
-  /// Blocks until done; rethrows the stored error.
+  /// Blocks until done; rethrows the stored error. Blocking on a pending operation first
+  /// tells `flush_queue` (TensorQueue::request_flush): the caller's burst of submissions
+  /// is over, so a background thread lingering for more starts the round at once.
   void wait() const;
+  /// The queue this operation was pushed on, told when a thread blocks in wait() (unset
+  /// for internal states; weak: a handle may outlive the runtime).
+  std::weak_ptr<TensorQueue> flush_queue;
 
   /// Allgather and alltoall results, written by the background thread before complete():
   /// in output_bytes for host tensors; for device tensors in output_buffer, device memory

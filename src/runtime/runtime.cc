@@ -197,6 +197,7 @@ Handle Runtime::enqueue(Request request, const TensorView& input, const TensorVi
   resolve_devices(in, out);
   prepare(request, in, out, *set);
   auto state = std::make_shared<HandleState>();
+  state->flush_queue = std::shared_ptr<TensorQueue>(world_, &world_queue());
   set->queue.push(TensorEntry{std::move(request), std::move(in), std::move(out), state});
   if (set->id != 0) world_queue().interrupt();  // the background thread naps on the world's queue
   return Handle(state);
@@ -213,6 +214,7 @@ std::vector<Handle> Runtime::enqueue_group(std::vector<Request> requests, const 
     resolve_devices(in, out);
     prepare(request, in, out, *set);
     entries.push_back(TensorEntry{std::move(request), std::move(in), std::move(out), std::make_shared<HandleState>()});
+    entries.back().handle->flush_queue = std::shared_ptr<TensorQueue>(world_, &world_queue());
   }
   std::vector<Handle> handles;
   for (const auto& entry : entries) handles.emplace_back(entry.handle);
@@ -311,7 +313,10 @@ void Runtime::await_round() {
       world_negotiator().announce();
       return;
     }
-    if (world_negotiator().woken()) return;
+    if (world_negotiator().woken()) {
+      linger_while_submitting();  // this rank's own burst joins the round another rank started
+      return;
+    }
     // A rank with tensors in flight waits for the others' submissions: it joins their round
     // within CONCORD_CYCLE_TIME at most (the bound on how long a ready tensor waits).
     const auto nap = naps.next(world_queue().in_flight() > 0 ? in_flight_cap_us : kIdleNapCapUs);
@@ -321,17 +326,21 @@ void Runtime::await_round() {
 }
 
 void Runtime::linger_while_submitting() {
-  // One yield per check: a lone synchronous call costs one yield; a burst (a backward pass)
-  // gets the CPU for its framework thread, so the round takes the whole burst instead of
-  // making the other ranks wait in a round for this rank's first tensor.
+  // While this rank's framework threads keep submitting (a burst: a backward pass, a list of
+  // tensors), the round waits for the rest of the burst, so it goes into one round instead
+  // of several that each make the other ranks wait. It ends when a framework thread blocks
+  // on a handle (the burst is over), when no tensor came for a tenth of CONCORD_CYCLE_TIME
+  // (100 us by default), or after CONCORD_CYCLE_TIME.
+  TensorQueue& queue = world_queue();
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                              std::chrono::duration<double, std::milli>(config_.cycle_time_ms));
-  for (size_t seen = world_queue().new_count(); std::chrono::steady_clock::now() < deadline;) {
-    std::this_thread::yield();
-    const size_t now_queued = world_queue().new_count();
-    if (now_queued == seen) return;
-    seen = now_queued;
+  const auto quiet = std::chrono::microseconds(static_cast<int64_t>(config_.cycle_time_ms * 100.0));
+  for (size_t seen = queue.new_count(); seen > 0 && !queue.flush_requested();) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || !queue.wait_for_more(seen, std::min(quiet, left))) return;
+    seen = queue.new_count();
   }
 }
 

@@ -43,6 +43,7 @@ std::vector<Request> TensorQueue::pop_requests() {
   std::lock_guard<std::mutex> lock(mutex_);
   next.swap(new_requests_);
   new_count_.store(0, std::memory_order_release);
+  flush_requested_.store(false, std::memory_order_release);
   return next;
 }
 
@@ -95,6 +96,20 @@ void TensorQueue::interrupt() {
   std::lock_guard<std::mutex> lock(mutex_);
   interrupted_ = true;
   pushed_.notify_all();
+}
+
+void TensorQueue::request_flush() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    flush_requested_.store(true, std::memory_order_release);
+  }
+  pushed_.notify_all();
+}
+
+bool TensorQueue::wait_for_more(size_t seen, std::chrono::microseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  pushed_.wait_for(lock, timeout, [&] { return new_requests_.size() != seen || flush_requested_.load(); });
+  return new_requests_.size() != seen;
 }
 
 size_t TensorQueue::in_flight() const {

@@ -62,6 +62,15 @@ class TensorQueue {
   bool wait_for_push(std::chrono::microseconds timeout);
   /// Ends the current (or next) wait_for_push() early, e.g. for a shutdown request.
   void interrupt();
+  /// A framework thread blocks on a pending handle of this queue (HandleState::wait): the
+  /// burst it was submitting is over. Sets flush_requested() until the next
+  /// pop_requests() and ends a wait_for_more() at once.
+  void request_flush();
+  /// True when a thread blocked on a handle since the last pop_requests().
+  bool flush_requested() const { return flush_requested_.load(std::memory_order_acquire); }
+  /// Blocks for at most `timeout` until new_count() differs from `seen` or a flush is
+  /// requested; returns true when more requests came.
+  bool wait_for_more(size_t seen, std::chrono::microseconds timeout);
 
  private:
   mutable std::mutex mutex_;
@@ -69,8 +78,9 @@ class TensorQueue {
   bool interrupted_ = false;
   std::unordered_map<std::string, TensorEntry> table_;
   std::vector<Request> new_requests_;
-  std::atomic<size_t> new_count_{0};  // new_requests_.size(), written under mutex_
-  std::string closed_message_;        // empty while open
+  std::atomic<size_t> new_count_{0};          // new_requests_.size(), written under mutex_
+  std::atomic<bool> flush_requested_{false};  // written under mutex_
+  std::string closed_message_;                // empty while open
 };
 
 }  // namespace concord

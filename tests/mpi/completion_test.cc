@@ -17,7 +17,7 @@ namespace {
 
 constexpr int64_t kSmallCount = 1000;
 constexpr int64_t kLargeCount = int64_t{4} << 20;  // float32: 16 MiB
-constexpr int kTrials = 3;
+constexpr int kTrials = 8;
 
 // Fills `input` with this rank's values and returns the exact sum over all ranks.
 std::vector<Real> fill_and_expect(Tensor& input, uint64_t seed) {

@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <numeric>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "algorithms/autotune.h"
@@ -84,6 +86,59 @@ TEST_P(RuntimeInProcess, NegotiatesFusesAndExecutesInAnyOrder) {
     for (int r = 0; r < P; ++r)
       for (int i = 0; i < 2 * (r + 1); ++i, ++at)
         ASSERT_EQ(gathered[at], static_cast<float>(r)) << "rank " << rank << " allgather block of rank " << r;
+    runtime.shutdown();
+  });
+  EXPECT_EQ(failure, "") << "P=" << P;
+}
+
+// A burst whose tensors come with pauses (a backward pass) goes into one negotiation round:
+// the background thread lingers while more keep coming, within a tenth of the cycle time
+// (2 s here) of each other, and a wait() on a handle ends the burst. The rounds counted are
+// the one that carries the burst and the empty one after it; a round per tensor would be 6.
+TEST_P(RuntimeInProcess, BurstWithPausesGoesIntoOneRound) {
+  const int P = GetParam();
+  const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
+    Config config = test_config();
+    config.cycle_time_ms = 20000;
+    Runtime runtime(split_communicator_set(world), config);
+    const int rank = runtime.rank();
+    std::vector<std::vector<float>> data(3, std::vector<float>(33, static_cast<float>(rank)));
+    std::vector<Handle> handles;
+    const uint64_t cycles_before = runtime.coordination_stats().cycles;
+    for (int i = 0; i < 3; ++i) {
+      const int t = (i + rank) % 3;
+      handles.push_back(runtime.enqueue(request("burst" + std::to_string(t), CollectiveType::kAllreduce), view(data[t]),
+                                        view(data[t])));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    for (auto& handle : handles) handle.wait();
+    for (int t = 0; t < 3; ++t)
+      ASSERT_EQ(data[t][32], static_cast<float>(P * (P - 1) / 2)) << "rank " << rank << " tensor burst" << t;
+    EXPECT_LE(runtime.coordination_stats().cycles - cycles_before, 2u)
+        << "rank " << rank << " of " << P << ": the burst was split over several rounds";
+    runtime.shutdown();
+  });
+  EXPECT_EQ(failure, "") << "P=" << P;
+}
+
+// A synchronous call does not wait out the linger: the caller's wait() on its handle starts
+// the round at once. With a 20 s cycle time (a 2 s quiet gap), 5 calls take far less than
+// one gap.
+TEST_P(RuntimeInProcess, WaitingOnAHandleStartsTheRoundAtOnce) {
+  const int P = GetParam();
+  const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
+    Config config = test_config();
+    config.cycle_time_ms = 20000;
+    Runtime runtime(split_communicator_set(world), config);
+    const auto start = std::chrono::steady_clock::now();
+    for (int call = 0; call < 5; ++call) {
+      std::vector<float> data(5, 1.0f);
+      runtime.enqueue(request("sync", CollectiveType::kAllreduce), view(data), view(data)).wait();
+      ASSERT_EQ(data[4], static_cast<float>(P)) << "rank " << runtime.rank() << " call " << call;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(seconds, 2.0) << "rank " << runtime.rank() << " of " << P << ": 5 synchronous calls took " << seconds
+                            << " s, as if each waited out the 2 s quiet gap";
     runtime.shutdown();
   });
   EXPECT_EQ(failure, "") << "P=" << P;

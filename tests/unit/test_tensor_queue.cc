@@ -2,10 +2,13 @@
 // and the background thread. New requests come back in push order and new_count() follows
 // them without the lock; try_take_all() takes a response's entries under one lock and
 // leaves names that are not in flight (a joined rank) empty; a framework thread pushing
-// while the background thread takes loses nothing.
+// while the background thread takes loses nothing; a thread blocking on a pending handle
+// requests a flush, which ends a lingering background thread's wait at once.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <future>
 #include <thread>
 
 #include "concord/errors.h"
@@ -98,6 +101,52 @@ TEST(TensorQueue, ConcurrentPushesAndTakesLoseNothing) {
   EXPECT_EQ(popped, kBurst);
   EXPECT_EQ(taken, kBurst);
   EXPECT_EQ(queue.in_flight(), 0u);
+}
+
+// wait_for_more() reports a push, times out on silence, and ends at once on a flush request,
+// which lasts until the next pop_requests().
+TEST(TensorQueue, WaitForMoreSeesPushesAndFlushRequests) {
+  TensorQueue queue;
+  queue.push(entry("a"));
+  EXPECT_FALSE(queue.wait_for_more(1, std::chrono::microseconds(1000))) << "no push came, yet it saw more";
+  EXPECT_TRUE(queue.wait_for_more(0, std::chrono::microseconds(0))) << "one request is new since 0";
+  std::thread pusher([&] { queue.push(entry("b")); });
+  EXPECT_TRUE(queue.wait_for_more(1, std::chrono::seconds(10)));
+  pusher.join();
+  EXPECT_FALSE(queue.flush_requested());
+  std::thread waiter([&] { queue.request_flush(); });
+  EXPECT_FALSE(queue.wait_for_more(2, std::chrono::seconds(10))) << "a flush is not a push";
+  waiter.join();
+  EXPECT_TRUE(queue.flush_requested());
+  EXPECT_FALSE(queue.wait_for_more(2, std::chrono::seconds(10))) << "a pending flush must end the wait at once";
+  queue.pop_requests();
+  EXPECT_FALSE(queue.flush_requested()) << "pop_requests() must clear the flush request";
+}
+
+// A thread blocking on a pending handle tells the handle's queue (a flush request); waiting
+// on a finished handle, or on one whose queue is gone, does not.
+TEST(TensorQueue, WaitingOnAPendingHandleRequestsAFlush) {
+  auto queue = std::make_shared<TensorQueue>();
+  TensorEntry pending = entry("pending");
+  pending.handle->flush_queue = queue;
+  auto handle = pending.handle;
+  queue->push(std::move(pending));
+  auto done = std::make_shared<HandleState>();
+  done->flush_queue = queue;
+  done->complete();
+  done->wait();
+  EXPECT_FALSE(queue->flush_requested()) << "waiting on a finished handle requested a flush";
+  auto waited = std::async(std::launch::async, [&] { handle->wait(); });
+  EXPECT_FALSE(queue->wait_for_more(1, std::chrono::seconds(10)));
+  EXPECT_TRUE(queue->flush_requested()) << "a thread blocked on a pending handle without requesting a flush";
+  handle->complete();
+  waited.get();
+  auto orphan = std::make_shared<HandleState>();
+  orphan->flush_queue = queue;
+  queue.reset();  // the runtime is gone: a waiter must not touch the queue
+  auto orphan_waited = std::async(std::launch::async, [&] { orphan->wait(); });
+  orphan->complete();
+  orphan_waited.get();
 }
 
 }  // namespace
