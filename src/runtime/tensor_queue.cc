@@ -15,7 +15,7 @@ void TensorQueue::push(TensorEntry entry) {
   new_requests_.push_back(entry.request);
   new_count_.store(new_requests_.size(), std::memory_order_release);
   table_.emplace(name, std::move(entry));
-  pushed_.notify_one();
+  if (push_waiter_) pushed_.notify_one();
 }
 
 void TensorQueue::push_all(std::vector<TensorEntry> entries) {
@@ -33,7 +33,7 @@ void TensorQueue::push_all(std::vector<TensorEntry> entries) {
     table_.emplace(entry.request.name, std::move(entry));
   }
   new_count_.store(new_requests_.size(), std::memory_order_release);
-  pushed_.notify_one();
+  if (push_waiter_) pushed_.notify_one();
 }
 
 std::vector<Request> TensorQueue::pop_requests() {
@@ -87,7 +87,11 @@ void TensorQueue::close(const std::string& message) {
 
 bool TensorQueue::wait_for_push(std::chrono::microseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (timeout.count() > 0) pushed_.wait_for(lock, timeout, [this] { return !new_requests_.empty() || interrupted_; });
+  if (timeout.count() > 0) {
+    push_waiter_ = true;
+    pushed_.wait_for(lock, timeout, [this] { return !new_requests_.empty() || interrupted_; });
+    push_waiter_ = false;
+  }
   interrupted_ = false;
   return !new_requests_.empty();
 }
@@ -108,7 +112,7 @@ void TensorQueue::request_flush() {
 
 bool TensorQueue::wait_for_more(size_t seen, std::chrono::microseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  pushed_.wait_for(lock, timeout, [&] { return new_requests_.size() != seen || flush_requested_.load(); });
+  pushed_.wait_for(lock, timeout, [this] { return flush_requested_.load(); });
   return new_requests_.size() != seen;
 }
 

@@ -68,14 +68,16 @@ class TensorQueue {
   void request_flush();
   /// True when a thread blocked on a handle since the last pop_requests().
   bool flush_requested() const { return flush_requested_.load(std::memory_order_acquire); }
-  /// Blocks for at most `timeout` until new_count() differs from `seen` or a flush is
-  /// requested; returns true when more requests came.
+  /// Blocks for `timeout`, or less if a flush is requested; returns true when new_count()
+  /// then differs from `seen`. Pushes do not wake it: a burst of pushes then costs the
+  /// background thread one wake-up per `timeout`, not one per push (each a futex wake).
   bool wait_for_more(size_t seen, std::chrono::microseconds timeout);
 
  private:
   mutable std::mutex mutex_;
   std::condition_variable pushed_;
   bool interrupted_ = false;
+  bool push_waiter_ = false;  // a thread is in wait_for_push(): pushes notify only then
   std::unordered_map<std::string, TensorEntry> table_;
   std::vector<Request> new_requests_;
   std::atomic<size_t> new_count_{0};          // new_requests_.size(), written under mutex_

@@ -103,24 +103,39 @@ TEST(TensorQueue, ConcurrentPushesAndTakesLoseNothing) {
   EXPECT_EQ(queue.in_flight(), 0u);
 }
 
-// wait_for_more() reports a push, times out on silence, and ends at once on a flush request,
-// which lasts until the next pop_requests().
+// wait_for_more() reports pushes made while it waited (without being woken by them), and
+// ends at once on a flush request, which lasts until the next pop_requests().
 TEST(TensorQueue, WaitForMoreSeesPushesAndFlushRequests) {
   TensorQueue queue;
   queue.push(entry("a"));
   EXPECT_FALSE(queue.wait_for_more(1, std::chrono::microseconds(1000))) << "no push came, yet it saw more";
   EXPECT_TRUE(queue.wait_for_more(0, std::chrono::microseconds(0))) << "one request is new since 0";
   std::thread pusher([&] { queue.push(entry("b")); });
-  EXPECT_TRUE(queue.wait_for_more(1, std::chrono::seconds(10)));
   pusher.join();
+  EXPECT_TRUE(queue.wait_for_more(1, std::chrono::microseconds(1000)));
   EXPECT_FALSE(queue.flush_requested());
+  const auto start = std::chrono::steady_clock::now();
   std::thread waiter([&] { queue.request_flush(); });
-  EXPECT_FALSE(queue.wait_for_more(2, std::chrono::seconds(10))) << "a flush is not a push";
+  EXPECT_FALSE(queue.wait_for_more(2, std::chrono::seconds(20))) << "a flush is not a push";
   waiter.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << "the flush did not end the wait";
   EXPECT_TRUE(queue.flush_requested());
-  EXPECT_FALSE(queue.wait_for_more(2, std::chrono::seconds(10))) << "a pending flush must end the wait at once";
+  EXPECT_FALSE(queue.wait_for_more(2, std::chrono::seconds(20))) << "a pending flush must end the wait at once";
   queue.pop_requests();
   EXPECT_FALSE(queue.flush_requested()) << "pop_requests() must clear the flush request";
+}
+
+// A push wakes a thread blocked in wait_for_push() at once.
+TEST(TensorQueue, PushWakesAnIdleWaiter) {
+  TensorQueue queue;
+  std::thread pusher([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    queue.push(entry("a"));
+  });
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(queue.wait_for_push(std::chrono::seconds(20)));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << "the push did not wake the waiter";
+  pusher.join();
 }
 
 // A thread blocking on a pending handle tells the handle's queue (a flush request); waiting
@@ -137,7 +152,7 @@ TEST(TensorQueue, WaitingOnAPendingHandleRequestsAFlush) {
   done->wait();
   EXPECT_FALSE(queue->flush_requested()) << "waiting on a finished handle requested a flush";
   auto waited = std::async(std::launch::async, [&] { handle->wait(); });
-  EXPECT_FALSE(queue->wait_for_more(1, std::chrono::seconds(10)));
+  EXPECT_FALSE(queue->wait_for_more(1, std::chrono::seconds(20)));
   EXPECT_TRUE(queue->flush_requested()) << "a thread blocked on a pending handle without requesting a flush";
   handle->complete();
   waited.get();
