@@ -18,6 +18,7 @@ packages=(
   pybind11-dev python3-dev python3-pytest python3-mpi4py
   python3-torch python3-numpy python3-sklearn python3-matplotlib
   python3-tqdm  # examples/train_digits.py's progress bar
+  libjemalloc2  # concord-run --allocator jemalloc (python.concord_run_allocator)
   python3-pip python3-setuptools python3-wheel dpkg-dev  # pip install ., cpack -G DEB (tests/install/)
   doxygen python3-sphinx python3-breathe python3-myst-parser  # scripts/docs.sh (docs.build)
   chromium fonts-dejavu-core  # docs.render opens the built site headless (~300 MB installed)

@@ -11,10 +11,15 @@ variables (docs/configuration.md) exported to every rank, together with ``PATH``
 ``PYTHONPATH``, ``LD_LIBRARY_PATH`` and any ``CONCORD_*`` already set. Without ``-H`` or
 ``--hostfile`` the job runs on ``localhost:<np>`` (as horovodrun; no oversubscription
 error when np exceeds the cores). Open MPI and MPICH (Hydra) command lines are produced;
-``--mpi-args`` passes anything else to mpirun.
+``--mpi-args`` passes anything else to mpirun. ``--allocator jemalloc|tcmalloc`` preloads
+that malloc into every rank (``LD_PRELOAD``), as PyTorch's CPU launcher
+(``torch.backends.xeon.run_cpu --enable-jemalloc``) does: the per-tensor path allocates
+on the framework thread and frees on the background thread, which glibc's malloc handles
+slowly (docs/tuning.md, "Many small tensors").
 """
 
 import argparse
+import ctypes.util
 import os
 import shlex
 import shutil
@@ -22,6 +27,26 @@ import subprocess
 import sys
 
 _FORWARDED = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH")
+# --allocator: the library names ctypes.util.find_library looks up, and the Debian package.
+_ALLOCATORS = {"jemalloc": (("jemalloc",), "libjemalloc2"),
+               "tcmalloc": (("tcmalloc_minimal", "tcmalloc"), "libtcmalloc-minimal4")}
+
+
+def allocator_preload(name, current=None):
+    """The ``LD_PRELOAD`` value that loads allocator ``name`` ('jemalloc' or 'tcmalloc')
+    before ``current`` (the existing LD_PRELOAD, if any).
+
+    Raises:
+        ValueError: the allocator's library is not installed (the message names the Debian
+            package).
+    """
+    names, package = _ALLOCATORS[name]
+    for library in names:
+        found = ctypes.util.find_library(library)
+        if found:
+            return f"{found}:{current}" if current else found
+    raise ValueError(f"concord-run: --allocator {name}: no lib{names[0]} found; install it "
+                     f"(apt-get install {package}) or leave --allocator out")
 
 
 def parse_hosts(text):
@@ -58,6 +83,8 @@ def make_parser():
     parser.add_argument("--fusion-threshold-mb", type=float,
                         help="fusion buffer size, MiB (CONCORD_FUSION_THRESHOLD); 0 disables fusion")
     parser.add_argument("--cache-capacity", type=int, help="response cache entries (CONCORD_CACHE_CAPACITY)")
+    parser.add_argument("--allocator", choices=sorted(_ALLOCATORS),
+                        help="preload this malloc into every rank (LD_PRELOAD); faster with many small tensors")
     parser.add_argument("--mpi-args", default="", help="extra arguments for mpirun, one string")
     parser.add_argument("--verbose", action="store_true", help="print the mpirun command before running it")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the program and its arguments")
@@ -97,7 +124,7 @@ def mpi_flavour(mpirun="mpirun"):
     return "mpich" if ("HYDRA" in text or "MPICH" in text) and "Open MPI" not in text else "openmpi"
 
 
-def build_command(args, flavour="openmpi", environ=None, is_root=False):
+def build_command(args, flavour="openmpi", environ=None, is_root=False, cores=None):
     """The mpirun command (a list of strings) for parsed ``args``.
 
     Args:
@@ -106,10 +133,15 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False):
         environ (dict): the environment whose PATH/PYTHONPATH/LD_LIBRARY_PATH/CONCORD_*
             are forwarded (default ``os.environ``); the flags' settings override it.
         is_root (bool): add Open MPI's ``--allow-run-as-root``.
+        cores (int): this machine's CPU count (default ``os.cpu_count()``). With Open MPI, a
+            job on localhost with more ranks than cores gets ``--mca mpi_yield_when_idle 1``:
+            ``-H localhost:NP`` declares NP slots, so Open MPI would not know that it is
+            oversubscribed and would busy-poll, each waiting rank taking the core another
+            needs (10x slower small collectives measured on 2 cores at 4 ranks).
 
     Raises:
         ValueError: np < 1, no command, a bad -H entry, fewer slots than ranks, a bad
-        setting.
+        setting, an --allocator that is not installed.
     """
     environ = os.environ if environ is None else environ
     if args.np < 1:
@@ -129,6 +161,8 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False):
         hosts = [("localhost", args.np)]
     env = {k: v for k, v in environ.items() if k in _FORWARDED or k.startswith("CONCORD_")}
     env.update(settings_env(args))
+    if getattr(args, "allocator", None):
+        env["LD_PRELOAD"] = allocator_preload(args.allocator, environ.get("LD_PRELOAD"))
     host_list = ",".join(f"{host}:{slots}" for host, slots in hosts) if hosts else None
 
     cmd = ["mpirun", "-np", str(args.np)]
@@ -141,6 +175,9 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False):
             cmd.append("--allow-run-as-root")
         cmd += ["--hostfile", args.hostfile] if args.hostfile else ["-H", host_list]
         cmd += ["--bind-to", "none", "--map-by", "slot"]
+        local = not args.hostfile and all(host == "localhost" for host, _ in hosts)
+        if local and args.np > (cores or os.cpu_count() or 1):
+            cmd += ["--mca", "mpi_yield_when_idle", "1"]
         for key in sorted(env):
             cmd += ["-x", f"{key}={env[key]}"]
     cmd += shlex.split(args.mpi_args)

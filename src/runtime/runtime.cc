@@ -297,7 +297,10 @@ bool Runtime::other_sets_want_round(bool after_progress) const {
 }
 
 void Runtime::await_round() {
-  if (!world_negotiator().idle()) return;  // the last round made progress: go on at once
+  if (!world_negotiator().idle()) {  // the last round made progress: go on at once, with
+    linger_while_submitting();       // the rest of a burst this rank has started
+    return;
+  }
   if (other_sets_want_round(/*after_progress=*/true)) {
     world_negotiator().announce();
     return;

@@ -14,6 +14,7 @@ void TensorQueue::push(TensorEntry entry) {
                   entry.request.rank, ": wait for its handle before submitting the same name again");
   new_requests_.push_back(entry.request);
   new_count_.store(new_requests_.size(), std::memory_order_release);
+  flush_requested_.store(false, std::memory_order_release);  // a thread is still submitting
   table_.emplace(name, std::move(entry));
   if (push_waiter_) pushed_.notify_one();
 }
@@ -33,6 +34,7 @@ void TensorQueue::push_all(std::vector<TensorEntry> entries) {
     table_.emplace(entry.request.name, std::move(entry));
   }
   new_count_.store(new_requests_.size(), std::memory_order_release);
+  flush_requested_.store(false, std::memory_order_release);
   if (push_waiter_) pushed_.notify_one();
 }
 

@@ -63,10 +63,11 @@ class TensorQueue {
   /// Ends the current (or next) wait_for_push() early, e.g. for a shutdown request.
   void interrupt();
   /// A framework thread blocks on a pending handle of this queue (HandleState::wait): the
-  /// burst it was submitting is over. Sets flush_requested() until the next
+  /// burst it was submitting is over. Sets flush_requested() until the next push or
   /// pop_requests() and ends a wait_for_more() at once.
   void request_flush();
-  /// True when a thread blocked on a handle since the last pop_requests().
+  /// True when a thread blocked on a handle after the last push and pop_requests() (a
+  /// wait on a handle already negotiated must not cut the next burst short).
   bool flush_requested() const { return flush_requested_.load(std::memory_order_acquire); }
   /// Blocks for `timeout`, or less if a flush is requested; returns true when new_count()
   /// then differs from `seen`. Pushes do not wake it: a burst of pushes then costs the

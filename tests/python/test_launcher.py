@@ -7,14 +7,23 @@ import pytest
 from concord import run
 
 
-def build(argv, flavour="openmpi", environ=None, is_root=False):
-    return run.build_command(run.make_parser().parse_args(argv), flavour, environ or {}, is_root)
+def build(argv, flavour="openmpi", environ=None, is_root=False, cores=64):
+    return run.build_command(run.make_parser().parse_args(argv), flavour, environ or {}, is_root, cores)
 
 
 def test_default_is_localhost_with_np_slots():
     cmd = build(["-np", "3", "python", "train.py", "--epochs", "2"])
     assert cmd == ["mpirun", "-np", "3", "-H", "localhost:3", "--bind-to", "none", "--map-by", "slot",
                    "python", "train.py", "--epochs", "2"]
+
+
+def test_more_local_ranks_than_cores_yield_when_idle():
+    yield_flag = ["--mca", "mpi_yield_when_idle", "1"]
+    cmd = build(["-np", "4", "python", "x.py"], cores=2)
+    assert cmd[9:12] == yield_flag and cmd[-2:] == ["python", "x.py"]
+    assert "mpi_yield_when_idle" not in build(["-np", "2", "p"], cores=2)
+    assert "mpi_yield_when_idle" not in build(["-np", "4", "-H", "a:2,b:2", "p"], cores=2)  # other hosts' cores
+    assert "mpi_yield_when_idle" not in build(["-np", "4", "p"], flavour="mpich", cores=2)
 
 
 def test_hosts_settings_and_forwarded_environment():
@@ -36,6 +45,20 @@ def test_mpich_command_line(tmp_path):
     cmd = build(["-np", "2", "--hostfile", str(hostfile), "--cache-capacity", "7", "prog"], flavour="mpich")
     assert cmd == ["mpirun", "-np", "2", "-hostfile", str(hostfile), "-genv", "CONCORD_CACHE_CAPACITY", "7", "prog"]
     assert build(["-np", "2", "-H", "a,b", "prog"], flavour="mpich")[3:5] == ["-hosts", "a:1,b:1"]
+
+
+def test_allocator_is_preloaded_in_every_rank(monkeypatch):
+    found = {"jemalloc": "libjemalloc.so.2", "tcmalloc_minimal": "libtcmalloc_minimal.so.4"}
+    monkeypatch.setattr(run.ctypes.util, "find_library", found.get)
+    cmd = build(["-np", "2", "--allocator", "jemalloc", "p"])
+    assert "LD_PRELOAD=libjemalloc.so.2" in cmd
+    cmd = build(["-np", "2", "--allocator", "tcmalloc", "p"], environ={"LD_PRELOAD": "libx.so"})
+    assert "LD_PRELOAD=libtcmalloc_minimal.so.4:libx.so" in cmd
+    assert not any(part.startswith("LD_PRELOAD") for part in build(["-np", "2", "p"], environ={"LD_PRELOAD": "y"}))
+    monkeypatch.setattr(run.ctypes.util, "find_library", lambda name: None)
+    with pytest.raises(ValueError, match=r"--allocator jemalloc: no libjemalloc found; install it \(apt-get install "
+                                         r"libjemalloc2\)"):
+        build(["-np", "2", "--allocator", "jemalloc", "p"])
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -94,7 +94,9 @@ TEST_P(RuntimeInProcess, NegotiatesFusesAndExecutesInAnyOrder) {
 // A burst whose tensors come with pauses (a backward pass) goes into one negotiation round:
 // the background thread lingers while more keep coming, within a tenth of the cycle time
 // (2 s here) of each other, and a wait() on a handle ends the burst. The rounds counted are
-// the one that carries the burst and the empty one after it; a round per tensor would be 6.
+// the one that carries the burst and the empty one after it, plus at most one more pair
+// where a descheduled rank had not started its burst when the others' round began; a round
+// per tensor (each followed by an empty one) is 6 or more (6-20 measured without the linger).
 TEST_P(RuntimeInProcess, BurstWithPausesGoesIntoOneRound) {
   const int P = GetParam();
   const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
@@ -104,6 +106,8 @@ TEST_P(RuntimeInProcess, BurstWithPausesGoesIntoOneRound) {
     const int rank = runtime.rank();
     std::vector<std::vector<float>> data(3, std::vector<float>(33, static_cast<float>(rank)));
     std::vector<Handle> handles;
+    std::vector<float> align(1, 1.0f);  // every rank starts its burst at about the same time
+    runtime.enqueue(request("align", CollectiveType::kAllreduce), view(align), view(align)).wait();
     const uint64_t cycles_before = runtime.coordination_stats().cycles;
     for (int i = 0; i < 3; ++i) {
       const int t = (i + rank) % 3;
@@ -114,7 +118,7 @@ TEST_P(RuntimeInProcess, BurstWithPausesGoesIntoOneRound) {
     for (auto& handle : handles) handle.wait();
     for (int t = 0; t < 3; ++t)
       ASSERT_EQ(data[t][32], static_cast<float>(P * (P - 1) / 2)) << "rank " << rank << " tensor burst" << t;
-    EXPECT_LE(runtime.coordination_stats().cycles - cycles_before, 2u)
+    EXPECT_LE(runtime.coordination_stats().cycles - cycles_before, 4u)
         << "rank " << rank << " of " << P << ": the burst was split over several rounds";
     runtime.shutdown();
   });
