@@ -11,7 +11,10 @@ Sections (``--sections``, comma-separated, default all):
              cache and negotiation sort it out), then waits for all; Gloo and mpi4py cannot
              reorder, so they issue the same order on every rank (async ops, then wait).
              Concord's row also gives the breakdown: submit (Python wrapper + binding +
-             enqueue, per tensor), wait, and negotiation rounds per iteration.
+             enqueue, per tensor), wait, negotiation rounds per iteration, and the CPU
+             time of the whole process (framework and background threads) per iteration,
+             the busiest rank's: with more ranks than cores, the iteration cannot take
+             less than ranks x that / cores.
   outofplace at each of ``--oop-mib`` MiB (default 1,4,16,64), float32 Sum, the calls
              interleaved one by one so that load changes hit them alike (the order
              rotating each round, so no variant always runs first): ``hvd.allreduce``
@@ -48,6 +51,7 @@ Run (the launcher's rank variables give torch.distributed its rank and world siz
 import argparse
 import os
 import random
+import resource
 import statistics
 import sys
 import time
@@ -129,18 +133,24 @@ def iteration_rows(args, rank):
     arrays = [np.ones(args.elements, dtype=np.float32) for _ in range(args.tensors)]
     names = [f"iter.{i}" for i in range(args.tensors)]
     shuffler = random.Random(rank + 7)
-    submit_times, wait_times, rounds = [], [], []
+    submit_times, wait_times, rounds, cpu_times = [], [], [], []
+
+    def cpu_seconds():
+        usage = resource.getrusage(resource.RUSAGE_SELF)  # every thread of this process
+        return usage.ru_utime + usage.ru_stime
 
     def concord_iteration():
         order = list(range(args.tensors))
         shuffler.shuffle(order)
         before = concord.coordination_stats()["cycles"]
+        cpu_start = cpu_seconds()
         start = time.perf_counter()
         handles = [hvd.allreduce_async_(tensors[i], name=names[i], op=hvd.Sum) for i in order]
         submitted = time.perf_counter()
         for handle in handles:
             hvd.synchronize(handle)
         end = time.perf_counter()
+        cpu_times.append(cpu_seconds() - cpu_start)
         submit_times.append(submitted - start)
         wait_times.append(end - submitted)
         rounds.append(concord.coordination_stats()["cycles"] - before)
@@ -160,6 +170,7 @@ def iteration_rows(args, rank):
     result["submit_us_per_tensor"] = slowest(statistics.median(submit_times[measured])) / args.tensors * 1e6
     result["wait_ms"] = slowest(statistics.median(wait_times[measured])) * 1e3
     result["rounds"] = statistics.median(rounds[measured])
+    result["cpu_ms"] = slowest(statistics.mean(cpu_times[measured])) * 1e3
     result["gloo"] = median_seconds(timing, gloo_iteration)
     result["mpi"] = median_seconds(timing, mpi_iteration) if MPI else float("nan")
     return result
@@ -308,9 +319,9 @@ def main(argv=None):
         r = iteration_rows(args, rank)
         say(f"# iteration: {args.tensors} allreduces of {args.elements} float32, median of "
             f"{args.iteration_iters}, slowest rank (ms); concord in random per-rank order")
-        say(f"{'concord':>10} {'gloo':>10} {'mpi4py':>10} | submit us/tensor  wait ms  rounds/iter")
+        say(f"{'concord':>10} {'gloo':>10} {'mpi4py':>10} | submit us/tensor  wait ms  rounds/iter  cpu ms/iter")
         say(f"{r['concord'] * 1e3:10.2f} {r['gloo'] * 1e3:10.2f} {r['mpi'] * 1e3:10.2f} | "
-            f"{r['submit_us_per_tensor']:16.1f} {r['wait_ms']:8.2f} {r['rounds']:12.0f}")
+            f"{r['submit_us_per_tensor']:16.1f} {r['wait_ms']:8.2f} {r['rounds']:12.0f} {r['cpu_ms']:12.2f}")
     if "outofplace" in sections:
         rows = out_of_place_rows(args)
         say(f"# out of place vs in place vs the algorithm alone vs MPI_Allreduce, float32 sum, median and "
