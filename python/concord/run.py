@@ -115,6 +115,14 @@ def settings_env(args):
     return env
 
 
+def _usable_cores():
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def mpi_flavour(mpirun="mpirun"):
     """'openmpi' or 'mpich' from ``mpirun --version`` (Open MPI when it cannot tell)."""
     try:
@@ -133,7 +141,8 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False, cores=No
         environ (dict): the environment whose PATH/PYTHONPATH/LD_LIBRARY_PATH/CONCORD_*
             are forwarded (default ``os.environ``); the flags' settings override it.
         is_root (bool): add Open MPI's ``--allow-run-as-root``.
-        cores (int): this machine's CPU count (default ``os.cpu_count()``). With Open MPI, a
+        cores (int): the CPUs this process may run on (default: its affinity mask, so a
+            container's CPU limit counts, else ``os.cpu_count()``). With Open MPI, a
             job on localhost with more ranks than cores gets ``--mca mpi_yield_when_idle 1``:
             ``-H localhost:NP`` declares NP slots, so Open MPI would not know that it is
             oversubscribed and would busy-poll, each waiting rank taking the core another
@@ -176,7 +185,7 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False, cores=No
         cmd += ["--hostfile", args.hostfile] if args.hostfile else ["-H", host_list]
         cmd += ["--bind-to", "none", "--map-by", "slot"]
         local = not args.hostfile and all(host == "localhost" for host, _ in hosts)
-        if local and args.np > (cores or os.cpu_count() or 1):
+        if local and args.np > (cores or _usable_cores()):
             cmd += ["--mca", "mpi_yield_when_idle", "1"]
         for key in sorted(env):
             cmd += ["-x", f"{key}={env[key]}"]

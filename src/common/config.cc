@@ -80,11 +80,11 @@ std::string format_tree_chunks(const Config& config) {
 const std::vector<ConfigVar>& config_table() {
   static const std::vector<ConfigVar> table = {
       {"CONCORD_CYCLE_TIME", "1", "float",
-       "upper bound in milliseconds on how long a rank with tensors in flight takes to join a "
-       "negotiation round another rank starts, and on how long a rank lingers for the rest of a "
-       "burst of submissions before a round (it stops earlier when a thread waits on a handle or "
-       "no tensor came for a tenth of this value); the background thread runs rounds back to "
-       "back while they make progress and blocks when idle",
+       "milliseconds: the longest a rank lingers for the rest of a burst of submissions before a "
+       "round (it stops earlier when a thread waits on a handle, or when no tensor came for a "
+       "tenth of this value), and the longest nap of a rank with tensors in flight between "
+       "checks for a round another rank started (it joins within about twice this value); the "
+       "background thread runs rounds back to back while they make progress and blocks when idle",
        parse_double<&Config::cycle_time_ms, 0>, format_double<&Config::cycle_time_ms>},
       {"CONCORD_FUSION_THRESHOLD", "134217728", "bytes",
        "largest fused allreduce in bytes; ready tensors are packed into the fusion buffer up "

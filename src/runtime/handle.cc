@@ -3,8 +3,8 @@
 #include <cstring>
 
 #include "common/enforce.h"
+#include "runtime/flush_signal.h"
 #include "runtime/handle_state.h"
-#include "runtime/tensor_queue.h"
 
 namespace concord {
 
@@ -33,9 +33,9 @@ bool HandleState::done() const {
 void HandleState::wait() const {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!done_) {
-    if (const auto queue = flush_queue.lock()) {
-      lock.unlock();  // the queue's lock is never taken under a handle's
-      queue->request_flush();
+    if (const auto signal = flush_signal.lock()) {
+      lock.unlock();  // the signal's lock is never taken under a handle's
+      signal->request();
       lock.lock();
     }
   }

@@ -12,7 +12,7 @@
 
 namespace concord {
 
-class TensorQueue;
+class FlushSignal;
 
 class HandleState {
  public:
@@ -22,12 +22,14 @@ class HandleState {
   void fail(std::exception_ptr error);
   bool done() const;
   /// Blocks until done; rethrows the stored error. Blocking on a pending operation first
-  /// tells `flush_queue` (TensorQueue::request_flush): the caller's burst of submissions
-  /// is over, so a background thread lingering for more starts the round at once.
+  /// raises `flush_signal`: the caller's burst of submissions is over, so a background
+  /// thread lingering for more starts the round at once.
   void wait() const;
-  /// The queue this operation was pushed on, told when a thread blocks in wait() (unset
-  /// for internal states; weak: a handle may outlive the runtime).
-  std::weak_ptr<TensorQueue> flush_queue;
+  /// The world queue's flush signal (TensorQueue::flush_signal; the world's for every
+  /// process set, as the background thread lingers on the world's queue), raised when a
+  /// thread blocks in wait(). Unset for internal states; weak: a handle may outlive the
+  /// runtime.
+  std::weak_ptr<FlushSignal> flush_signal;
 
   /// Allgather and alltoall results, written by the background thread before complete():
   /// in output_bytes for host tensors; for device tensors in output_buffer, device memory

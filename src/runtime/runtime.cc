@@ -197,7 +197,7 @@ Handle Runtime::enqueue(Request request, const TensorView& input, const TensorVi
   resolve_devices(in, out);
   prepare(request, in, out, *set);
   auto state = std::make_shared<HandleState>();
-  state->flush_queue = std::shared_ptr<TensorQueue>(world_, &world_queue());
+  state->flush_signal = world_queue().flush_signal();
   set->queue.push(TensorEntry{std::move(request), std::move(in), std::move(out), state});
   if (set->id != 0) world_queue().interrupt();  // the background thread naps on the world's queue
   return Handle(state);
@@ -214,7 +214,7 @@ std::vector<Handle> Runtime::enqueue_group(std::vector<Request> requests, const 
     resolve_devices(in, out);
     prepare(request, in, out, *set);
     entries.push_back(TensorEntry{std::move(request), std::move(in), std::move(out), std::make_shared<HandleState>()});
-    entries.back().handle->flush_queue = std::shared_ptr<TensorQueue>(world_, &world_queue());
+    entries.back().handle->flush_signal = world_queue().flush_signal();
   }
   std::vector<Handle> handles;
   for (const auto& entry : entries) handles.emplace_back(entry.handle);

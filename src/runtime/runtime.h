@@ -113,8 +113,11 @@ class Runtime {
   // rank 0), or, with `after_progress`, made progress in the last round: its next round
   // runs within the world's, so the world's must run.
   bool other_sets_want_round(bool after_progress) const;
-  // Before this rank starts a round: waits (yielding) while its framework threads keep
-  // submitting, for at most CONCORD_CYCLE_TIME, so a burst goes into one round.
+  // Before every round this rank takes part in (its own, one another rank announced, or
+  // the one after a round with progress): while its framework threads keep submitting,
+  // waits on the world queue's flush signal until one of them blocks on a handle, no push
+  // came for a tenth of CONCORD_CYCLE_TIME, or CONCORD_CYCLE_TIME has passed, so a burst
+  // goes into one round.
   void linger_while_submitting();
 
   Config config_;

@@ -14,7 +14,7 @@ void TensorQueue::push(TensorEntry entry) {
                   entry.request.rank, ": wait for its handle before submitting the same name again");
   new_requests_.push_back(entry.request);
   new_count_.store(new_requests_.size(), std::memory_order_release);
-  flush_requested_.store(false, std::memory_order_release);  // a thread is still submitting
+  flush_->clear();  // a thread is still submitting
   table_.emplace(name, std::move(entry));
   if (push_waiter_) pushed_.notify_one();
 }
@@ -34,7 +34,7 @@ void TensorQueue::push_all(std::vector<TensorEntry> entries) {
     table_.emplace(entry.request.name, std::move(entry));
   }
   new_count_.store(new_requests_.size(), std::memory_order_release);
-  flush_requested_.store(false, std::memory_order_release);
+  flush_->clear();
   if (push_waiter_) pushed_.notify_one();
 }
 
@@ -45,7 +45,7 @@ std::vector<Request> TensorQueue::pop_requests() {
   std::lock_guard<std::mutex> lock(mutex_);
   next.swap(new_requests_);
   new_count_.store(0, std::memory_order_release);
-  flush_requested_.store(false, std::memory_order_release);
+  flush_->clear();
   return next;
 }
 
@@ -99,23 +99,17 @@ bool TensorQueue::wait_for_push(std::chrono::microseconds timeout) {
 }
 
 void TensorQueue::interrupt() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  interrupted_ = true;
-  pushed_.notify_all();
-}
-
-void TensorQueue::request_flush() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    flush_requested_.store(true, std::memory_order_release);
+    interrupted_ = true;
+    pushed_.notify_all();
   }
-  pushed_.notify_all();
+  flush_->request();
 }
 
 bool TensorQueue::wait_for_more(size_t seen, std::chrono::microseconds timeout) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  pushed_.wait_for(lock, timeout, [this] { return flush_requested_.load(); });
-  return new_requests_.size() != seen;
+  flush_->wait_for(timeout);
+  return new_count() != seen;
 }
 
 size_t TensorQueue::in_flight() const {

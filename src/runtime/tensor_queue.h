@@ -16,6 +16,7 @@
 
 #include "concord/types.h"
 #include "control/message.h"
+#include "runtime/flush_signal.h"
 #include "runtime/handle_state.h"
 
 namespace concord {
@@ -60,15 +61,18 @@ class TensorQueue {
   /// pushed or interrupt() is called. Returns has_new(). One interrupt() ends one wait
   /// (the next one if nobody is waiting).
   bool wait_for_push(std::chrono::microseconds timeout);
-  /// Ends the current (or next) wait_for_push() early, e.g. for a shutdown request.
+  /// Ends the current (or next) wait_for_push() early, e.g. for a shutdown request, and
+  /// requests a flush (a lingering background thread stops too).
   void interrupt();
-  /// A framework thread blocks on a pending handle of this queue (HandleState::wait): the
-  /// burst it was submitting is over. Sets flush_requested() until the next push or
-  /// pop_requests() and ends a wait_for_more() at once.
-  void request_flush();
-  /// True when a thread blocked on a handle after the last push and pop_requests() (a
-  /// wait on a handle already negotiated must not cut the next burst short).
-  bool flush_requested() const { return flush_requested_.load(std::memory_order_acquire); }
+  /// The signal a framework thread raises when it blocks on a pending handle
+  /// (HandleState::wait): the burst it was submitting is over. Handles hold it weakly.
+  std::weak_ptr<FlushSignal> flush_signal() const { return flush_; }
+  /// Raises the flush signal (as a blocked waiter does); it ends a wait_for_more() at once
+  /// and stays raised until the next push or pop_requests().
+  void request_flush() { flush_->request(); }
+  /// True when a flush was requested after the last push and pop_requests() (a wait on a
+  /// handle already negotiated must not cut the next burst short).
+  bool flush_requested() const { return flush_->requested(); }
   /// Blocks for `timeout`, or less if a flush is requested; returns true when new_count()
   /// then differs from `seen`. Pushes do not wake it: a burst of pushes then costs the
   /// background thread one wake-up per `timeout`, not one per push (each a futex wake).
@@ -81,9 +85,9 @@ class TensorQueue {
   bool push_waiter_ = false;  // a thread is in wait_for_push(): pushes notify only then
   std::unordered_map<std::string, TensorEntry> table_;
   std::vector<Request> new_requests_;
-  std::atomic<size_t> new_count_{0};          // new_requests_.size(), written under mutex_
-  std::atomic<bool> flush_requested_{false};  // written under mutex_
-  std::string closed_message_;                // empty while open
+  std::atomic<size_t> new_count_{0};  // new_requests_.size(), written under mutex_
+  std::shared_ptr<FlushSignal> flush_ = std::make_shared<FlushSignal>();
+  std::string closed_message_;  // empty while open
 };
 
 }  // namespace concord

@@ -143,11 +143,11 @@ TEST(TensorQueue, PushWakesAnIdleWaiter) {
 TEST(TensorQueue, WaitingOnAPendingHandleRequestsAFlush) {
   auto queue = std::make_shared<TensorQueue>();
   TensorEntry pending = entry("pending");
-  pending.handle->flush_queue = queue;
+  pending.handle->flush_signal = queue->flush_signal();
   auto handle = pending.handle;
   queue->push(std::move(pending));
   auto done = std::make_shared<HandleState>();
-  done->flush_queue = queue;
+  done->flush_signal = queue->flush_signal();
   done->complete();
   done->wait();
   EXPECT_FALSE(queue->flush_requested()) << "waiting on a finished handle requested a flush";
@@ -157,7 +157,7 @@ TEST(TensorQueue, WaitingOnAPendingHandleRequestsAFlush) {
   handle->complete();
   waited.get();
   auto orphan = std::make_shared<HandleState>();
-  orphan->flush_queue = queue;
+  orphan->flush_signal = queue->flush_signal();
   queue.reset();  // the runtime is gone: a waiter must not touch the queue
   auto orphan_waited = std::async(std::launch::async, [&] { orphan->wait(); });
   orphan->complete();
