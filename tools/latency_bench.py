@@ -11,7 +11,7 @@ Sections (``--sections``, comma-separated, default all):
              cache and negotiation sort it out), then waits for all; Gloo and mpi4py cannot
              reorder, so they issue the same order on every rank (async ops, then wait).
              Concord's row also gives the breakdown: submit (Python wrapper + binding +
-             enqueue, per tensor), wait, negotiation rounds per iteration, and the CPU
+             enqueue, per tensor), wait, negotiation rounds per iteration, and the mean CPU
              time of the whole process (framework and background threads) per iteration,
              the busiest rank's: with more ranks than cores, the iteration cannot take
              less than ranks x that / cores.

@@ -170,7 +170,7 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False, cores=No
         hosts = [("localhost", args.np)]
     env = {k: v for k, v in environ.items() if k in _FORWARDED or k.startswith("CONCORD_")}
     env.update(settings_env(args))
-    if getattr(args, "allocator", None):
+    if args.allocator:
         env["LD_PRELOAD"] = allocator_preload(args.allocator, environ.get("LD_PRELOAD"))
     host_list = ",".join(f"{host}:{slots}" for host, slots in hosts) if hosts else None
 

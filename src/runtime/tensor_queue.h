@@ -66,10 +66,9 @@ class TensorQueue {
   void interrupt();
   /// The signal a framework thread raises when it blocks on a pending handle
   /// (HandleState::wait): the burst it was submitting is over. Handles hold it weakly.
+  /// Once raised, it ends a wait_for_more() at once and stays raised until the next push
+  /// or pop_requests().
   std::weak_ptr<FlushSignal> flush_signal() const { return flush_; }
-  /// Raises the flush signal (as a blocked waiter does); it ends a wait_for_more() at once
-  /// and stays raised until the next push or pop_requests().
-  void request_flush() { flush_->request(); }
   /// True when a flush was requested after the last push and pop_requests() (a wait on a
   /// handle already negotiated must not cut the next burst short).
   bool flush_requested() const { return flush_->requested(); }

@@ -115,7 +115,7 @@ TEST(TensorQueue, WaitForMoreSeesPushesAndFlushRequests) {
   EXPECT_TRUE(queue.wait_for_more(1, std::chrono::microseconds(1000)));
   EXPECT_FALSE(queue.flush_requested());
   const auto start = std::chrono::steady_clock::now();
-  std::thread waiter([&] { queue.request_flush(); });
+  std::thread waiter([&] { queue.flush_signal().lock()->request(); });
   EXPECT_FALSE(queue.wait_for_more(2, std::chrono::seconds(20))) << "a flush is not a push";
   waiter.join();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << "the flush did not end the wait";
