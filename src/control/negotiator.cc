@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <string_view>
-#include <unordered_map>
 
 #include "common/enforce.h"
 #include "common/logging.h"
@@ -55,68 +53,87 @@ Negotiator::Classified Negotiator::classify() {
   const size_t words = 1 + (cache_.capacity() + 63) / 64;
   out.hit_bits.assign(words, 0);
   out.invalid_bits.assign(words, 0);
-  // Group the pending requests into units: a group's members are classified together.
+  out.hits.reserve(pending_.size());
+  out.hit_bit.reserve(pending_.size());
+  // A single request is classified on its own (one cache lookup: the per-tensor cost of a
+  // cached backward pass); a group's members are classified together, after the singles.
   std::map<std::string, std::vector<Request>> groups;
-  std::vector<std::vector<Request>> units;
   for (auto& request : pending_) {
-    if (request.group_size > 1) groups[request.group].push_back(std::move(request));
-    else units.push_back({std::move(request)});
+    if (request.group_size > 1) {
+      groups[request.group].push_back(std::move(request));
+      continue;
+    }
+    const auto found = cache_.lookup(request);
+    if (found.state == ResponseCache::State::kInvalid) {
+      set_bit(out.invalid_bits, found.bit);
+      out.any_invalid = true;
+    }
+    if (found.state == ResponseCache::State::kHit) {
+      set_bit(out.hit_bits, found.bit);
+      out.hits.push_back(std::move(request));
+      out.hit_bit.push_back(found.bit);
+    } else {
+      out.uncached.push_back(std::move(request));
+    }
   }
-  for (auto& [name, members] : groups) units.push_back(std::move(members));
   pending_.clear();
-  for (auto& unit : units) {
+  for (auto& [name, members] : groups) {
+    std::vector<ResponseCache::Lookup> found;
     bool all_hit = true;
-    for (const auto& request : unit) {
-      const auto found = cache_.lookup(request);
-      if (found.state == ResponseCache::State::kInvalid) {
-        set_bit(out.invalid_bits, found.bit);
+    for (const auto& request : members) {
+      found.push_back(cache_.lookup(request));
+      if (found.back().state == ResponseCache::State::kInvalid) {
+        set_bit(out.invalid_bits, found.back().bit);
         out.any_invalid = true;
       }
-      all_hit &= found.state == ResponseCache::State::kHit;
+      all_hit &= found.back().state == ResponseCache::State::kHit;
     }
-    for (auto& request : unit) {
-      if (all_hit) set_bit(out.hit_bits, cache_.lookup(request).bit);
-      (all_hit ? out.hits : out.uncached).push_back(std::move(request));
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (all_hit) {
+        set_bit(out.hit_bits, found[i].bit);
+        out.hit_bit.push_back(found[i].bit);
+      }
+      (all_hit ? out.hits : out.uncached).push_back(std::move(members[i]));
     }
   }
   return out;
 }
 
-std::vector<Response> Negotiator::take_common_hits(const std::vector<uint64_t>& common, std::vector<Request>& hits) {
+std::vector<Response> Negotiator::take_common_hits(const std::vector<uint64_t>& common, Classified& mine) {
   const std::vector<uint32_t> bits = cache_bits(common);
   std::map<std::string, int32_t> group_members;
   for (uint32_t bit : bits) {
     const Request& parameters = cache_.parameters(bit);
     if (parameters.group_size > 1) ++group_members[parameters.group];
   }
-  // This rank's hits by name (a backward pass brings hundreds: no linear search per bit).
-  std::unordered_map<std::string_view, size_t> hit_index;
-  for (size_t i = 0; i < hits.size(); ++i) hit_index.emplace(hits[i].name, i);
-  std::vector<bool> taken(hits.size(), false);
+  const auto has = [](const std::vector<uint64_t>& words, uint32_t bit) {
+    return (words[1 + bit / 64] >> (bit % 64) & 1) != 0;
+  };
+  std::vector<uint64_t> taken(common.size(), 0);
   std::vector<Response> responses;
+  responses.reserve(bits.size());
   for (uint32_t bit : bits) {
     // Every rank sets all bits of a group in the same cycle, so groups arrive whole; a
     // partial group (not expected) would wait for the next cycle, identically everywhere.
-    const Request& parameters = cache_.parameters(bit);
+    const Request& parameters = cache_.parameters(bit);  // stays valid: touch() only relinks
     if (parameters.group_size > 1 && group_members[parameters.group] < parameters.group_size) continue;
-    const std::string name = parameters.name;
     responses.push_back(cache_.response(bit));
     responses.back().joined = joined_;
     cache_.touch(bit);
-    const auto it = hit_index.find(name);
-    CONCORD_ENFORCE(it != hit_index.end() || i_joined(), InternalError, "cached response for '", name,
+    const bool requested = has(mine.hit_bits, bit);
+    CONCORD_ENFORCE(requested || i_joined(), InternalError, "cached response for '", parameters.name,
                     "' which this rank has not requested");
-    if (it != hit_index.end()) taken[it->second] = true;
-    if (stall_inspector_) stall_inspector_->remove(name);
+    if (requested) set_bit(taken, bit);
+    if (stall_inspector_) stall_inspector_->remove(parameters.name);
   }
-  hit_index.clear();  // its keys view the names about to move
+  // This rank's hits that are not yet common on every rank stay pending, in order.
   size_t kept = 0;
-  for (size_t i = 0; i < hits.size(); ++i) {
-    if (taken[i]) continue;
-    if (kept != i) hits[kept] = std::move(hits[i]);  // (a self-move would empty a vector)
+  for (size_t i = 0; i < mine.hits.size(); ++i) {
+    if (has(taken, mine.hit_bit[i])) continue;
+    if (kept != i) mine.hits[kept] = std::move(mine.hits[i]);  // (a self-move would empty a vector)
     ++kept;
   }
-  hits.resize(kept);
+  mine.hits.resize(kept);
   stats_.cache_hits += responses.size();
   return responses;
 }
@@ -256,7 +273,7 @@ ResponseList Negotiator::negotiate(std::vector<Request> new_requests, bool shutd
     }
   }
   ResponseList answer;
-  answer.responses = take_common_hits(bits, mine.hits);
+  answer.responses = take_common_hits(bits, mine);
   pending_ = std::move(mine.hits);  // hits not yet common on every rank: next cycle
   if (!(bits[0] & kNoUncached)) {
     auto fresh = coordinate(mine.uncached);

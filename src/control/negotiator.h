@@ -98,6 +98,7 @@ class Negotiator {
  private:
   struct Classified {
     std::vector<Request> hits;
+    std::vector<uint32_t> hit_bit;  ///< the cache bit of each of `hits`
     std::vector<Request> uncached;
     std::vector<uint64_t> hit_bits;
     std::vector<uint64_t> invalid_bits;
@@ -106,7 +107,9 @@ class Negotiator {
   Classified classify();
   // True while this rank has joined and some other rank has not.
   bool i_joined() const;
-  std::vector<Response> take_common_hits(const std::vector<uint64_t>& common, std::vector<Request>& hits);
+  // The responses of the cache bits set on every rank (`common`); removes them from
+  // `mine.hits`, which keeps the hits still waiting for other ranks.
+  std::vector<Response> take_common_hits(const std::vector<uint64_t>& common, Classified& mine);
   std::vector<Response> coordinate(const std::vector<Request>& uncached);
   std::optional<std::string> stall_check();
   double stall_period_seconds() const;
