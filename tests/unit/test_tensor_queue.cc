@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "concord/errors.h"
@@ -47,18 +48,47 @@ TEST(TensorQueue, NewRequestsComeBackInPushOrderAndNewCountFollows) {
 
 TEST(TensorQueue, TryTakeAllTakesInFlightNamesAndLeavesTheOthersEmpty) {
   TensorQueue queue;
-  for (const char* name : {"x", "y", "z"}) queue.push(entry(name));
+  std::map<std::string, std::shared_ptr<HandleState>> handles;
+  for (const char* name : {"x", "y", "z"}) {
+    auto e = entry(name);
+    handles[name] = e.handle;
+    queue.push(std::move(e));
+  }
   const auto taken = queue.try_take_all({"z", "absent", "x"});
   ASSERT_EQ(taken.size(), 3u);
   ASSERT_TRUE(taken[0].has_value());
-  EXPECT_EQ(taken[0]->request.name, "z");
+  EXPECT_EQ(taken[0]->handle, handles["z"]) << "try_take_all(z) returned another entry";
   EXPECT_FALSE(taken[1].has_value()) << "a name not in flight came back";
   ASSERT_TRUE(taken[2].has_value());
-  EXPECT_EQ(taken[2]->request.name, "x");
+  EXPECT_EQ(taken[2]->handle, handles["x"]) << "try_take_all(x) returned another entry";
   EXPECT_EQ(queue.in_flight(), 1u);
   EXPECT_FALSE(queue.try_take_all({"z"})[0].has_value()) << "an entry was taken twice";
-  queue.push(entry("z"));  // a taken name may be submitted again
-  EXPECT_EQ(queue.in_flight(), 2u);
+}
+
+TEST(TensorQueue, TakenNamesCanBeSubmittedAgainManyTimes) {
+  // The nodes of taken entries are reused by later pushes: every round must find exactly
+  // the entries pushed in it, under their own names.
+  TensorQueue queue;
+  (void)queue.pop_requests();
+  for (int round = 0; round < 5; ++round) {
+    std::vector<std::string> names;
+    std::vector<std::shared_ptr<HandleState>> handles;
+    for (int i = 0; i < 3 + round; ++i) {
+      names.push_back((round % 2 ? "a.rather.long.tensor.name." : "t") + std::to_string((i * 7 + round) % 11));
+      auto e = entry(names.back());
+      handles.push_back(e.handle);
+      queue.push(std::move(e));
+    }
+    const auto requests = queue.pop_requests();
+    ASSERT_EQ(requests.size(), names.size()) << "round " << round;
+    for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(requests[i].name, names[i]) << "round " << round;
+    const auto taken = queue.try_take_all(names);
+    for (size_t i = 0; i < names.size(); ++i) {
+      ASSERT_TRUE(taken[i].has_value()) << "round " << round << ": " << names[i] << " not in flight";
+      EXPECT_EQ(taken[i]->handle, handles[i]) << "round " << round << ": " << names[i] << " came back as another entry";
+    }
+    EXPECT_EQ(queue.in_flight(), 0u) << "round " << round;
+  }
 }
 
 TEST(TensorQueue, DuplicateNameIsRefusedAndCloseFailsWhatIsInFlight) {
