@@ -14,7 +14,9 @@ Sections (``--sections``, comma-separated, default all):
              enqueue, per tensor), wait, negotiation rounds per iteration, and the mean CPU
              time of the whole process (framework and background threads) per iteration,
              the busiest rank's: with more ranks than cores, the iteration cannot take
-             less than ranks x that / cores.
+             less than ranks x that / cores. Concord and mpi4py alternate in blocks of 10
+             iterations (``c/mpi4py`` is their ratio); ``--iteration-series`` writes every
+             iteration's time for a plot over calls (tools/plot_iteration.py).
   outofplace at each of ``--oop-mib`` MiB (default 1,4,16,64), float32 Sum, the calls
              interleaved one by one so that load changes hit them alike (the order
              rotating each round, so no variant always runs first): ``hvd.allreduce``
@@ -49,6 +51,7 @@ Run (the launcher's rank variables give torch.distributed its rank and world siz
 """
 
 import argparse
+import json
 import os
 import random
 import resource
@@ -84,7 +87,11 @@ def parse_args(argv=None):
     parser.add_argument("--warmup", type=int, default=20, help="untimed repetitions first (default 20)")
     parser.add_argument("--tensors", type=int, default=150, help="tensors per iteration (default 150)")
     parser.add_argument("--elements", type=int, default=1024, help="float32 per tensor (default 1024)")
-    parser.add_argument("--iteration-iters", type=int, default=50, help="timed iterations (default 50)")
+    parser.add_argument("--iteration-iters", type=int, default=300,
+                        help="timed iterations after the warm-up (default 300)")
+    parser.add_argument("--iteration-series", metavar="JSON",
+                        help="write every rank's per-iteration times (Concord, mpi4py) here, for "
+                             "tools/plot_iteration.py")
     parser.add_argument("--oop-mib", default="1,4,16,64", help="outofplace sizes in MiB (default 1,4,16,64)")
     parser.add_argument("--oop-iters", type=int, default=30, help="outofplace timed rounds per size (default 30)")
     parser.add_argument("--fusion-kib", default="16,64,128,256,1024,16384",
@@ -164,15 +171,35 @@ def iteration_rows(args, rank):
         requests = [MPI.COMM_WORLD.Iallreduce(MPI.IN_PLACE, a, op=MPI.SUM) for a in arrays]
         MPI.Request.Waitall(requests)
 
-    timing = argparse.Namespace(iters=args.iteration_iters, warmup=max(3, args.warmup // 4))
-    result = {"concord": median_seconds(timing, concord_iteration)}
-    measured = slice(timing.warmup, None)
+    # Concord and mpi4py alternate in blocks of 10 iterations, so that a load change on this
+    # shared machine hits both alike; the first `warmup` iterations of each are the
+    # transient (kept in the series, left out of the medians). Gloo runs afterwards, fewer
+    # times: with more ranks than cores it takes ~0.5 s per iteration.
+    warmup = max(3, args.warmup)
+    series = {"concord": [], "mpi4py": []}
+    timed = [("concord", concord_iteration)] + ([("mpi4py", mpi_iteration)] if MPI else [])
+    dist.barrier()
+    while len(series["concord"]) < warmup + args.iteration_iters:
+        for label, call in timed:
+            for _ in range(10):
+                start = time.perf_counter()
+                call()
+                series[label].append(time.perf_counter() - start)
+    measured = slice(warmup, None)
+    result = {label: slowest(statistics.median(times[measured])) for label, times in series.items() if times}
     result["submit_us_per_tensor"] = slowest(statistics.median(submit_times[measured])) / args.tensors * 1e6
     result["wait_ms"] = slowest(statistics.median(wait_times[measured])) * 1e3
     result["rounds"] = statistics.median(rounds[measured])
     result["cpu_ms"] = slowest(statistics.mean(cpu_times[measured])) * 1e3
-    result["gloo"] = median_seconds(timing, gloo_iteration)
-    result["mpi"] = median_seconds(timing, mpi_iteration) if MPI else float("nan")
+    result["gloo"] = median_seconds(argparse.Namespace(iters=min(args.iteration_iters, 10), warmup=2), gloo_iteration)
+    result.setdefault("mpi4py", float("nan"))
+    if args.iteration_series:  # every rank's per-iteration seconds, for a plot over calls
+        everyone = [None] * dist.get_world_size()
+        dist.all_gather_object(everyone, series)
+        if rank == 0:
+            with open(args.iteration_series, "w", encoding="utf-8") as out:
+                json.dump({"warmup": warmup, "tensors": args.tensors, "elements": args.elements,
+                           "ranks": everyone}, out)
     return result
 
 
@@ -318,10 +345,13 @@ def main(argv=None):
     if "iteration" in sections:
         r = iteration_rows(args, rank)
         say(f"# iteration: {args.tensors} allreduces of {args.elements} float32, median of "
-            f"{args.iteration_iters}, slowest rank (ms); concord in random per-rank order")
-        say(f"{'concord':>10} {'gloo':>10} {'mpi4py':>10} | submit us/tensor  wait ms  rounds/iter  cpu ms/iter")
-        say(f"{r['concord'] * 1e3:10.2f} {r['gloo'] * 1e3:10.2f} {r['mpi'] * 1e3:10.2f} | "
-            f"{r['submit_us_per_tensor']:16.1f} {r['wait_ms']:8.2f} {r['rounds']:12.0f} {r['cpu_ms']:12.2f}")
+            f"{args.iteration_iters} after {max(3, args.warmup)} warm-up (gloo: of 10), slowest rank (ms); concord "
+            f"in random per-rank order, interleaved with mpi4py in blocks of 10")
+        say(f"{'concord':>10} {'gloo':>10} {'mpi4py':>10} {'c/mpi4py':>9} | submit us/tensor  wait ms  rounds/iter  "
+            f"cpu ms/iter")
+        say(f"{r['concord'] * 1e3:10.2f} {r['gloo'] * 1e3:10.2f} {r['mpi4py'] * 1e3:10.2f} "
+            f"{r['concord'] / r['mpi4py']:9.2f} | {r['submit_us_per_tensor']:16.1f} {r['wait_ms']:8.2f} "
+            f"{r['rounds']:12.0f} {r['cpu_ms']:12.2f}")
     if "outofplace" in sections:
         rows = out_of_place_rows(args)
         say(f"# out of place vs in place vs the algorithm alone vs MPI_Allreduce, float32 sum, median and "

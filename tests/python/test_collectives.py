@@ -138,6 +138,28 @@ def test_allreduce_prescale_postscale(form, op, dtype, scales, tname):
     assert_values(result, expected, tolerance, what)
 
 
+def test_allreduce_async_in_place_fast_and_general_paths_agree(tname):
+    """allreduce_async_ handles a contiguous CPU tensor on the global process set in one
+    frame (default op Average, the set passed explicitly); a non-contiguous tensor with
+    ``average=True`` takes the general path. Both return their own tensor holding the
+    average of every rank's input."""
+    shape = (6, 10)
+    inputs = inputs_of_all_ranks(shape, torch.float32, 3, "sum")
+    fast = inputs[hvd.rank()].clone()
+    general = inputs[hvd.rank()].t().contiguous().t()  # the same values, not contiguous
+    assert not general.is_contiguous()
+    fast_handle = hvd.allreduce_async_(fast, name=tname + ".fast", process_set=hvd.global_process_set)
+    general_handle = hvd.allreduce_async_(general, name=tname + ".general", average=True)
+    assert hvd.synchronize(fast_handle) is fast, f"rank {hvd.rank()}: the fast path returned another tensor"
+    assert hvd.synchronize(general_handle) is general, f"rank {hvd.rank()}: the general path returned another tensor"
+    expected, tolerance = reference_allreduce(inputs, torch.float32, hvd.Average)
+    assert_values(fast, expected, tolerance, ctx("allreduce_async_ (fast path)", torch.float32, shape, op="Average"))
+    assert_values(general, expected, tolerance,
+                  ctx("allreduce_async_ (general path)", torch.float32, shape, op="Average"))
+    with pytest.raises(ValueError, match="unknown op"):
+        hvd.allreduce_async_(fast, name=tname + ".badop", op=99)
+
+
 @pytest.mark.parametrize("dtype", INT_DTYPES, ids=dname)
 @pytest.mark.parametrize("op", ["Sum", "Min", "Max", "Product"])
 def test_allreduce_integer_full_range(op, dtype, tname):
