@@ -20,6 +20,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "algorithms/cost_model.h"
@@ -104,7 +105,26 @@ void print_validation(const std::vector<ValidationRow>& rows) {
                 row.predicted_seconds * 1e6, 100 * row.relative_error, method_name(row.method));
     sum += std::abs(row.relative_error);
   }
-  if (!rows.empty()) std::printf("# %zu points, mean |relative error| %.1f%%\n", rows.size(), 100 * sum / rows.size());
+  if (rows.empty()) return;
+  std::map<size_t, std::pair<double, int>> by_size;  // bytes -> (sum of |error|, points)
+  for (const ValidationRow& row : rows) {
+    auto& [size_sum, points] = by_size[row.measured.bytes];
+    size_sum += std::abs(row.relative_error);
+    ++points;
+  }
+  std::printf("# mean |relative error| by size:");
+  size_t worst = 0;
+  double worst_error = -1;
+  for (const auto& [bytes, size_sum_points] : by_size) {
+    const double mean = size_sum_points.first / size_sum_points.second;
+    std::printf(" %zu B %.1f%%;", bytes, 100 * mean);
+    if (mean > worst_error) {
+      worst = bytes;
+      worst_error = mean;
+    }
+  }
+  std::printf(" worst size %zu B (%.1f%%)\n", worst, 100 * worst_error);
+  std::printf("# %zu points, mean |relative error| %.1f%%\n", rows.size(), 100 * sum / rows.size());
 }
 
 }  // namespace
@@ -146,6 +166,15 @@ int main(int argc, char** argv) {
   app.add_option("-J,--json", json_path, "also write every row as JSON (records like concord-bench -J)");
   auto* validate_option =
       app.add_option("--validate", validate_path, "compare with concord-bench -J measurements (time us, size bytes)");
+  LinkShaping shaping;
+  app.add_option("--link-bucket", shaping.bucket_bytes,
+                 "for --validate: the inter-node links are token buckets of this many bytes (the testbed's tbf "
+                 "--burst, e.g. 256K), predicted in steady state; needs --line-beta")
+      ->transform(CLI::AsSizeValue(false));
+  app.add_option("--line-beta", shaping.line_beta,
+                 "for --link-bucket: seconds per byte of the unshaped link (concord-calibrate's inter_beta on "
+                 "scripts/cluster.sh --rate none)")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -158,7 +187,11 @@ int main(int argc, char** argv) {
                 params.alpha, params.beta, params.gamma, params.inter_alpha, params.inter_beta);
     if (*validate_option) {
       const int R = app.count("--ranks-per-node") > 0 ? ranks_per_node : 0;
-      print_validation(validate(read_measurements(validate_path), params, R, chunk_bytes));
+      if (shaping.bucket_bytes > 0)
+        std::printf(
+            "# inter-node links: token bucket of %.0f bytes, line rate %.3g s/B, steady state of back-to-back calls\n",
+            shaping.bucket_bytes, shaping.line_beta);
+      print_validation(validate(read_measurements(validate_path), params, R, chunk_bytes, shaping));
       return 0;
     }
     SweepSpec spec;

@@ -1,6 +1,7 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <queue>
 #include <vector>
 
@@ -56,6 +57,35 @@ class LinkCalendar {
   size_t head_ = 0;
 };
 
+// The token bucket of one shaped link direction: `tokens` bytes at time `at`, refilling at
+// 1 / beta bytes per second up to the depth.
+struct Bucket {
+  double tokens = 0;
+  double at = 0;
+
+  double tokens_at(double t, const LinkParams& link) const {
+    if (t <= at) return tokens;  // a gap filled before the last reservation: no refill
+    return std::min(link.bucket_bytes, tokens + (t - at) / link.beta);
+  }
+  // Seconds to send `bytes` from time `t`: line rate while tokens last, the shaped rate after.
+  double duration(double t, double bytes, const LinkParams& link) const {
+    const double tokens_now = tokens_at(t, link);
+    const double fast = std::min(bytes, tokens_now);
+    return link.alpha + fast * link.line_beta + (bytes - fast) * link.beta;
+  }
+  // Takes `bytes` sent from time `t` for `seconds`.
+  void take(double t, double seconds, double bytes, const LinkParams& link) {
+    const double tokens_now = tokens_at(t, link);
+    if (bytes <= tokens_now) {
+      tokens = tokens_now - bytes;
+      at = std::max(at, t);
+    } else {  // the shaped part used every token as it came
+      tokens = 0;
+      at = t + seconds;
+    }
+  }
+};
+
 struct Event {
   double time;
   uint64_t sequence;  // insertion order breaks ties deterministically
@@ -75,16 +105,56 @@ class Engine {
         remaining_(schedule.size()),
         ready_at_(schedule.size(), 0.0),
         links_(topology.link_count()),
+        buckets_(topology.link_count()),
         cpu_free_(topology.ranks(), 0.0) {
     build_dependents();
+    for (int link = 0; link < topology.link_count(); ++link) buckets_[link].tokens = topology.link(link).bucket_bytes;
   }
 
-  SimResult run() {
+  SimResult run(int max_calls) {
+    double start = 0;
+    std::vector<double> tokens = tokens_at(start);
+    for (int call = 1; call <= max_calls; ++call) {
+      run_call(start);
+      const double end = result_.seconds;
+      result_.seconds = end - start;
+      for (double& at : result_.completed_at) at -= start;
+      start = end;
+      std::vector<double> next = tokens_at(start);
+      if (call >= 2 && same_tokens(tokens, next)) break;  // the buckets' steady state
+      tokens = std::move(next);
+    }
+    result_.traffic = schedule_.traffic();
+    return result_;
+  }
+
+ private:
+  // Every link's tokens at time `t` (0 for links without a bucket).
+  std::vector<double> tokens_at(double t) const {
+    std::vector<double> tokens(buckets_.size(), 0.0);
+    for (size_t link = 0; link < buckets_.size(); ++link) {
+      const LinkParams& params = topology_.link(static_cast<int>(link));
+      if (params.bucket_bytes > 0) tokens[link] = buckets_[link].tokens_at(t, params);
+    }
+    return tokens;
+  }
+  static bool same_tokens(const std::vector<double>& a, const std::vector<double>& b) {
+    for (size_t i = 0; i < a.size(); ++i)
+      if (std::abs(a[i] - b[i]) > 1.0) return false;  // within a byte
+    return true;
+  }
+
+  // One run of the schedule, every operation without dependencies ready at `start`;
+  // result_.seconds becomes its absolute completion time.
+  void run_call(double start) {
     const auto& ops = schedule_.ops();
-    result_.completed_at.assign(ops.size(), 0.0);
+    result_.completed_at.assign(ops.size(), start);
+    result_.seconds = start;
+    completed_ = 0;
+    std::fill(ready_at_.begin(), ready_at_.end(), start);
     for (OpId id = 0; id < ops.size(); ++id) {
       remaining_[id] = ops[id].dep_count;
-      if (remaining_[id] == 0) became_ready(id, 0.0);
+      if (remaining_[id] == 0) became_ready(id, start);
     }
     while (!queue_.empty()) {
       const Event event = queue_.top();
@@ -95,11 +165,8 @@ class Engine {
     }
     CONCORD_ENFORCE(completed_ == ops.size(), InternalError, "simulation stalled: ", ops.size() - completed_, " of ",
                     ops.size(), " operations never became ready (dependency cycle)");
-    result_.traffic = schedule_.traffic();
-    return result_;
   }
 
- private:
   void build_dependents() {
     const auto& ops = schedule_.ops();
     const auto& deps = schedule_.deps();
@@ -123,6 +190,7 @@ class Engine {
   void transmit(OpId id, double time) {
     const Op& op = schedule_.op(id);
     const Route route = topology_.route(op.src, op.dst);
+    if (route.params.bucket_bytes > 0) return transmit_shaped(id, op, route, time);
     const double duration = route.params.alpha + static_cast<double>(op.bytes) * route.params.beta;
     LinkCalendar& up = links_[route.up];
     LinkCalendar& down = links_[route.down];
@@ -135,6 +203,27 @@ class Engine {
       up.reserve(sent, sent + duration, time);
       down.reserve(start, end, time);
     }
+    push(end, id, EventKind::kArrive);
+  }
+
+  // A message on a token-bucket link: it leaves at the first free slot of the sender's
+  // link, at line rate while the bucket holds tokens (more tokens later never make it
+  // longer, so the slot found for the earlier estimate still fits); the receiver's link
+  // takes it at line rate, ending no earlier than the last byte leaves the sender.
+  void transmit_shaped(OpId id, const Op& op, const Route& route, double time) {
+    const LinkParams& link = route.params;
+    const double bytes = static_cast<double>(op.bytes);
+    Bucket& bucket = buckets_[route.up];
+    LinkCalendar& up = links_[route.up];
+    LinkCalendar& down = links_[route.down];
+    const double sent = up.earliest_fit(time, bucket.duration(time, bytes, link));
+    const double duration = bucket.duration(sent, bytes, link);
+    bucket.take(sent, duration, bytes, link);
+    const double line = link.alpha + bytes * link.line_beta;
+    const double start = down.earliest_fit(std::max(sent, sent + duration - line), line);
+    const double end = std::max(sent + duration, start + line);
+    if (duration > 0) up.reserve(sent, sent + duration, time);
+    if (line > 0) down.reserve(start, start + line, time);
     push(end, id, EventKind::kArrive);
   }
 
@@ -183,6 +272,7 @@ class Engine {
   std::vector<uint32_t> remaining_;
   std::vector<double> ready_at_;
   std::vector<LinkCalendar> links_;
+  std::vector<Bucket> buckets_;  // per link; used where the link's bucket_bytes > 0
   std::vector<double> cpu_free_;
   std::vector<uint32_t> offsets_;
   std::vector<OpId> dependents_;
@@ -194,10 +284,11 @@ class Engine {
 
 }  // namespace
 
-SimResult simulate(const Schedule& schedule, const Topology& topology, double gamma) {
+SimResult simulate(const Schedule& schedule, const Topology& topology, double gamma, int max_calls) {
   CONCORD_ENFORCE(schedule.ranks() == topology.ranks(), InvalidArgument, "schedule has ", schedule.ranks(),
                   " ranks, topology ", topology.describe());
-  return Engine(schedule, topology, gamma).run();
+  CONCORD_ENFORCE(max_calls >= 1, InvalidArgument, "simulate: max_calls must be >= 1, got ", max_calls);
+  return Engine(schedule, topology, gamma).run(max_calls);
 }
 
 }  // namespace concord::sim

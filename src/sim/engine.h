@@ -13,7 +13,14 @@
 // into one receiver take k times as long. On arrival the receiver reduces `reduce_bytes` at
 // gamma seconds per byte, one reduction at a time per rank; the message is then complete.
 // Joins complete when their dependencies do. Two events per message: O(M log M) for M
-// messages.
+// messages. A link with a token bucket (LinkParams::bucket_bytes, the testbed's tbf) sends
+// at line rate while its sender's bucket holds tokens and at the shaped rate beyond; the
+// bucket refills at the shaped rate. Because the bucket carries over from one call to the
+// next, a steady state of back-to-back calls (as concord-bench -T times them) needs several
+// calls: `max_calls` runs the schedule up to that many times, each call starting when the
+// previous one has completed, links and buckets carried over, and stops after the second
+// call that starts with the same tokens in every bucket as the call before it (at once
+// without buckets; a call that drains a bucket by a fraction of its depth may need tens).
 #pragma once
 
 #include <cstdint>
@@ -25,15 +32,18 @@
 namespace concord::sim {
 
 struct SimResult {
-  double seconds = 0;                ///< completion time of the last operation
+  double seconds = 0;                ///< completion time of the last operation (of the last call)
   uint64_t events = 0;               ///< events processed (2 per message)
   Traffic traffic;                   ///< messages and bytes sent
   std::vector<double> completed_at;  ///< per operation (by OpId), its completion time in seconds
+                                     ///< (in the last call, from that call's start)
 };
 
-/// Simulates `schedule` on `topology` with reduction cost `gamma` (seconds per byte).
-/// Throws InvalidArgument when the schedule's rank count differs from the topology's, and
-/// InternalError when some operation never becomes ready (a dependency cycle).
-SimResult simulate(const Schedule& schedule, const Topology& topology, double gamma);
+/// Simulates back-to-back runs of `schedule` on `topology` with reduction cost `gamma`
+/// (seconds per byte) until the buckets' steady state, at most `max_calls` (>= 1); the
+/// result describes the last run. Throws InvalidArgument when the schedule's rank count
+/// differs from the topology's or max_calls < 1, and InternalError when some operation
+/// never becomes ready (a dependency cycle).
+SimResult simulate(const Schedule& schedule, const Topology& topology, double gamma, int max_calls = 1);
 
 }  // namespace concord::sim

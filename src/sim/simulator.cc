@@ -55,7 +55,7 @@ Prediction predict(const SimAlgorithm& algorithm, const Problem& problem, const 
   const bool step = !options.force_closed && (options.force_step || prediction.messages <= options.max_messages);
   if (step) {
     prediction.method = Method::kStepByStep;
-    prediction.detail = simulate(algorithm.schedule(problem, topology), topology, gamma);
+    prediction.detail = simulate(algorithm.schedule(problem, topology), topology, gamma, options.max_calls);
     prediction.seconds = prediction.detail.seconds;
   } else {
     prediction.method = Method::kClosedForm;

@@ -49,6 +49,9 @@ struct SimOptions {
   /// Always step by step (tests; may be slow) or always closed form.
   bool force_step = false;
   bool force_closed = false;
+  /// Back-to-back calls simulated step by step, at most; the prediction is the last one's
+  /// time (a token-bucket link needs several to reach its steady state; sim/engine.h).
+  int max_calls = 1;
 };
 
 struct Prediction {

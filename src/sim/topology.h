@@ -24,6 +24,13 @@ namespace concord::sim {
 struct LinkParams {
   double alpha = 0;
   double beta = 0;
+  /// Token-bucket shaping of the sender's side (Linux tbf, as scripts/cluster.sh shapes each
+  /// host's egress): the bucket's depth in bytes, 0 for a plain link. While the sender's
+  /// bucket holds tokens, bytes leave at `line_beta` (the unshaped link); beyond them at
+  /// `beta`, the shaped rate, at which the bucket also refills. The receiver's side then
+  /// runs at `line_beta` (what a host receives is bounded by its peers' shaping).
+  double bucket_bytes = 0;
+  double line_beta = 0;  ///< seconds per byte while tokens last (bucket_bytes > 0)
 };
 
 /// The links one message occupies and the parameters it is priced at.
@@ -59,6 +66,9 @@ class Topology {
   const LinkParams& intra() const { return intra_; }
   const LinkParams& inter() const { return inter_; }
 
+  /// The constants of link resource `index` (in [0, link_count())): the per-rank links
+  /// are intra-node (on a flat topology every link is), the NICs' inter-node.
+  const LinkParams& link(int index) const { return flat_ || index < 2 * ranks_ ? intra_ : inter_; }
   /// Links of a message from `src` to `dst` (src != dst, both in [0, ranks)).
   Route route(int src, int dst) const;
   /// True on a two-level topology: intra-node messages are shared-memory copies made by the

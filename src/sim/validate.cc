@@ -50,16 +50,24 @@ std::vector<Measurement> read_measurements(const std::string& path) {
 }
 
 std::vector<ValidationRow> validate(const std::vector<Measurement>& measurements, const CostParams& params,
-                                    int ranks_per_node, size_t chunk_bytes) {
+                                    int ranks_per_node, size_t chunk_bytes, const LinkShaping& shaping) {
+  const bool shaped = shaping.bucket_bytes > 0;
+  CONCORD_ENFORCE(!shaped || shaping.line_beta > 0, InvalidArgument, "validate: a token bucket of ",
+                  shaping.bucket_bytes, " bytes needs the unshaped link's seconds per byte (line_beta > 0)");
+  SimOptions options;
+  if (shaped) {
+    options.force_step = true;
+    options.max_calls = 1000;
+  }
   std::vector<ValidationRow> rows;
   for (const Measurement& m : measurements) {
     const int R = ranks_per_node > 0 ? ranks_per_node : m.ranks;
-    const Topology topology =
-        Topology::two_level(m.ranks, R, {params.alpha, params.beta}, {params.inter_alpha, params.inter_beta});
+    const LinkParams inter{params.inter_alpha, params.inter_beta, shaping.bucket_bytes, shaping.line_beta};
+    const Topology topology = Topology::two_level(m.ranks, R, {params.alpha, params.beta}, inter);
     const Problem problem = allreduce_problem(m.bytes, topology, chunk_bytes);
     const SimAlgorithm& algorithm = find_simulated(m.algorithm);
     if (!algorithm.declines(problem, topology).empty()) continue;
-    const Prediction prediction = predict(algorithm, problem, topology, params.gamma);
+    const Prediction prediction = predict(algorithm, problem, topology, params.gamma, options);
     ValidationRow row{m, prediction.seconds, 0, prediction.method};
     if (m.seconds > 0) row.relative_error = (prediction.seconds - m.seconds) / m.seconds;
     rows.push_back(row);

@@ -37,9 +37,21 @@ struct ValidationRow {
 /// field.
 std::vector<Measurement> read_measurements(const std::string& path);
 
+/// The token bucket of the inter-node links (the testbed's tbf: scripts/cluster.sh
+/// --burst, and the unshaped link's seconds per byte); bucket_bytes 0 = plain links.
+struct LinkShaping {
+  double bucket_bytes = 0;
+  double line_beta = 0;
+};
+
 /// Predicts each measurement on a two-level topology of `ranks_per_node` ranks per node
-/// (0: all ranks on one node, the single-machine case) with constants `params`.
+/// (0: all ranks on one node, the single-machine case) with constants `params`. With
+/// `shaping`, the inter-node links are token buckets (LinkParams) and each prediction is
+/// the steady state of back-to-back calls (step by step, at most 1,000 calls), as
+/// concord-bench -T measures. Throws InvalidArgument when shaping has a bucket but no
+/// positive line_beta.
 std::vector<ValidationRow> validate(const std::vector<Measurement>& measurements, const CostParams& params,
-                                    int ranks_per_node = 0, size_t chunk_bytes = size_t{1} << 19);
+                                    int ranks_per_node = 0, size_t chunk_bytes = size_t{1} << 19,
+                                    const LinkShaping& shaping = {});
 
 }  // namespace concord::sim

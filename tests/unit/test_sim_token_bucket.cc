@@ -1,0 +1,87 @@
+// Token-bucket links in the simulator (src/sim/engine.h, LinkParams::bucket_bytes): the
+// testbed's tbf lets a burst of up to the bucket's depth leave at line rate, shapes the rest
+// to the rate, and refills at the rate; back-to-back calls reach a steady state where each
+// host sends at most the rate on average.
+#include <gtest/gtest.h>
+
+#include "concord/errors.h"
+#include "sim/engine.h"
+
+namespace concord::sim {
+namespace {
+
+constexpr double kAlpha = 10e-6;
+constexpr double kBeta = 8e-9;        // the shaped rate: 125 MB/s
+constexpr double kLineBeta = 0.5e-9;  // the unshaped link: 2 GB/s
+constexpr double kBucket = 256 * 1024;
+constexpr LinkParams kShaped{kAlpha, kBeta, kBucket, kLineBeta};
+constexpr double kNoReduce = 0;
+
+Schedule one_message(uint64_t bytes) {
+  Schedule schedule(2);
+  schedule.send(0, 1, bytes, 0);
+  return schedule;
+}
+
+TEST(SimTokenBucket, AMessageWithinAFullBucketGoesAtLineRate) {
+  for (const uint64_t bytes : {0ull, 4ull, 16384ull, 262144ull}) {
+    const SimResult result = simulate(one_message(bytes), Topology::flat(2, kShaped), kNoReduce);
+    EXPECT_NEAR(result.seconds, kAlpha + bytes * kLineBeta, 1e-12) << "n=" << bytes;
+  }
+}
+
+TEST(SimTokenBucket, BytesBeyondTheBucketGoAtTheShapedRate) {
+  const uint64_t bytes = 4 << 20;
+  const SimResult result = simulate(one_message(bytes), Topology::flat(2, kShaped), kNoReduce);
+  EXPECT_NEAR(result.seconds, kAlpha + kBucket * kLineBeta + (bytes - kBucket) * kBeta, 1e-9);
+}
+
+TEST(SimTokenBucket, BackToBackCallsSettleAtTheShapedRate) {
+  // One 64 KiB message per call: the first calls drain the bucket at line rate, then each
+  // call waits for its tokens, so the steady period is bytes / rate.
+  const uint64_t bytes = 65536;
+  const double first = simulate(one_message(bytes), Topology::flat(2, kShaped), kNoReduce, 1).seconds;
+  const double steady = simulate(one_message(bytes), Topology::flat(2, kShaped), kNoReduce, 40).seconds;
+  EXPECT_NEAR(first, kAlpha + bytes * kLineBeta, 1e-12);
+  EXPECT_NEAR(steady, kAlpha + bytes * kBeta, 0.02 * bytes * kBeta)
+      << "after 40 calls the bucket should be empty and refill only at the shaped rate";
+}
+
+TEST(SimTokenBucket, CallsRunUntilTheBucketsRepeat) {
+  // 4 bytes per call never drain the bucket: the second call starts as full as the first,
+  // so the simulation stops there. 16 KiB per call drain it by ~14 KiB a call: it runs
+  // until the bucket is empty at every call's start, and each call then waits for tokens.
+  const SimResult tiny = simulate(one_message(4), Topology::flat(2, kShaped), kNoReduce, 1000);
+  EXPECT_EQ(tiny.events, 2u * 2) << "a full bucket is already the steady state: two calls of one message";
+  const uint64_t bytes = 16384;
+  const SimResult drained = simulate(one_message(bytes), Topology::flat(2, kShaped), kNoReduce, 1000);
+  EXPECT_GT(drained.events, 2u * 10) << "stopped before the bucket was drained";
+  EXPECT_LT(drained.events, 2u * 1000) << "never reached a steady state";
+  EXPECT_NEAR(drained.seconds, kAlpha + bytes * kBeta, 0.02 * bytes * kBeta);
+}
+
+TEST(SimTokenBucket, AnIdleLinkRefillsWhileAnotherHostSends) {
+  // A tree-like call at P = 2: rank 1 sends to 0, then 0 sends back. Each host's link is idle
+  // half the call, so in steady state the call takes about (bytes / rate), not twice that
+  // (the plain model's two shaped transfers).
+  const uint64_t bytes = 65536;
+  Schedule schedule(2);
+  const OpId up = schedule.send(1, 0, bytes, bytes);
+  schedule.send(0, 1, bytes, 0, {up});
+  const double steady = simulate(schedule, Topology::flat(2, kShaped), kNoReduce, 40).seconds;
+  const double plain = simulate(schedule, Topology::flat(2, {kAlpha, kBeta}), kNoReduce).seconds;
+  EXPECT_NEAR(plain, 2 * (kAlpha + bytes * kBeta), 1e-12);
+  EXPECT_LT(steady, 0.6 * plain) << "the buckets refilled during the other host's transfer were not used";
+  EXPECT_GT(steady, 0.45 * plain) << "a host sent faster than its rate on average";
+}
+
+TEST(SimTokenBucket, ZeroDepthIsThePlainLinkAndCallsMustBePositive) {
+  const uint64_t bytes = 1 << 20;
+  const LinkParams plain{kAlpha, kBeta};
+  EXPECT_DOUBLE_EQ(simulate(one_message(bytes), Topology::flat(2, plain), kNoReduce, 5).seconds,
+                   kAlpha + bytes * kBeta);
+  EXPECT_THROW(simulate(one_message(bytes), Topology::flat(2, plain), kNoReduce, 0), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace concord::sim
