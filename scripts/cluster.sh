@@ -40,7 +40,8 @@
 # All ranks still share this machine's CPUs: with more ranks than cores the CPU, not the
 # link, can become the bottleneck (say so next to any number measured here). So that a
 # waiting rank yields its core instead of spinning, every run gets --mca
-# mpi_yield_when_idle 1 (unless CONCORD_CLUSTER_MPIRUN_FLAGS sets mpi_yield_when_idle):
+# mpi_yield_when_idle 1 (unless CONCORD_CLUSTER_MPIRUN_FLAGS or OMPI_MCA_mpi_yield_when_idle
+# sets it):
 # without it, at 4 hosts on 2 cores, MPI_Allreduce of 4 bytes took 4.7-8.2 ms instead of
 # 43-48 us, and Concord's small-message algorithms 2-4x their time (docs/performance.md).
 # Setup first removes anything a killed earlier run left behind; teardown (on any exit,
@@ -200,7 +201,8 @@ mpirun_flags=(
 while IFS='=' read -r name _; do
   mpirun_flags+=(-x "$name")
 done < <(env | grep -E "^CONCORD_[A-Za-z0-9_]*=" | grep -v "^CONCORD_CLUSTER_" || true)
-[[ "${CONCORD_CLUSTER_MPIRUN_FLAGS:-}" == *mpi_yield_when_idle* ]] || mpirun_flags+=(--mca mpi_yield_when_idle 1)
+[[ "${CONCORD_CLUSTER_MPIRUN_FLAGS:-}" == *mpi_yield_when_idle* || -n "${OMPI_MCA_mpi_yield_when_idle:-}" ]] ||
+  mpirun_flags+=(--mca mpi_yield_when_idle 1)
 # shellcheck disable=SC2206  # word splitting of the extra flags is intended
 [ -z "${CONCORD_CLUSTER_MPIRUN_FLAGS:-}" ] || mpirun_flags+=($CONCORD_CLUSTER_MPIRUN_FLAGS)
 

@@ -18,6 +18,7 @@
 // overlapped_double_tree.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -124,6 +125,9 @@ void print_validation(const std::vector<ValidationRow>& rows) {
     }
   }
   std::printf(" worst size %zu B (%.1f%%)\n", worst, 100 * worst_error);
+  const auto unsteady = std::count_if(rows.begin(), rows.end(), [](const ValidationRow& row) { return !row.steady; });
+  if (unsteady > 0)
+    std::printf("# warning: %td predictions had not reached the buckets' steady state after the last call\n", unsteady);
   std::printf("# %zu points, mean |relative error| %.1f%%\n", rows.size(), 100 * sum / rows.size());
 }
 
@@ -167,14 +171,18 @@ int main(int argc, char** argv) {
   auto* validate_option =
       app.add_option("--validate", validate_path, "compare with concord-bench -J measurements (time us, size bytes)");
   LinkShaping shaping;
-  app.add_option("--link-bucket", shaping.bucket_bytes,
-                 "for --validate: the inter-node links are token buckets of this many bytes (the testbed's tbf "
-                 "--burst, e.g. 256K), predicted in steady state; needs --line-beta")
-      ->transform(CLI::AsSizeValue(false));
-  app.add_option("--line-beta", shaping.line_beta,
-                 "for --link-bucket: seconds per byte of the unshaped link (concord-calibrate's inter_beta on "
-                 "scripts/cluster.sh --rate none)")
-      ->check(CLI::PositiveNumber);
+  auto* bucket_option =
+      app.add_option("--link-bucket", shaping.bucket_bytes,
+                     "for --validate: the inter-node links are token buckets of this many bytes (the testbed's tbf "
+                     "--burst, e.g. 256K), predicted in steady state; needs --line-beta")
+          ->transform(CLI::AsSizeValue(false));
+  auto* line_option =
+      app.add_option("--line-beta", shaping.line_beta,
+                     "for --link-bucket: seconds per byte of the unshaped link (concord-calibrate's inter_beta on "
+                     "scripts/cluster.sh --rate none)")
+          ->check(CLI::PositiveNumber);
+  bucket_option->needs(line_option)->needs(validate_option);
+  line_option->needs(bucket_option);
   CLI11_PARSE(app, argc, argv);
 
   try {

@@ -12,10 +12,9 @@ void TensorQueue::push(TensorEntry entry) {
   const std::string& name = entry.request.name;
   CONCORD_ENFORCE(!table_.contains(name), InvalidArgument, "Tensor '", name, "' is already in flight on rank ",
                   entry.request.rank, ": wait for its handle before submitting the same name again");
-  new_requests_.push_back(entry.request);
+  insert(std::move(entry));
   new_count_.store(new_requests_.size(), std::memory_order_release);
   flush_->clear();  // a thread is still submitting
-  table_.emplace(name, std::move(entry));
   if (push_waiter_) pushed_.notify_one();
 }
 
@@ -29,13 +28,22 @@ void TensorQueue::push_all(std::vector<TensorEntry> entries) {
                     "' is already in flight on rank ", entry.request.rank,
                     ": wait for its handle before submitting the same name again");
   }
-  for (auto& entry : entries) {
-    new_requests_.push_back(entry.request);
-    table_.emplace(entry.request.name, std::move(entry));
-  }
+  for (auto& entry : entries) insert(std::move(entry));
   new_count_.store(new_requests_.size(), std::memory_order_release);
   flush_->clear();
   if (push_waiter_) pushed_.notify_one();
+}
+
+void TensorQueue::insert(TensorEntry entry) {
+  Request request = std::move(entry.request);
+  entry.request = Request{};
+  const auto it = table_.emplace(request.name, std::move(entry)).first;
+  try {
+    new_requests_.push_back(std::move(request));
+  } catch (...) {  // out of memory (push_back's strong guarantee keeps `request`): undo
+    table_.erase(it);
+    throw;
+  }
 }
 
 std::vector<Request> TensorQueue::pop_requests() {

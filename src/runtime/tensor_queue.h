@@ -79,21 +79,14 @@ class TensorQueue {
   bool wait_for_more(size_t seen, std::chrono::microseconds timeout);
 
  private:
-  using Table = std::unordered_map<std::string, TensorEntry>;
   // Under mutex_: moves the request to new_requests_ and the rest into the table.
   void insert(TensorEntry entry);
-  // Under mutex_: the entry of an extracted node; keeps the node for reuse.
-  TensorEntry take_node(Table::node_type node);
 
   mutable std::mutex mutex_;
   std::condition_variable pushed_;
   bool interrupted_ = false;
   bool push_waiter_ = false;  // a thread is in wait_for_push(): pushes notify only then
-  Table table_;
-  // Nodes of taken entries, reused by the next pushes (a backward pass pushes the same
-  // tensors every iteration): a push then allocates no node, and the framework thread
-  // does not allocate what the background thread frees (glibc's slow path).
-  std::vector<Table::node_type> spare_nodes_;
+  std::unordered_map<std::string, TensorEntry> table_;
   std::vector<Request> new_requests_;
   std::atomic<size_t> new_count_{0};  // new_requests_.size(), written under mutex_
   std::shared_ptr<FlushSignal> flush_ = std::make_shared<FlushSignal>();

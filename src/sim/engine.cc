@@ -79,9 +79,10 @@ struct Bucket {
     if (bytes <= tokens_now) {
       tokens = tokens_now - bytes;
       at = std::max(at, t);
-    } else {  // the shaped part used every token as it came
+    } else {  // the shaped part used every token as it came (refill during alpha and the
+              // line-rate part is not credited: alpha / beta bytes per message, a few KB)
       tokens = 0;
-      at = t + seconds;
+      at = std::max(at, t + seconds);
     }
   }
 };
@@ -120,10 +121,13 @@ class Engine {
       result_.seconds = end - start;
       for (double& at : result_.completed_at) at -= start;
       start = end;
+      result_.calls = call;
       std::vector<double> next = tokens_at(start);
-      if (call >= 2 && same_tokens(tokens, next)) break;  // the buckets' steady state
+      result_.steady = call >= 2 && same_tokens(tokens, next);
+      if (result_.steady) break;  // the buckets' steady state
       tokens = std::move(next);
     }
+    if (max_calls == 1) result_.steady = true;  // one call asked for, not a steady state
     result_.traffic = schedule_.traffic();
     return result_;
   }

@@ -33,7 +33,9 @@ namespace concord::sim {
 
 struct SimResult {
   double seconds = 0;                ///< completion time of the last operation (of the last call)
-  uint64_t events = 0;               ///< events processed (2 per message)
+  uint64_t events = 0;               ///< events processed (2 per message), over all calls
+  int calls = 1;                     ///< back-to-back calls simulated
+  bool steady = true;                ///< false: max_calls ran out before the buckets settled
   Traffic traffic;                   ///< messages and bytes sent
   std::vector<double> completed_at;  ///< per operation (by OpId), its completion time in seconds
                                      ///< (in the last call, from that call's start)

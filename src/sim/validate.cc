@@ -54,6 +54,9 @@ std::vector<ValidationRow> validate(const std::vector<Measurement>& measurements
   const bool shaped = shaping.bucket_bytes > 0;
   CONCORD_ENFORCE(!shaped || shaping.line_beta > 0, InvalidArgument, "validate: a token bucket of ",
                   shaping.bucket_bytes, " bytes needs the unshaped link's seconds per byte (line_beta > 0)");
+  CONCORD_ENFORCE(!shaped || ranks_per_node > 0, InvalidArgument,
+                  "validate: token-bucket links shape the inter-node links, but all ranks are on one node; "
+                  "pass ranks_per_node (concord-sim -r)");
   SimOptions options;
   if (shaped) {
     options.force_step = true;
@@ -68,7 +71,7 @@ std::vector<ValidationRow> validate(const std::vector<Measurement>& measurements
     const SimAlgorithm& algorithm = find_simulated(m.algorithm);
     if (!algorithm.declines(problem, topology).empty()) continue;
     const Prediction prediction = predict(algorithm, problem, topology, params.gamma, options);
-    ValidationRow row{m, prediction.seconds, 0, prediction.method};
+    ValidationRow row{m, prediction.seconds, 0, prediction.method, prediction.detail.steady};
     if (m.seconds > 0) row.relative_error = (prediction.seconds - m.seconds) / m.seconds;
     rows.push_back(row);
   }

@@ -30,6 +30,7 @@ struct ValidationRow {
   double predicted_seconds = 0;
   double relative_error = 0;  ///< (predicted - measured) / measured
   Method method = Method::kStepByStep;
+  bool steady = true;  ///< false: token buckets still draining after the last call simulated
 };
 
 /// Reads the allreduce measurements of modelled algorithms from `path`. Throws
@@ -49,7 +50,7 @@ struct LinkShaping {
 /// `shaping`, the inter-node links are token buckets (LinkParams) and each prediction is
 /// the steady state of back-to-back calls (step by step, at most 1,000 calls), as
 /// concord-bench -T measures. Throws InvalidArgument when shaping has a bucket but no
-/// positive line_beta.
+/// positive line_beta, or ranks_per_node is 0 (one node: no inter-node link to shape).
 std::vector<ValidationRow> validate(const std::vector<Measurement>& measurements, const CostParams& params,
                                     int ranks_per_node = 0, size_t chunk_bytes = size_t{1} << 19,
                                     const LinkShaping& shaping = {});

@@ -66,8 +66,8 @@ TEST(TensorQueue, TryTakeAllTakesInFlightNamesAndLeavesTheOthersEmpty) {
 }
 
 TEST(TensorQueue, TakenNamesCanBeSubmittedAgainManyTimes) {
-  // The nodes of taken entries are reused by later pushes: every round must find exactly
-  // the entries pushed in it, under their own names.
+  // push moves each request on to the new requests: every round must find exactly the
+  // requests and entries pushed in it, under their own names.
   TensorQueue queue;
   (void)queue.pop_requests();
   for (int round = 0; round < 5; ++round) {
