@@ -7,6 +7,8 @@
 //   concord-sim -r 8 -b 1K -e 64M -P 16,64       # two-level: nodes of 8 ranks
 //   concord-sim --best-only -J sweep.json        # best algorithm per point; all rows as JSON
 //   concord-sim --validate measured.json         # predicted vs concord-bench -J measurements
+//   concord-sim --validate m.json -r 1 --link-bucket 256K --line-beta 4e-10
+//                                                # the same on the tbf testbed (token buckets)
 //   concord-sim --turnaround -b 64M -e 64M -P 64 # gradient turnaround, trees vs C-Cube
 //   concord-sim --list                           # the registry's allreduces: modelled or why not
 //

@@ -4,8 +4,11 @@
 // host sends at most the rate on average.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "concord/errors.h"
 #include "sim/engine.h"
+#include "sim/validate.h"
 
 namespace concord::sim {
 namespace {
@@ -81,6 +84,29 @@ TEST(SimTokenBucket, ZeroDepthIsThePlainLinkAndCallsMustBePositive) {
   EXPECT_DOUBLE_EQ(simulate(one_message(bytes), Topology::flat(2, plain), kNoReduce, 5).seconds,
                    kAlpha + bytes * kBeta);
   EXPECT_THROW(simulate(one_message(bytes), Topology::flat(2, plain), kNoReduce, 0), InvalidArgument);
+}
+
+TEST(SimTokenBucket, ValidationPredictsTheShapedSteadyStateAndRejectsIncompleteShaping) {
+  // A 16 KiB tree at P = 2, one rank per host, run back to back (concord-bench -T): rank 1
+  // sends up, rank 0 sends back down, and each host's bucket refills while the other sends,
+  // so a call takes about one transfer at the rate (plus latency); the plain model counts
+  // two shaped transfers.
+  CostParams params;
+  params.inter_alpha = kAlpha;
+  params.inter_beta = kBeta;
+  const Measurement measured{"tree", 16384, 2, true, kAlpha + 16384 * kBeta};
+  const LinkShaping shaping{kBucket, kLineBeta};
+  const auto shaped = validate({measured}, params, 1, size_t{1} << 19, shaping);
+  ASSERT_EQ(shaped.size(), 1u);
+  EXPECT_TRUE(shaped[0].steady) << "the buckets did not settle within the validation's calls";
+  EXPECT_LT(std::abs(shaped[0].relative_error), 0.1)
+      << "shaped prediction " << shaped[0].predicted_seconds << " s vs rate bound " << measured.seconds << " s";
+  const auto plain = validate({measured}, params, 1);
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_GT(plain[0].relative_error, 0.8) << "the plain model should count both shaped transfers";
+  EXPECT_THROW(validate({measured}, params, 1, size_t{1} << 19, LinkShaping{kBucket, 0}), InvalidArgument);
+  EXPECT_THROW(validate({measured}, params, 0, size_t{1} << 19, shaping), InvalidArgument)
+      << "token buckets on a single node (no inter-node link) must be refused";
 }
 
 }  // namespace
