@@ -44,6 +44,14 @@
 # sets it):
 # without it, at 4 hosts on 2 cores, MPI_Allreduce of 4 bytes took 4.7-8.2 ms instead of
 # 43-48 us, and Concord's small-message algorithms 2-4x their time (docs/performance.md).
+# So that both directions of a link carry data at once, as on a full-duplex NIC, every run
+# also gets --mca btl_tcp_flags send,inplace,need-ack,need-csum (Open MPI's TCP BTL without
+# its PUT protocol; unless CONCORD_CLUSTER_MPIRUN_FLAGS or OMPI_MCA_btl_tcp_flags sets it).
+# With PUT (Open MPI 4.1's default), a large message goes as one fragment of up to 2 GiB
+# (btl_tcp_rdma_pipeline_frag_size), and a rendezvous reply for the other direction waits
+# behind it: in about half of the simultaneous 16 MiB exchanges between two hosts
+# (MPI_Sendrecv, 1 Gbit/s) one direction waited for the other to finish, 277 ms instead of
+# 140 ms (docs/troubleshooting.md, "Simultaneous exchanges over TCP take twice the time").
 # Setup first removes anything a killed earlier run left behind; teardown (on any exit,
 # Ctrl-C or SIGTERM, via trap) kills the processes left in the namespaces, deletes the
 # namespaces (their veth ends and the bridge go with them) and the files (a SIGKILLed
@@ -203,6 +211,8 @@ while IFS='=' read -r name _; do
 done < <(env | grep -E "^CONCORD_[A-Za-z0-9_]*=" | grep -v "^CONCORD_CLUSTER_" || true)
 [[ "${CONCORD_CLUSTER_MPIRUN_FLAGS:-}" == *mpi_yield_when_idle* || -n "${OMPI_MCA_mpi_yield_when_idle:-}" ]] ||
   mpirun_flags+=(--mca mpi_yield_when_idle 1)
+[[ "${CONCORD_CLUSTER_MPIRUN_FLAGS:-}" == *btl_tcp_flags* || -n "${OMPI_MCA_btl_tcp_flags:-}" ]] ||
+  mpirun_flags+=(--mca btl_tcp_flags send,inplace,need-ack,need-csum)
 # shellcheck disable=SC2206  # word splitting of the extra flags is intended
 [ -z "${CONCORD_CLUSTER_MPIRUN_FLAGS:-}" ] || mpirun_flags+=($CONCORD_CLUSTER_MPIRUN_FLAGS)
 

@@ -147,6 +147,12 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False, cores=No
             ``-H localhost:NP`` declares NP slots, so Open MPI would not know that it is
             oversubscribed and would busy-poll, each waiting rank taking the core another
             needs (10x slower small collectives measured on 2 cores at 4 ranks).
+            A job on other hosts (``-H`` naming a host other than localhost, or
+            ``--hostfile``) gets ``--mca btl_tcp_flags send,inplace,need-ack,need-csum``
+            unless ``--mpi-args`` or ``OMPI_MCA_btl_tcp_flags`` sets it: without it Open
+            MPI 4.1's TCP BTL sends a large message as one PUT fragment, a simultaneous
+            exchange's other direction waits behind it, and about half of the 16 MiB
+            exchanges between two hosts took twice the one-way time (docs/troubleshooting.md).
 
     Raises:
         ValueError: np < 1, no command, a bad -H entry, fewer slots than ranks, a bad
@@ -187,6 +193,8 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False, cores=No
         local = not args.hostfile and all(host == "localhost" for host, _ in hosts)
         if local and args.np > (cores or _usable_cores()):
             cmd += ["--mca", "mpi_yield_when_idle", "1"]
+        if not local and "btl_tcp_flags" not in args.mpi_args and "OMPI_MCA_btl_tcp_flags" not in environ:
+            cmd += ["--mca", "btl_tcp_flags", "send,inplace,need-ack,need-csum"]
         for key in sorted(env):
             cmd += ["-x", f"{key}={env[key]}"]
     cmd += shlex.split(args.mpi_args)

@@ -26,6 +26,18 @@ def test_more_local_ranks_than_cores_yield_when_idle():
     assert "mpi_yield_when_idle" not in build(["-np", "4", "p"], flavour="mpich", cores=2)
 
 
+def test_jobs_on_other_hosts_send_tcp_without_put():
+    flags = ["--mca", "btl_tcp_flags", "send,inplace,need-ack,need-csum"]
+    cmd = build(["-np", "4", "-H", "a:2,b:2", "p"])
+    assert cmd[9:12] == flags and cmd[-1] == "p"
+    assert "btl_tcp_flags" not in build(["-np", "4", "p"])  # localhost: shared memory, no TCP
+    assert "btl_tcp_flags" not in build(["-np", "4", "-H", "localhost:4", "p"])
+    mine = build(["-np", "4", "-H", "a:2,b:2", "--mpi-args=--mca btl_tcp_flags send", "p"])
+    assert mine.count("btl_tcp_flags") == 1 and mine[mine.index("btl_tcp_flags") + 1] == "send"
+    assert "btl_tcp_flags" not in build(["-np", "4", "-H", "a:2,b:2", "p"], environ={"OMPI_MCA_btl_tcp_flags": "send"})
+    assert "btl_tcp_flags" not in build(["-np", "4", "-H", "a:2,b:2", "p"], flavour="mpich")
+
+
 def test_hosts_settings_and_forwarded_environment():
     cmd = build(["-np", "4", "-H", "a:2,b:2", "--timeline-filename", "/tmp/t.json", "--cycle-time-ms", "2.5",
                  "--fusion-threshold-mb", "32", "--cache-capacity", "0", "--mpi-args=--tag-output",
