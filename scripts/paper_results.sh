@@ -159,7 +159,8 @@ fi
 # (cluster.sh's default --burst 256kb; the unshaped link's rate calibrated with --rate
 # none), predicting the steady state of back-to-back calls. The constants of each P are
 # calibrated on that many hosts: with more ranks than cores the per-message latency is the
-# scheduler's and grows with P.
+# scheduler's and grows with P. Of that latency only the calibrated LogGP gap (inter_gap)
+# occupies a link; the rest overlaps with other messages (concord-sim --inter-gap).
 section "6. concord-sim --validate: mean error <= 25% (allreduce, 1 rank per host)"
 cluster -H 2 -r 1 --rate none -- "$tools/concord-calibrate" -s 4M -o "$out/cost_line.json" >"$out/calibrate_line.txt" 2>&1
 line_beta=$($py -c 'import json, sys; print(json.load(open(sys.argv[1]))["inter_beta"])' "$out/cost_line.json" 2>/dev/null ||
@@ -172,8 +173,12 @@ for H in 2 4 8; do
   cluster -H "$H" -r 1 -- "$tools/concord-calibrate" -s 4M -o "$out/cost_H$H.json" >"$out/calibrate_H$H.txt" 2>&1
   cluster -H "$H" -r 1 -- "$tools/concord-bench" -a ring,tree,halving_doubling,recursive_doubling -b 4 -e "$max_bytes" \
     -f 16 -n 3 -w 1 -T 0.3 -J "$out/bench_H$H.json" >"$out/bench_H$H.txt" 2>&1
+  gap=$($py -c 'import json, sys; print(json.load(open(sys.argv[1])).get("inter_gap", -1))' "$out/cost_H$H.json" 2>/dev/null ||
+    echo -1)
+  gap_flag=()
+  [[ "$gap" == -* ]] || gap_flag=(--inter-gap "$gap")
   CONCORD_COST_MODEL="$out/cost_H$H.json" "$tools/concord-sim" --validate "$out/bench_H$H.json" -r 1 \
-    --link-bucket 256K --line-beta "$line_beta" >"$out/validate_H$H.txt" 2>&1
+    --link-bucket 256K --line-beta "$line_beta" "${gap_flag[@]}" >"$out/validate_H$H.txt" 2>&1
   say "P=$H: $(grep -iE 'mean|worst' "$out/validate_H$H.txt" | tr '\n' ' ')"
 done
 say ""; say "raw outputs: $out"

@@ -19,6 +19,10 @@
 //   4. inter_alpha, inter_beta: as 1 and 2 with rank l of node 2k paired with rank l of
 //      node 2k+1, when the ranks span more than one node; otherwise the intra-node values
 //      are copied (and the output says so).
+//   5. inter_gap (LogGP's gap g, for concord-sim --inter-gap): the same inter-node pairs; the
+//      initiator sends a burst of 32 8-byte messages, the responder answers the last one;
+//      g = (burst round trip - 2 inter_alpha) / 31, at least 0. Written into the JSON file
+//      as "inter_gap" (CostParams ignores it; only the simulator uses it).
 // Phases are separated by barriers; pairs run concurrently, as ranks do in a collective.
 // Needs at least 2 ranks on one node for the intra-node values (else they keep their
 // defaults, and the output says so). Exit status: 0; 1 with fewer than 2 ranks; 2 on an
@@ -28,6 +32,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <vector>
 
 #include "algorithms/allreduce_mpi.h"
@@ -99,12 +106,44 @@ double half_round_trip(Communicator& comm, const Pairing& pairing, size_t bytes,
   return pairing.initiator ? (MPI_Wtime() - start) / iterations / 2 : -1;
 }
 
+// Seconds of one burst of `burst` small messages from the initiator to `pairing.peer`,
+// answered by one message after the last, on the initiator (mean over `iterations` bursts
+// after one untimed); the responder returns -1.
+double burst_round_trip(Communicator& comm, const Pairing& pairing, int burst, int iterations) {
+  std::vector<uint8_t> data(kSmallBytes * burst, 1);
+  RequestSet requests;
+  double start = 0;
+  for (int i = 0; i < 1 + iterations; ++i) {
+    if (i == 1) start = MPI_Wtime();
+    for (int m = 0; m < burst; ++m) {
+      uint8_t* slot = data.data() + m * kSmallBytes;
+      requests.post(pairing.initiator ? comm.isend(slot, kSmallBytes, pairing.peer, kTag)
+                                      : comm.irecv(slot, kSmallBytes, pairing.peer, kTag));
+    }
+    requests.wait();
+    requests.post(pairing.initiator ? comm.irecv(data.data(), kSmallBytes, pairing.peer, kTag)
+                                    : comm.isend(data.data(), kSmallBytes, pairing.peer, kTag));
+    requests.wait();
+  }
+  return pairing.initiator ? (MPI_Wtime() - start) / iterations : -1;
+}
+
 // Mean over ranks of `value`, ignoring ranks that pass a negative value; -1 when none
 // measured. Collective.
 double mean_over_ranks(double value) {
   double in[2] = {value >= 0 ? value : 0, value >= 0 ? 1.0 : 0.0}, out[2] = {0, 0};
   MPI_Allreduce(in, out, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
   return out[1] > 0 ? out[0] / out[1] : -1;
+}
+
+// LogGP's gap between `pairing`'s small messages (step 5 of the header), given the pair's
+// latency `alpha`; -1 when no pair exists. Collective.
+double message_gap(Communicator& comm, const Pairing& pairing, double alpha, int iterations) {
+  constexpr int kBurst = 32;
+  MPI_Barrier(MPI_COMM_WORLD);
+  const double burst = pairing.peer >= 0 ? burst_round_trip(comm, pairing, kBurst, std::max(iterations / 10, 5)) : -1;
+  const double mean = mean_over_ranks(burst);
+  return mean < 0 ? -1 : std::max(mean - 2 * alpha, 0.0) / (kBurst - 1);
 }
 
 // alpha and beta over the pairs of one phase; negative when no pair exists.
@@ -161,6 +200,20 @@ void fit_mpi_constants(CostParams& params, int ranks, const std::vector<int>& no
   params.mpi_beta = std::max(rest, 1e-12) / std::max(large.native_wire_bytes, 1.0);
 }
 
+// Sets `key` to `value` in the JSON object of file `path` (written by CostParams::save).
+void add_key(const std::string& path, const char* key, double value) {
+  nlohmann::json json;
+  {
+    std::ifstream in(path);
+    json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  }
+  if (!json.is_object()) throw std::runtime_error("cannot read back '" + path + "'");
+  json[key] = value;
+  std::ofstream out(path);
+  out << json.dump(1) << "\n";
+  if (!out.good()) throw std::runtime_error("cannot write '" + path + "'");
+}
+
 std::string default_output() {
   const char* home = std::getenv("HOME");
   return std::string(home ? home : ".") + "/.cache/concord/cost_model.json";
@@ -197,13 +250,15 @@ int main(int argc, char** argv) {
     params.gamma = reduction_seconds_per_byte(std::max<size_t>(large_bytes, size_t{32} << 20), iterations);
     fit_mpi_constants(params, comm.size(), nodes, std::max<size_t>(large_bytes, size_t{64} << 20), iterations);
     bool inter_measured = false;
+    double inter_gap = -1;
     if (several_nodes) {
-      const auto [inter_alpha, inter_beta] =
-          link_constants(comm, pairing(nodes, comm.rank(), true), large_bytes, iterations);
+      const Pairing across = pairing(nodes, comm.rank(), true);
+      const auto [inter_alpha, inter_beta] = link_constants(comm, across, large_bytes, iterations);
       inter_measured = inter_alpha >= 0;
       if (inter_measured) {
         params.inter_alpha = inter_alpha;
         params.inter_beta = inter_beta;
+        inter_gap = message_gap(comm, across, inter_alpha, iterations);
       }
     } else {
       params.inter_alpha = params.alpha;
@@ -224,7 +279,10 @@ int main(int argc, char** argv) {
       std::printf("mpi_alpha   %.3e s        (MPI_Allreduce latency per round)\n", params.mpi_alpha);
       std::printf("mpi_beta    %.3e s/B      (MPI_Allreduce, %.2f GB/s per link)\n", params.mpi_beta,
                   1e-9 / params.mpi_beta);
+      if (inter_gap >= 0)
+        std::printf("inter_gap   %.3e s        (LogGP gap between inter-node messages; simulator only)\n", inter_gap);
       params.save(output);
+      if (inter_gap >= 0) add_key(output, "inter_gap", inter_gap);
       std::printf("# written to %s\n", output.c_str());
     }
   } catch (const std::exception& error) {

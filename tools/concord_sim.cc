@@ -7,8 +7,9 @@
 //   concord-sim -r 8 -b 1K -e 64M -P 16,64       # two-level: nodes of 8 ranks
 //   concord-sim --best-only -J sweep.json        # best algorithm per point; all rows as JSON
 //   concord-sim --validate measured.json         # predicted vs concord-bench -J measurements
-//   concord-sim --validate m.json -r 1 --link-bucket 256K --line-beta 4e-10
-//                                                # the same on the tbf testbed (token buckets)
+//   concord-sim --validate m.json -r 1 --link-bucket 256K --line-beta 4e-10 --inter-gap 2e-6
+//                                                # the same on the tbf testbed (token buckets,
+//                                                #   LogGP gap)
 //   concord-sim --turnaround -b 64M -e 64M -P 64 # gradient turnaround, trees vs C-Cube
 //   concord-sim --list                           # the registry's allreduces: modelled or why not
 //
@@ -185,6 +186,11 @@ int main(int argc, char** argv) {
           ->check(CLI::PositiveNumber);
   bucket_option->needs(line_option)->needs(validate_option);
   line_option->needs(bucket_option);
+  app.add_option("--inter-gap", shaping.gap,
+                 "for --validate: seconds of inter_alpha during which a message occupies the links (LogGP's gap; "
+                 "concord-calibrate's inter_gap); the rest overlaps with other messages. Default: all of inter_alpha")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(validate_option);
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -201,6 +207,8 @@ int main(int argc, char** argv) {
         std::printf(
             "# inter-node links: token bucket of %.0f bytes, line rate %.3g s/B, steady state of back-to-back calls\n",
             shaping.bucket_bytes, shaping.line_beta);
+      if (shaping.gap >= 0)
+        std::printf("# inter-node links: a message occupies them for %.3g s of inter_alpha (LogGP gap)\n", shaping.gap);
       print_validation(validate(read_measurements(validate_path), params, R, chunk_bytes, shaping));
       return 0;
     }

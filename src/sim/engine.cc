@@ -67,11 +67,12 @@ struct Bucket {
     if (t <= at) return tokens;  // a gap filled before the last reservation: no refill
     return std::min(link.bucket_bytes, tokens + (t - at) / link.beta);
   }
-  // Seconds to send `bytes` from time `t`: line rate while tokens last, the shaped rate after.
+  // Seconds the sender's link is busy sending `bytes` from time `t`: the message's
+  // occupancy, then line rate while tokens last and the shaped rate after.
   double duration(double t, double bytes, const LinkParams& link) const {
     const double tokens_now = tokens_at(t, link);
     const double fast = std::min(bytes, tokens_now);
-    return link.alpha + fast * link.line_beta + (bytes - fast) * link.beta;
+    return link.occupancy() + fast * link.line_beta + (bytes - fast) * link.beta;
   }
   // Takes `bytes` sent from time `t` for `seconds`.
   void take(double t, double seconds, double bytes, const LinkParams& link) {
@@ -195,11 +196,13 @@ class Engine {
     const Op& op = schedule_.op(id);
     const Route route = topology_.route(op.src, op.dst);
     if (route.params.bucket_bytes > 0) return transmit_shaped(id, op, route, time);
-    const double duration = route.params.alpha + static_cast<double>(op.bytes) * route.params.beta;
+    const LinkParams& link = route.params;
+    const double duration = link.occupancy() + static_cast<double>(op.bytes) * link.beta;
     LinkCalendar& up = links_[route.up];
     LinkCalendar& down = links_[route.down];
     // Cut-through switch with output queueing: the message leaves on the sender's link at the
-    // first free slot and is delivered on the receiver's link at its first free slot from then.
+    // first free slot and is delivered on the receiver's link at its first free slot from then;
+    // the part of alpha that does not occupy the links (LinkParams::gap) is added after.
     const double sent = up.earliest_fit(time, duration);
     const double start = down.earliest_fit(sent, duration);
     const double end = start + duration;
@@ -207,7 +210,7 @@ class Engine {
       up.reserve(sent, sent + duration, time);
       down.reserve(start, end, time);
     }
-    push(end, id, EventKind::kArrive);
+    push(end + (link.alpha - link.occupancy()), id, EventKind::kArrive);
   }
 
   // A message on a token-bucket link: it leaves at the first free slot of the sender's
@@ -223,12 +226,12 @@ class Engine {
     const double sent = up.earliest_fit(time, bucket.duration(time, bytes, link));
     const double duration = bucket.duration(sent, bytes, link);
     bucket.take(sent, duration, bytes, link);
-    const double line = link.alpha + bytes * link.line_beta;
+    const double line = link.occupancy() + bytes * link.line_beta;
     const double start = down.earliest_fit(std::max(sent, sent + duration - line), line);
     const double end = std::max(sent + duration, start + line);
     if (duration > 0) up.reserve(sent, sent + duration, time);
     if (line > 0) down.reserve(start, start + line, time);
-    push(end, id, EventKind::kArrive);
+    push(end + (link.alpha - link.occupancy()), id, EventKind::kArrive);
   }
 
   void arrive(OpId id, double time) {

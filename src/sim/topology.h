@@ -3,7 +3,8 @@
 //
 // (a) Flat switch: every rank has one full-duplex link to a non-blocking switch. A message
 //     occupies the sender's uplink and the receiver's downlink (the two directions are
-//     independent resources) for alpha + bytes * beta seconds.
+//     independent resources) for alpha + bytes * beta seconds (gap + bytes * beta with a
+//     LogGP gap: LinkParams::gap).
 // (b) Two-level: nodes of R consecutive ranks (rank r lives on node r / R; the last node may
 //     hold fewer). Messages inside a node use the ranks' own shared-memory links (intra alpha,
 //     beta); messages between nodes occupy the sending node's NIC uplink and the receiving
@@ -31,6 +32,14 @@ struct LinkParams {
   /// runs at `line_beta` (what a host receives is bounded by its peers' shaping).
   double bucket_bytes = 0;
   double line_beta = 0;  ///< seconds per byte while tokens last (bucket_bytes > 0)
+  /// Seconds of a message's latency during which it occupies the sender's and the
+  /// receiver's link (LogGP's gap g: the per-message cost that back-to-back messages on one
+  /// link pay in turn); the rest of alpha is flight time that overlaps with other messages.
+  /// < 0 (the default): all of alpha occupies the links. Clamped to alpha.
+  double gap = -1;
+
+  /// Per-message link occupancy: min(gap, alpha), or alpha when gap < 0.
+  double occupancy() const { return gap < 0 || gap > alpha ? alpha : gap; }
 };
 
 /// The links one message occupies and the parameters it is priced at.

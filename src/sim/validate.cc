@@ -65,7 +65,7 @@ std::vector<ValidationRow> validate(const std::vector<Measurement>& measurements
   std::vector<ValidationRow> rows;
   for (const Measurement& m : measurements) {
     const int R = ranks_per_node > 0 ? ranks_per_node : m.ranks;
-    const LinkParams inter{params.inter_alpha, params.inter_beta, shaping.bucket_bytes, shaping.line_beta};
+    const LinkParams inter{params.inter_alpha, params.inter_beta, shaping.bucket_bytes, shaping.line_beta, shaping.gap};
     const Topology topology = Topology::two_level(m.ranks, R, {params.alpha, params.beta}, inter);
     const Problem problem = allreduce_problem(m.bytes, topology, chunk_bytes);
     const SimAlgorithm& algorithm = find_simulated(m.algorithm);

@@ -39,10 +39,13 @@ struct ValidationRow {
 std::vector<Measurement> read_measurements(const std::string& path);
 
 /// The token bucket of the inter-node links (the testbed's tbf: scripts/cluster.sh
-/// --burst, and the unshaped link's seconds per byte); bucket_bytes 0 = plain links.
+/// --burst, and the unshaped link's seconds per byte); bucket_bytes 0 = plain links. `gap`:
+/// the inter-node links' per-message occupancy in seconds (LinkParams::gap, concord-calibrate's
+/// inter_gap); < 0 = all of inter_alpha.
 struct LinkShaping {
   double bucket_bytes = 0;
   double line_beta = 0;
+  double gap = -1;
 };
 
 /// Predicts each measurement on a two-level topology of `ranks_per_node` ranks per node

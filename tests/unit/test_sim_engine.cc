@@ -1,7 +1,10 @@
 // The simulator's event engine and topologies (src/sim/engine.h, topology.h): one message
-// costs alpha + n beta, contention on a shared link serialises, the directions of a link are
+// costs alpha + n beta, contention on a shared link serialises (all of alpha, or LogGP's gap of
+// it), the directions of a link are
 // independent, reductions cost gamma per byte, and a node's ranks share its NIC.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "concord/errors.h"
 #include "sim/engine.h"
@@ -37,6 +40,30 @@ TEST(SimEngine, OneSenderToTwoReceiversTakesTwiceAsLong) {
   schedule.send(0, 1, 4096, 0);
   schedule.send(0, 2, 4096, 0);
   EXPECT_DOUBLE_EQ(simulate(schedule, Topology::flat(3, kLink), kNoReduce).seconds, 2 * one_message(4096));
+}
+
+// LogGP's gap: only `gap` of alpha occupies the links, the rest is flight time that overlaps
+// with the other messages on the same link; a lone message still costs alpha + n beta.
+TEST(SimEngine, AGapSmallerThanAlphaLetsMessagesOnOneLinkOverlapTheirLatency) {
+  for (const double gap : {0.0, 0.5e-6, 2e-6, 5e-6}) {
+    LinkParams link = kLink;
+    link.gap = gap;
+    const double occupancy = std::min(gap, kLink.alpha);
+    Schedule alone(2);
+    alone.send(0, 1, 4096, 0);
+    EXPECT_DOUBLE_EQ(simulate(alone, Topology::flat(2, link), kNoReduce).seconds, one_message(4096)) << "gap " << gap;
+    Schedule into(3);
+    into.send(0, 2, 4096, 0);
+    into.send(1, 2, 4096, 0);
+    EXPECT_DOUBLE_EQ(simulate(into, Topology::flat(3, link), kNoReduce).seconds,
+                     kLink.alpha + occupancy + 2 * 4096 * kLink.beta)
+        << "gap " << gap;
+    Schedule out_of(3);
+    out_of.send(0, 1, 0, 0);
+    out_of.send(0, 2, 0, 0);
+    EXPECT_DOUBLE_EQ(simulate(out_of, Topology::flat(3, link), kNoReduce).seconds, kLink.alpha + occupancy)
+        << "gap " << gap;
+  }
 }
 
 TEST(SimEngine, BothDirectionsOfALinkAreIndependent) {

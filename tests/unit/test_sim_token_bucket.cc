@@ -109,5 +109,26 @@ TEST(SimTokenBucket, ValidationPredictsTheShapedSteadyStateAndRejectsIncompleteS
       << "token buckets on a single node (no inter-node link) must be refused";
 }
 
+TEST(SimTokenBucket, ValidationPassesTheGapToTheInterNodeLinks) {
+  // A 4-byte tree at P = 4 (0 -> 2 -> {1, 3}): its middle rank receives from two children
+  // and sends to two. When all of alpha occupies a link those messages queue (6 alpha);
+  // with a zero gap only the 4 hops of the tree's height count.
+  CostParams params;
+  params.inter_alpha = kAlpha;
+  params.inter_beta = kBeta;
+  const Measurement measured{"tree", 4, 4, true, 4 * kAlpha};
+  LinkShaping shaping{kBucket, kLineBeta};
+  const auto whole = validate({measured}, params, 1, size_t{1} << 19, shaping);
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_NEAR(whole[0].predicted_seconds, 6 * kAlpha, 0.01 * kAlpha);
+  shaping.gap = 0;
+  const auto overlapped = validate({measured}, params, 1, size_t{1} << 19, shaping);
+  ASSERT_EQ(overlapped.size(), 1u);
+  EXPECT_NEAR(overlapped[0].predicted_seconds, 4 * kAlpha, 0.01 * kAlpha);
+  shaping.gap = kAlpha / 4;  // the middle rank's second message waits one gap each way
+  EXPECT_NEAR(validate({measured}, params, 1, size_t{1} << 19, shaping)[0].predicted_seconds, 4.5 * kAlpha,
+              0.01 * kAlpha);
+}
+
 }  // namespace
 }  // namespace concord::sim
