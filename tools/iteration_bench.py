@@ -2,8 +2,10 @@
 """Training-iteration time of data-parallel SGD on one model, in one run (a benchmark, not a
 test): Concord's plain DistributedOptimizer and its forward chaining
 (``overlap_forward=True``, C-Cube; concord/torch/overlap.py; mode ``overlap`` with gradient
-queuing in forward order, the default, and ``overlap_eager`` with the allreduces started in
-backward order, ``gradient_queuing=False``), each with every allreduce
+queuing in forward order, the default; ``overlap_eager`` with the allreduces started in
+backward order, ``gradient_queuing=False``; ``overlap_priority`` with ByteScheduler's
+credit-based priority scheduling, ``gradient_queuing="priority"``, ``--credit-mib``), each
+with every allreduce
 algorithm asked for (CONCORD_ALLREDUCE_ALGORITHM, switched by concord.shutdown()/init()
 inside the run), against torch.nn.parallel.DistributedDataParallel on the Gloo backend.
 
@@ -45,8 +47,10 @@ def parse_args(argv=None):
     parser.add_argument("--warmup", type=int, default=2, help="untimed iterations first (default 2)")
     parser.add_argument("--algorithms", default="ring,overlapped_tree",
                         help="CONCORD_ALLREDUCE_ALGORITHM values, comma-separated (default ring,overlapped_tree)")
-    parser.add_argument("--modes", default="plain,overlap,overlap_eager,ddp",
-                        help="plain, overlap, overlap_eager, ddp, comma-separated (default all)")
+    parser.add_argument("--modes", default="plain,overlap,overlap_eager,overlap_priority,ddp",
+                        help="plain, overlap, overlap_eager, overlap_priority, ddp, comma-separated (default all)")
+    parser.add_argument("--credit-mib", type=float, default=32,
+                        help="overlap_priority's credit_bytes in MiB (default 32)")
     parser.add_argument("--port", type=int, default=29517, help="MASTER_PORT of the Gloo rendezvous")
     return parser.parse_args(argv)
 
@@ -85,7 +89,8 @@ def time_loop(args, model, optimizer, x, y, finish=None):
 
 
 def run_concord(args, algorithm, mode, x, y):
-    """Seconds per iteration of Concord in ``mode`` (plain, overlap, overlap_eager)."""
+    """Seconds per iteration of Concord in ``mode`` (plain, overlap, overlap_eager,
+    overlap_priority)."""
     os.environ["CONCORD_ALLREDUCE_ALGORITHM"] = algorithm
     hvd.init()
     try:
@@ -95,10 +100,15 @@ def run_concord(args, algorithm, mode, x, y):
         optimizer = hvd.DistributedOptimizer(
             torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9),
             named_parameters=[(f"{prefix}.{n}", p) for n, p in model.named_parameters()],
-            overlap_forward=overlap, model=model if overlap else None, gradient_queuing=mode == "overlap")
+            overlap_forward=overlap, model=model if overlap else None, gradient_queuing=QUEUING.get(mode, False),
+            credit_bytes=int(args.credit_mib * 2**20))
         return time_loop(args, model, optimizer, x, y, finish=optimizer.finish if overlap else None)
     finally:
         hvd.shutdown()
+
+
+# DistributedOptimizer's gradient_queuing per overlap mode.
+QUEUING = {"overlap": True, "overlap_eager": False, "overlap_priority": "priority"}
 
 
 def run_ddp(args, x, y):
@@ -111,7 +121,7 @@ def main(argv=None):
     args = parse_args(argv)
     rank, size = init_gloo(args.port)
     modes = [m for m in args.modes.split(",") if m]
-    unknown = set(modes) - {"plain", "overlap", "overlap_eager", "ddp"}
+    unknown = set(modes) - {"plain", "ddp", *QUEUING}
     if unknown:
         raise SystemExit(f"iteration_bench: unknown modes {sorted(unknown)}")
     x, y = make_batch(args, rank)
@@ -119,7 +129,7 @@ def main(argv=None):
     if "ddp" in modes:
         rows.append(("ddp", "gloo", slowest(run_ddp(args, x, y))))
     for algorithm in [a for a in args.algorithms.split(",") if a]:
-        for mode in ("plain", "overlap", "overlap_eager"):
+        for mode in ("plain", *QUEUING):
             if mode in modes:
                 rows.append((mode, algorithm, slowest(run_concord(args, algorithm, mode, x, y))))
     if rank == 0:

@@ -50,13 +50,15 @@ OPTIMIZERS = {
 }
 
 
-def train(kind, overlap, prefix, scheduler=False, num_groups=0, zero_to_none=False, passes=1):
+def train(kind, overlap, prefix, scheduler=False, num_groups=0, zero_to_none=False, passes=1, queuing=True,
+          credit=32 << 20):
     """STEPS steps of Net on rank-dependent data, each of ``passes`` accumulated backward
     passes; returns the model (after finish()) and the optimizer."""
     model = Net(11)
     optimizer = hvd.DistributedOptimizer(OPTIMIZERS[kind](model.parameters()), named_parameters=named(model, prefix),
                                          num_groups=num_groups, backward_passes_per_step=passes,
-                                         overlap_forward=overlap, model=model if overlap else None)
+                                         overlap_forward=overlap, model=model if overlap else None,
+                                         gradient_queuing=queuing, credit_bytes=credit)
     lr_schedule = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5) if scheduler else None
     for step in range(STEPS):
         optimizer.zero_grad(set_to_none=zero_to_none)
@@ -98,6 +100,8 @@ CASES = {
     "adam_steplr": dict(kind="adam", scheduler=True),
     "sgd_grouped": dict(kind="sgd_momentum_wd", num_groups=3),
     "sgd_accumulate2": dict(kind="sgd_momentum_wd", passes=2),
+    "sgd_priority_credit1": dict(kind="sgd_momentum_wd", queuing="priority", credit=1),
+    "adam_priority_grouped": dict(kind="adam", queuing="priority", num_groups=3),
 }
 
 
@@ -179,6 +183,13 @@ def test_errors(tname):
                   torch.optim.SGD(model.parameters(), lr=0.1), overlap_forward=True)
     expect_raises(TypeError, what + " model=list", hvd.DistributedOptimizer,
                   torch.optim.SGD(model.parameters(), lr=0.1), overlap_forward=True, model=[model])
+    error = expect_raises(ValueError, what + " gradient_queuing='credit'", hvd.DistributedOptimizer,
+                          torch.optim.SGD(model.parameters(), lr=0.1), overlap_forward=True, model=model,
+                          gradient_queuing="credit")
+    assert "'priority'" in str(error), f"{what}: message {str(error)!r}"
+    expect_raises(ValueError, what + " credit_bytes=0", hvd.DistributedOptimizer,
+                  torch.optim.SGD(model.parameters(), lr=0.1), overlap_forward=True, model=model,
+                  gradient_queuing="priority", credit_bytes=0)
     optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                          named_parameters=named(model, tname), overlap_forward=True, model=model)
     x, y = batch(hvd.rank(), 2)
@@ -199,6 +210,49 @@ def _last_event_index(events, track):
     indices = [i for i, e in enumerate(events) if e.get("tid") in tids and e["ph"] != "M"]
     assert indices, f"no timeline events for {track}"
     return indices[-1]
+
+
+@pytest.mark.parametrize("finished", [False, True])
+def test_priority_queuing_starts_queued_gradients_first_layer_first(finished, tname, monkeypatch):
+    """gradient_queuing="priority" with a credit of one byte: while the started allreduce
+    is unfinished (poll mocked to False) only backward's first gradient starts before
+    step(), and step() starts the others in forward order; when every allreduce finishes at
+    once (poll mocked to True) each starts as backward produces it (backward order)."""
+    from concord.torch import overlap
+    model = Net(9)
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                         named_parameters=named(model, f"{tname}.{finished}"), overlap_forward=True,
+                                         model=model, gradient_queuing="priority", credit_bytes=1)
+    names = {p: name for name, p in model.named_parameters()}
+    started = []
+    original = optimizer._allreduce_grad_async
+
+    def record(p):
+        started.append((names[p], in_step[0]))
+        return original(p)
+
+    in_step = [False]
+    monkeypatch.setattr(optimizer, "_allreduce_grad_async", record)
+    monkeypatch.setattr(overlap, "poll", lambda handle: finished)
+    for step in range(2):
+        started.clear()
+        optimizer.zero_grad()
+        x, y = batch(hvd.rank(), step)
+        F.cross_entropy(model(x), y).backward()
+        in_step[0] = True
+        optimizer.step()
+        in_step[0] = False
+    optimizer.finish()
+    forward = [name for name, _ in model.named_parameters() if not name.startswith("unused")]
+    what = f"rank {hvd.rank()}/{hvd.size()} finished={finished}: started {started}"
+    before = [name for name, during_step in started if not during_step]
+    if finished:
+        assert sorted(before) == sorted(forward), what
+        assert before.index("layers.3.weight") < before.index("layers.0.weight"), what
+    else:
+        assert len(before) == 1 and before[0].startswith("layers.3."), what
+        queued = [name for name, during_step in started if during_step and not name.startswith("unused")]
+        assert queued == [name for name in forward if name != before[0]], what
 
 
 @pytest.mark.parametrize("queuing", [True, False])

@@ -241,7 +241,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
                          backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
                          num_groups=0, groups=None, overlap_forward=False, model=None, sparse_as_dense=False,
-                         process_set=None, gradient_queuing=True):
+                         process_set=None, gradient_queuing=True, credit_bytes=32 << 20):
     """Wrap ``optimizer`` so that ``step()`` applies gradients averaged over all ranks.
 
     Args:
@@ -268,12 +268,21 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
             forward pass or saving. Needs ``model``.
         model (torch.nn.Module): with overlap_forward, the model whose modules get the
             forward pre-hooks.
-        gradient_queuing (bool): with overlap_forward (ignored otherwise), C-Cube's gradient
-            queuing (default True): the ungrouped gradients are queued during backward and
-            their allreduces started by ``step()`` in forward order (the order the modules
-            ran in the forward pass), so the first layer's gradient, which the next forward
-            needs first, is reduced first; False starts each allreduce as soon as backward
-            produces the gradient (backward order), as the plain optimizer does.
+        gradient_queuing (bool or str): with overlap_forward (ignored otherwise), C-Cube's
+            gradient queuing (default True): the ungrouped gradients are queued during
+            backward and their allreduces started by ``step()`` in forward order (the order
+            the modules ran in the forward pass), so the first layer's gradient, which the
+            next forward needs first, is reduced first; False starts each allreduce as soon
+            as backward produces the gradient (backward order), as the plain optimizer does;
+            ``"priority"`` starts it at once while fewer than ``credit_bytes`` of started
+            allreduces are unfinished and queues it otherwise, starting queued gradients
+            first layer first as credit frees (checked each time backward produces a
+            gradient) and the rest at ``step()`` (ByteScheduler's credit-based priority
+            scheduling, Peng et al., SOSP 2019): backward overlaps communication, and the
+            first layers do not wait behind the backlog.
+        credit_bytes (int): for ``gradient_queuing="priority"``, the bytes of started,
+            unfinished allreduces above which backward's gradients are queued (default
+            32 MiB; about two fusion-sized messages in flight keep the link busy).
         process_set (ProcessSet, optional): average over these ranks only (default: all).
         sparse_as_dense (bool): densify ``torch.sparse`` gradients (e.g. of
             ``nn.Embedding(sparse=True)``) and allreduce them like the others; False
@@ -287,11 +296,17 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     Raises:
         ValueError: duplicate names, parameters missing from named_parameters, bad op,
             backward_passes_per_step < 1, both num_groups and groups, a parameter in two
-            groups or not in the optimizer, overlap_forward without a model.
+            groups or not in the optimizer, overlap_forward without a model,
+            gradient_queuing not True, False or "priority", credit_bytes < 1.
         TypeError: ``model`` is not a torch.nn.Module.
     """
     if op not in (Average, Sum):
         raise ValueError("DistributedOptimizer: op must be Average or Sum")
+    if gradient_queuing not in (True, False, "priority"):
+        raise ValueError(f"DistributedOptimizer: gradient_queuing must be True, False or 'priority', "
+                         f"got {gradient_queuing!r}")
+    if not isinstance(credit_bytes, int) or credit_bytes < 1:
+        raise ValueError(f"DistributedOptimizer: credit_bytes must be an int >= 1, got {credit_bytes!r}")
     if backward_passes_per_step < 1:
         raise ValueError("DistributedOptimizer: backward_passes_per_step must be >= 1")
     namespace = dict(_DistributedOptimizer.__dict__)
@@ -307,5 +322,5 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     result = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
                  gradient_predivide_factor, num_groups, groups, sparse_as_dense, process_set)
     if overlap_forward:
-        result._init_overlap(model, gradient_queuing)
+        result._init_overlap(model, gradient_queuing, credit_bytes)
     return result

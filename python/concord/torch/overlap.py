@@ -9,8 +9,15 @@ How a step runs:
 
 1. backward queues each gradient as soon as it is ready (``gradient_queuing=True``, the
    default: C-Cube's gradient queuing; with False it starts the allreduce at once, in
-   backward order, as the plain DistributedOptimizer does). Gradients of ``groups`` /
-   ``num_groups`` are submitted when their group is complete, as without overlap;
+   backward order, as the plain DistributedOptimizer does; with ``"priority"`` it starts
+   the allreduce at once while fewer than ``credit_bytes`` of started allreduces are
+   unfinished and queues it otherwise, and whenever backward produces a gradient the
+   queued ones start, first layer first, as the finished ones free credit: the credit-based
+   priority scheduling of ByteScheduler, so the wire stays busy during backward while the
+   backlog that builds up when communication is slower than backward does not hold back
+   the first layers' gradients, which step() then starts ahead of it). Gradients of
+   ``groups`` / ``num_groups`` are submitted when their group is complete, as without
+   overlap;
 2. ``step()`` starts the queued allreduces in *forward* order (the order in which the
    modules' forward pre-hooks first ran), so the runtime fuses and reduces the first
    layer's gradient first and, with the tree allreduces (which finish their buffer front to
@@ -45,7 +52,7 @@ tensor hook raises RuntimeError before it does; call ``finish()`` before such a 
 ``finish()``; ``optimizer.zero_grad()`` defers as above.
 """
 
-from concord.torch.mpi_ops import synchronize
+from concord.torch.mpi_ops import poll, synchronize
 from concord.torch.optimizer import _ZERO_GRAD_IN_FLIGHT, _DistributedOptimizer
 
 
@@ -64,10 +71,13 @@ class _OverlapForward:
     """Methods that replace or extend _DistributedOptimizer's when overlap_forward=True;
     merged into the same dynamically created optimizer class."""
 
-    def _init_overlap(self, model, queuing=True):
+    def _init_overlap(self, model, queuing=True, credit_bytes=32 << 20):
         """Registers the forward pre-hooks (once) on every module of ``model`` that owns
-        optimized parameters; ``queuing`` as DistributedOptimizer's gradient_queuing."""
+        optimized parameters; ``queuing`` and ``credit_bytes`` as DistributedOptimizer's
+        gradient_queuing and credit_bytes."""
         self._overlap_queuing = queuing
+        self._overlap_credit = credit_bytes
+        self._overlap_started = []  # (handle, bytes) of allreduces started with "priority" credit
         self._overlap_queue = {}     # parameter -> None: gradients ready, allreduce not started
         self._overlap_position = {}  # parameter -> its place in the forward order
         self._overlap_pending = {}   # parameter -> _PendingAllreduce, in update order
@@ -93,19 +103,39 @@ class _OverlapForward:
     def _gradient_ready(self, p):
         """Queues p's gradient (started by _start_queued in forward order), or starts its
         allreduce at once without gradient queuing."""
-        if self._overlap_queuing:
-            self._overlap_queue[p] = None
-        else:
+        if not self._overlap_queuing:
             _DistributedOptimizer._gradient_ready(self, p)
+            return
+        self._overlap_queue[p] = None
+        if self._overlap_queuing == "priority":
+            self._start_within_credit()
+
+    def _forward_order(self, params):
+        """``params`` sorted by forward position (parameters no forward pre-hook has seen
+        come last, by name)."""
+        unseen = len(self._overlap_position)
+        return sorted(params, key=lambda p: (self._overlap_position.get(p, unseen), self._parameter_names[p]))
+
+    def _start_within_credit(self):
+        """Forgets the finished "priority" allreduces, then starts queued ones in forward
+        order while the unfinished ones hold fewer than credit_bytes."""
+        self._overlap_started = [(h, n) for h, n in self._overlap_started if not poll(h)]
+        in_flight = sum(n for _, n in self._overlap_started)
+        for p in self._forward_order(self._overlap_queue):
+            if in_flight >= self._overlap_credit:
+                break
+            del self._overlap_queue[p]
+            self._handles[p] = self._allreduce_grad_async(p)
+            size = p.numel() * p.element_size()
+            self._overlap_started.append((self._handles[p][0], size))
+            in_flight += size
 
     def _start_queued(self):
-        """Starts the queued allreduces in forward order (parameters no forward pre-hook
-        has seen come last, by name), so the runtime negotiates, fuses and reduces them in
-        that order on every rank."""
-        unseen = len(self._overlap_position)
-        order = sorted(self._overlap_queue,
-                       key=lambda p: (self._overlap_position.get(p, unseen), self._parameter_names[p]))
+        """Starts the queued allreduces in forward order, so the runtime negotiates, fuses
+        and reduces them in that order on every rank."""
+        order = self._forward_order(self._overlap_queue)
         self._overlap_queue.clear()
+        self._overlap_started = []
         for p in order:
             self._handles[p] = self._allreduce_grad_async(p)
 
