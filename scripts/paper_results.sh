@@ -148,8 +148,8 @@ if [ -d "$pypath/concord" ]; then
   if ((full)); then model=(); else model=(--layers 4 --width 1024); fi
   cluster -H 2 -r 1 -- env PYTHONPATH="$pypath" MASTER_ADDR=10.231.98.1 GLOO_SOCKET_IFNAME=eth0 \
     "$py" "$root/tools/iteration_bench.py" "${model[@]}" --iters 3 --warmup 1 --algorithms overlapped_tree \
-    --modes ddp,plain,overlap,overlap_eager >"$out/iteration_H2.txt" 2>&1
-  grep -v '^#' "$out/iteration_H2.txt" | tail -n 5
+    --modes ddp,plain,overlap,overlap_eager,overlap_priority >"$out/iteration_H2.txt" 2>&1
+  grep -v '^#' "$out/iteration_H2.txt" | tail -n 6
 else
   say "skipped: no installed Python package under $pypath (cmake --install $build --prefix $build/prefix)"
 fi
