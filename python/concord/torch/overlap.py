@@ -101,8 +101,9 @@ class _OverlapForward:
         return pre_hook
 
     def _gradient_ready(self, p):
-        """Queues p's gradient (started by _start_queued in forward order), or starts its
-        allreduce at once without gradient queuing."""
+        """Queues p's gradient (started by _start_queued in forward order, or with
+        "priority" by _start_within_credit as credit allows), or starts its allreduce at once
+        without gradient queuing."""
         if not self._overlap_queuing:
             _DistributedOptimizer._gradient_ready(self, p)
             return
