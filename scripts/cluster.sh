@@ -211,6 +211,7 @@ while IFS='=' read -r name _; do
 done < <(env | grep -E "^CONCORD_[A-Za-z0-9_]*=" | grep -v "^CONCORD_CLUSTER_" || true)
 [[ "${CONCORD_CLUSTER_MPIRUN_FLAGS:-}" == *mpi_yield_when_idle* || -n "${OMPI_MCA_mpi_yield_when_idle:-}" ]] ||
   mpirun_flags+=(--mca mpi_yield_when_idle 1)
+# shellcheck disable=SC2054  # the commas belong to the value
 [[ "${CONCORD_CLUSTER_MPIRUN_FLAGS:-}" == *btl_tcp_flags* || -n "${OMPI_MCA_btl_tcp_flags:-}" ]] ||
   mpirun_flags+=(--mca btl_tcp_flags send,inplace,need-ack,need-csum)
 # shellcheck disable=SC2206  # word splitting of the extra flags is intended

@@ -22,7 +22,8 @@
 //   5. inter_gap (LogGP's gap g, for concord-sim --inter-gap): the same inter-node pairs; the
 //      initiator sends a burst of 32 8-byte messages, the responder answers the last one;
 //      g = (burst round trip - 2 inter_alpha) / 31, at least 0. Written into the JSON file
-//      as "inter_gap" (CostParams ignores it; only the simulator uses it).
+//      as "inter_gap" (CostParams ignores it; only the simulator uses it), and removed from
+//      the file when not measured (one node).
 // Phases are separated by barriers; pairs run concurrently, as ranks do in a collective.
 // Needs at least 2 ranks on one node for the intra-node values (else they keep their
 // defaults, and the output says so). Exit status: 0; 1 with fewer than 2 ranks; 2 on an
@@ -200,17 +201,19 @@ void fit_mpi_constants(CostParams& params, int ranks, const std::vector<int>& no
   params.mpi_beta = std::max(rest, 1e-12) / std::max(large.native_wire_bytes, 1.0);
 }
 
-// Sets `key` to `value` in the JSON object of file `path` (written by CostParams::save).
-void add_key(const std::string& path, const char* key, double value) {
+// Sets `key` to `value` in the JSON object of file `path` (written by CostParams::save), or
+// removes it when `value` < 0 (not measured: an earlier run's value must not survive).
+void set_key(const std::string& path, const char* key, double value) {
   nlohmann::json json;
   {
     std::ifstream in(path);
     json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   }
   if (!json.is_object()) throw std::runtime_error("cannot read back '" + path + "'");
-  json[key] = value;
+  if (value < 0) json.erase(key);
+  else json[key] = value;
   std::ofstream out(path);
-  out << json.dump(1) << "\n";
+  out << json.dump(2) << "\n";
   if (!out.good()) throw std::runtime_error("cannot write '" + path + "'");
 }
 
@@ -282,7 +285,7 @@ int main(int argc, char** argv) {
       if (inter_gap >= 0)
         std::printf("inter_gap   %.3e s        (LogGP gap between inter-node messages; simulator only)\n", inter_gap);
       params.save(output);
-      if (inter_gap >= 0) add_key(output, "inter_gap", inter_gap);
+      set_key(output, "inter_gap", inter_gap);
       std::printf("# written to %s\n", output.c_str());
     }
   } catch (const std::exception& error) {

@@ -2,10 +2,10 @@
 """Simultaneous exchanges between two ranks at a time (a diagnostic, not a test): is a link
 used in both directions at once?
 
-For every pair of ranks (i, j), one pair at a time while the others sleep, both post a
-receive and a send of ``--bytes`` to each other (what recursive doubling, halving-doubling
-and a two-rank ring do) and time each direction separately; then rank i sends alone (one
-way). Over a full-duplex link an exchange takes about the one-way time; an exchange whose
+For every pair of ranks (i, j), one pair at a time while the others wait, rank i first
+sends ``--bytes`` to j alone (one way); then both post a receive and a send of ``--bytes``
+to each other (what recursive doubling, halving-doubling and a two-rank ring do), and each
+direction is timed separately. Over a full-duplex link an exchange takes about the one-way time; an exchange whose
 slower direction takes about twice as long as its faster one was serialised. Open MPI
 4.1's TCP BTL does that in about half of the exchanges with its default PUT protocol
 (docs/troubleshooting.md, "Simultaneous exchanges over TCP take twice the time"); compare

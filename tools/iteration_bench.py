@@ -138,10 +138,10 @@ def main(argv=None):
               f"{megabytes:.1f} MiB of gradients, batch {args.batch}, {args.iters} iterations "
               f"after {args.warmup} warm-up")
         ddp = next((seconds for mode, _, seconds in rows if mode == "ddp"), None)
-        print(f"{'mode':>13} {'algorithm':>16} {'ms/iter':>10} {'vs DDP':>8}")
+        print(f"{'mode':>16} {'algorithm':>16} {'ms/iter':>10} {'vs DDP':>8}")
         for mode, algorithm, seconds in rows:
             ratio = f"{seconds / ddp:8.2f}" if ddp else f"{'-':>8}"
-            print(f"{mode:>13} {algorithm:>16} {seconds * 1e3:10.2f} {ratio}")
+            print(f"{mode:>16} {algorithm:>16} {seconds * 1e3:10.2f} {ratio}")
     dist.destroy_process_group()
 
 

@@ -193,7 +193,7 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False, cores=No
         local = not args.hostfile and all(host == "localhost" for host, _ in hosts)
         if local and args.np > (cores or _usable_cores()):
             cmd += ["--mca", "mpi_yield_when_idle", "1"]
-        if not local and "btl_tcp_flags" not in args.mpi_args and "OMPI_MCA_btl_tcp_flags" not in environ:
+        if not local and "btl_tcp_flags" not in args.mpi_args and not environ.get("OMPI_MCA_btl_tcp_flags"):
             cmd += ["--mca", "btl_tcp_flags", "send,inplace,need-ack,need-csum"]
         for key in sorted(env):
             cmd += ["-x", f"{key}={env[key]}"]

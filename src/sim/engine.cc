@@ -80,8 +80,8 @@ struct Bucket {
     if (bytes <= tokens_now) {
       tokens = tokens_now - bytes;
       at = std::max(at, t);
-    } else {  // the shaped part used every token as it came (refill during alpha and the
-              // line-rate part is not credited: alpha / beta bytes per message, a few KB)
+    } else {  // the shaped part used every token as it came (refill during the occupancy
+              // and the line-rate part is not credited: gap / beta bytes per message, a few KB)
       tokens = 0;
       at = std::max(at, t + seconds);
     }

@@ -44,7 +44,7 @@ struct LinkParams {
 
 /// The links one message occupies and the parameters it is priced at.
 struct Route {
-  int up;             ///< index of the sender-side link (busy for alpha + bytes * beta)
+  int up;             ///< index of the sender-side link (busy for LinkParams::occupancy() + bytes * beta)
   int down;           ///< index of the receiver-side link
   LinkParams params;  ///< intra- or inter-node constants
   bool inter_node;    ///< crosses a NIC

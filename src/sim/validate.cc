@@ -57,6 +57,9 @@ std::vector<ValidationRow> validate(const std::vector<Measurement>& measurements
   CONCORD_ENFORCE(!shaped || ranks_per_node > 0, InvalidArgument,
                   "validate: token-bucket links shape the inter-node links, but all ranks are on one node; "
                   "pass ranks_per_node (concord-sim -r)");
+  CONCORD_ENFORCE(shaping.gap < 0 || ranks_per_node > 0, InvalidArgument,
+                  "validate: the gap applies to the inter-node links, but all ranks are on one node; "
+                  "pass ranks_per_node (concord-sim -r)");
   SimOptions options;
   if (shaped) {
     options.force_step = true;

@@ -53,7 +53,8 @@ struct LinkShaping {
 /// `shaping`, the inter-node links are token buckets (LinkParams) and each prediction is
 /// the steady state of back-to-back calls (step by step, at most 1,000 calls), as
 /// concord-bench -T measures. Throws InvalidArgument when shaping has a bucket but no
-/// positive line_beta, or ranks_per_node is 0 (one node: no inter-node link to shape).
+/// positive line_beta, or a bucket or a gap >= 0 with ranks_per_node 0 (one node: no
+/// inter-node link to shape).
 std::vector<ValidationRow> validate(const std::vector<Measurement>& measurements, const CostParams& params,
                                     int ranks_per_node = 0, size_t chunk_bytes = size_t{1} << 19,
                                     const LinkShaping& shaping = {});

@@ -101,7 +101,7 @@ CASES = {
     "sgd_grouped": dict(kind="sgd_momentum_wd", num_groups=3),
     "sgd_accumulate2": dict(kind="sgd_momentum_wd", passes=2),
     "sgd_priority_credit1": dict(kind="sgd_momentum_wd", queuing="priority", credit=1),
-    "adam_priority_grouped": dict(kind="adam", queuing="priority", num_groups=3),
+    "adam_priority_accumulate2": dict(kind="adam", queuing="priority", credit=1, passes=2),
 }
 
 
@@ -187,9 +187,13 @@ def test_errors(tname):
                           torch.optim.SGD(model.parameters(), lr=0.1), overlap_forward=True, model=model,
                           gradient_queuing="credit")
     assert "'priority'" in str(error), f"{what}: message {str(error)!r}"
-    expect_raises(ValueError, what + " credit_bytes=0", hvd.DistributedOptimizer,
+    for credit in (0, True, 2.5):
+        expect_raises(ValueError, what + f" credit_bytes={credit!r}", hvd.DistributedOptimizer,
+                      torch.optim.SGD(model.parameters(), lr=0.1), overlap_forward=True, model=model,
+                      gradient_queuing="priority", credit_bytes=credit)
+    expect_raises(ValueError, what + " gradient_queuing=1", hvd.DistributedOptimizer,
                   torch.optim.SGD(model.parameters(), lr=0.1), overlap_forward=True, model=model,
-                  gradient_queuing="priority", credit_bytes=0)
+                  gradient_queuing=1)
     optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                          named_parameters=named(model, tname), overlap_forward=True, model=model)
     x, y = batch(hvd.rank(), 2)
@@ -212,17 +216,24 @@ def _last_event_index(events, track):
     return indices[-1]
 
 
-@pytest.mark.parametrize("finished", [False, True])
-def test_priority_queuing_starts_queued_gradients_first_layer_first(finished, tname, monkeypatch):
-    """gradient_queuing="priority" with a credit of one byte: while the started allreduce
-    is unfinished (poll mocked to False) only backward's first gradient starts before
-    step(), and step() starts the others in forward order; when every allreduce finishes at
-    once (poll mocked to True) each starts as backward produces it (backward order)."""
+# The last Linear of Net(9) (16 -> 3): its weight and bias gradients, in bytes.
+LAST_LAYER_BYTES = (16 * 3 + 3) * 4
+
+
+@pytest.mark.parametrize("finished,credit", [(False, 1), (True, 1), (False, LAST_LAYER_BYTES)])
+def test_priority_queuing_starts_queued_gradients_first_layer_first(finished, credit, tname, monkeypatch):
+    """gradient_queuing="priority": while the started allreduces are unfinished (poll
+    mocked to False) only backward's first gradients start before step(), as many as fit
+    in the credit (one with a credit of one byte; the last layer's two with a credit of
+    exactly their bytes), and step() starts the others in forward order; when every
+    allreduce finishes at once (poll mocked to True) each starts as backward produces it
+    (backward order)."""
     from concord.torch import overlap
     model = Net(9)
     optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
-                                         named_parameters=named(model, f"{tname}.{finished}"), overlap_forward=True,
-                                         model=model, gradient_queuing="priority", credit_bytes=1)
+                                         named_parameters=named(model, f"{tname}.{finished}.{credit}"),
+                                         overlap_forward=True, model=model, gradient_queuing="priority",
+                                         credit_bytes=credit)
     names = {p: name for name, p in model.named_parameters()}
     started = []
     original = optimizer._allreduce_grad_async
@@ -244,15 +255,16 @@ def test_priority_queuing_starts_queued_gradients_first_layer_first(finished, tn
         in_step[0] = False
     optimizer.finish()
     forward = [name for name, _ in model.named_parameters() if not name.startswith("unused")]
-    what = f"rank {hvd.rank()}/{hvd.size()} finished={finished}: started {started}"
+    what = f"rank {hvd.rank()}/{hvd.size()} finished={finished} credit={credit}: started {started}"
     before = [name for name, during_step in started if not during_step]
     if finished:
         assert sorted(before) == sorted(forward), what
         assert before.index("layers.3.weight") < before.index("layers.0.weight"), what
     else:
-        assert len(before) == 1 and before[0].startswith("layers.3."), what
+        eager = 1 if credit == 1 else 2
+        assert len(before) == eager and all(name.startswith("layers.3.") for name in before), what
         queued = [name for name, during_step in started if during_step and not name.startswith("unused")]
-        assert queued == [name for name in forward if name != before[0]], what
+        assert queued == [name for name in forward if name not in before], what
 
 
 @pytest.mark.parametrize("queuing", [True, False])

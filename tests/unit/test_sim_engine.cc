@@ -1,7 +1,7 @@
 // The simulator's event engine and topologies (src/sim/engine.h, topology.h): one message
-// costs alpha + n beta, contention on a shared link serialises (all of alpha, or LogGP's gap of
-// it), the directions of a link are
-// independent, reductions cost gamma per byte, and a node's ranks share its NIC.
+// costs alpha + n beta; contention on a shared link serialises all of alpha, or LogGP's gap
+// of it; the directions of a link are independent; reductions cost gamma per byte; and a
+// node's ranks share its NIC.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -128,6 +128,8 @@ TEST(SimTokenBucket, ValidationPassesTheGapToTheInterNodeLinks) {
   shaping.gap = kAlpha / 4;  // the middle rank's second message waits one gap each way
   EXPECT_NEAR(validate({measured}, params, 1, size_t{1} << 19, shaping)[0].predicted_seconds, 4.5 * kAlpha,
               0.01 * kAlpha);
+  EXPECT_THROW(validate({measured}, params, 0, size_t{1} << 19, LinkShaping{0, 0, 0}), InvalidArgument)
+      << "a gap on a single node (no inter-node link) must be refused";
 }
 
 }  // namespace

@@ -9,6 +9,7 @@ submitted together as one grouped allreduce once all of them are ready (Romero e
 NSDI 2022: stable fusion-buffer sizes).
 """
 
+import numbers
 import warnings
 from contextlib import contextmanager
 
@@ -280,9 +281,10 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
             gradient) and the rest at ``step()`` (ByteScheduler's credit-based priority
             scheduling, Peng et al., SOSP 2019): backward overlaps communication, and the
             first layers do not wait behind the backlog.
-        credit_bytes (int): for ``gradient_queuing="priority"``, the bytes of started,
-            unfinished allreduces above which backward's gradients are queued (default
-            32 MiB; about two fusion-sized messages in flight keep the link busy).
+        credit_bytes (int): for ``gradient_queuing="priority"``, the bytes on the wire
+            (after compression) of started, unfinished allreduces at which backward's
+            gradients are queued (default 32 MiB: two 16 MiB layers in flight keep the link
+            busy).
         process_set (ProcessSet, optional): average over these ranks only (default: all).
         sparse_as_dense (bool): densify ``torch.sparse`` gradients (e.g. of
             ``nn.Embedding(sparse=True)``) and allreduce them like the others; False
@@ -297,16 +299,18 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
         ValueError: duplicate names, parameters missing from named_parameters, bad op,
             backward_passes_per_step < 1, both num_groups and groups, a parameter in two
             groups or not in the optimizer, overlap_forward without a model,
-            gradient_queuing not True, False or "priority", credit_bytes < 1.
+            with overlap_forward: gradient_queuing not True, False or "priority", or (with
+            "priority") credit_bytes not an integer >= 1.
         TypeError: ``model`` is not a torch.nn.Module.
     """
     if op not in (Average, Sum):
         raise ValueError("DistributedOptimizer: op must be Average or Sum")
-    if gradient_queuing not in (True, False, "priority"):
+    if overlap_forward and not (type(gradient_queuing) is bool or gradient_queuing == "priority"):
         raise ValueError(f"DistributedOptimizer: gradient_queuing must be True, False or 'priority', "
                          f"got {gradient_queuing!r}")
-    if not isinstance(credit_bytes, int) or credit_bytes < 1:
-        raise ValueError(f"DistributedOptimizer: credit_bytes must be an int >= 1, got {credit_bytes!r}")
+    if overlap_forward and gradient_queuing == "priority" and (
+            not isinstance(credit_bytes, numbers.Integral) or isinstance(credit_bytes, bool) or credit_bytes < 1):
+        raise ValueError(f"DistributedOptimizer: credit_bytes must be an integer >= 1, got {credit_bytes!r}")
     if backward_passes_per_step < 1:
         raise ValueError("DistributedOptimizer: backward_passes_per_step must be >= 1")
     namespace = dict(_DistributedOptimizer.__dict__)

@@ -122,13 +122,16 @@ class _OverlapForward:
         order while the unfinished ones hold fewer than credit_bytes."""
         self._overlap_started = [(h, n) for h, n in self._overlap_started if not poll(h)]
         in_flight = sum(n for _, n in self._overlap_started)
+        if in_flight >= self._overlap_credit:
+            return
         for p in self._forward_order(self._overlap_queue):
             if in_flight >= self._overlap_credit:
                 break
             del self._overlap_queue[p]
-            self._handles[p] = self._allreduce_grad_async(p)
-            size = p.numel() * p.element_size()
-            self._overlap_started.append((self._handles[p][0], size))
+            handle, packed = self._handles[p] = self._allreduce_grad_async(p)
+            wire = p if packed is None else packed[0]  # the compressed gradient (sparse: p's size)
+            size = wire.numel() * wire.element_size()
+            self._overlap_started.append((handle, size))
             in_flight += size
 
     def _start_queued(self):
