@@ -61,8 +61,8 @@ std::vector<ValidationRow> validate(const std::vector<Measurement>& measurements
                   "validate: the gap applies to the inter-node links, but all ranks are on one node; "
                   "pass ranks_per_node (concord-sim -r)");
   SimOptions options;
+  options.force_step = shaped || shaping.gap >= 0;  // the closed forms know neither buckets nor gaps
   if (shaped) {
-    options.force_step = true;
     options.max_calls = 1000;
   }
   std::vector<ValidationRow> rows;

@@ -52,7 +52,8 @@ struct LinkShaping {
 /// (0: all ranks on one node, the single-machine case) with constants `params`. With
 /// `shaping`, the inter-node links are token buckets (LinkParams) and each prediction is
 /// the steady state of back-to-back calls (step by step, at most 1,000 calls), as
-/// concord-bench -T measures. Throws InvalidArgument when shaping has a bucket but no
+/// concord-bench -T measures. With a bucket or a gap every prediction is step by step (the
+/// closed forms model neither). Throws InvalidArgument when shaping has a bucket but no
 /// positive line_beta, or a bucket or a gap >= 0 with ranks_per_node 0 (one node: no
 /// inter-node link to shape).
 std::vector<ValidationRow> validate(const std::vector<Measurement>& measurements, const CostParams& params,

@@ -128,6 +128,13 @@ TEST(SimTokenBucket, ValidationPassesTheGapToTheInterNodeLinks) {
   shaping.gap = kAlpha / 4;  // the middle rank's second message waits one gap each way
   EXPECT_NEAR(validate({measured}, params, 1, size_t{1} << 19, shaping)[0].predicted_seconds, 4.5 * kAlpha,
               0.01 * kAlpha);
+  const auto plain_links = validate({measured}, params, 1, size_t{1} << 19, LinkShaping{0, 0, 0});
+  ASSERT_EQ(plain_links.size(), 1u);
+  EXPECT_EQ(plain_links[0].method, Method::kStepByStep) << "a gap must be simulated, not priced in closed form";
+  // 4 hops of latency, plus the 4-byte transfers at the shaped rate: 4 along the height and
+  // one more each way at the middle rank, whose two children's messages share its link.
+  EXPECT_NEAR(plain_links[0].predicted_seconds, 4 * kAlpha + 6 * 4 * kBeta, 1e-9)
+      << "without a bucket, a zero gap still leaves the tree's 4 hops";
   EXPECT_THROW(validate({measured}, params, 0, size_t{1} << 19, LinkShaping{0, 0, 0}), InvalidArgument)
       << "a gap on a single node (no inter-node link) must be refused";
 }
