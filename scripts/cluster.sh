@@ -44,14 +44,20 @@
 # sets it):
 # without it, at 4 hosts on 2 cores, MPI_Allreduce of 4 bytes took 4.7-8.2 ms instead of
 # 43-48 us, and Concord's small-message algorithms 2-4x their time (docs/performance.md).
-# So that both directions of a link carry data at once, as on a full-duplex NIC, every run
-# also gets --mca btl_tcp_flags send,inplace,need-ack,need-csum (Open MPI's TCP BTL without
-# its PUT protocol; unless CONCORD_CLUSTER_MPIRUN_FLAGS or OMPI_MCA_btl_tcp_flags sets it).
-# With PUT (Open MPI 4.1's default), a large message goes as one fragment of up to 2 GiB
-# (btl_tcp_rdma_pipeline_frag_size), and a rendezvous reply for the other direction waits
-# behind it: in about half of the simultaneous 16 MiB exchanges between two hosts
-# (MPI_Sendrecv, 1 Gbit/s) one direction waited for the other to finish, 277 ms instead of
-# 140 ms (docs/troubleshooting.md, "Simultaneous exchanges over TCP take twice the time").
+# Every run also gets concord-run's TCP settings (TCP_SETTINGS in python/concord/run.py; each
+# unless CONCORD_CLUSTER_MPIRUN_FLAGS or OMPI_MCA_<name> sets it; docs/tuning.md):
+# - btl_tcp_flags send,inplace,need-ack,need-csum (Open MPI's TCP BTL without its PUT
+#   protocol), so that both directions of a link carry data at once, as on a full-duplex NIC.
+#   With PUT (Open MPI 4.1's default), a large message goes as one fragment of up to 2 GiB
+#   (btl_tcp_rdma_pipeline_frag_size), and a rendezvous reply for the other direction waits
+#   behind it: in about half of the simultaneous 16 MiB exchanges between two hosts
+#   (MPI_Sendrecv, 1 Gbit/s) one direction waited for the other to finish, 277 ms instead of
+#   140 ms (docs/troubleshooting.md, "Simultaneous exchanges over TCP take twice the time").
+# - btl_tcp_eager_limit, btl_tcp_rndv_eager_limit, btl_tcp_max_send_size 1 MiB (defaults 64,
+#   64 and 128 KiB), so that messages up to 1 MiB, among them the algorithms' 512 KiB chunks,
+#   go without a rendezvous round trip each: with the defaults, at 8 hosts, recursive
+#   doubling of 256 KiB took 39-53 ms instead of 6.6 and a 64 MiB tree 2.9-3.0 s instead of
+#   1.7-1.8 (docs/troubleshooting.md, "Allreduce over TCP far slower than the link").
 # Setup first removes anything a killed earlier run left behind; teardown (on any exit,
 # Ctrl-C or SIGTERM, via trap) kills the processes left in the namespaces, deletes the
 # namespaces (their veth ends and the bridge go with them) and the files (a SIGKILLed
@@ -212,8 +218,13 @@ done < <(env | grep -E "^CONCORD_[A-Za-z0-9_]*=" | grep -v "^CONCORD_CLUSTER_" |
 [[ "${CONCORD_CLUSTER_MPIRUN_FLAGS:-}" == *mpi_yield_when_idle* || -n "${OMPI_MCA_mpi_yield_when_idle:-}" ]] ||
   mpirun_flags+=(--mca mpi_yield_when_idle 1)
 # shellcheck disable=SC2054  # the commas belong to the value
-[[ "${CONCORD_CLUSTER_MPIRUN_FLAGS:-}" == *btl_tcp_flags* || -n "${OMPI_MCA_btl_tcp_flags:-}" ]] ||
-  mpirun_flags+=(--mca btl_tcp_flags send,inplace,need-ack,need-csum)
+tcp_settings=(btl_tcp_flags=send,inplace,need-ack,need-csum btl_tcp_eager_limit=1048576
+  btl_tcp_rndv_eager_limit=1048576 btl_tcp_max_send_size=1048576)
+for setting in "${tcp_settings[@]}"; do
+  name="${setting%%=*}" variable="OMPI_MCA_${setting%%=*}"
+  [[ " ${CONCORD_CLUSTER_MPIRUN_FLAGS:-} " == *" $name "* || -n "${!variable:-}" ]] ||
+    mpirun_flags+=(--mca "$name" "${setting#*=}")
+done
 # shellcheck disable=SC2206  # word splitting of the extra flags is intended
 [ -z "${CONCORD_CLUSTER_MPIRUN_FLAGS:-}" ] || mpirun_flags+=($CONCORD_CLUSTER_MPIRUN_FLAGS)
 

@@ -27,6 +27,17 @@ import subprocess
 import sys
 
 _FORWARDED = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH")
+
+# Open MPI's TCP transport for jobs on other hosts (docs/tuning.md, "Open MPI over TCP"), one
+# row per MCA parameter; scripts/cluster.sh passes the same. Without PUT a large message goes
+# in send fragments, so a simultaneous exchange's two directions run at once; messages up to
+# 1 MiB (the algorithms' 512 KiB chunks) go eagerly, without a rendezvous round trip each.
+TCP_SETTINGS = {
+    "btl_tcp_flags": "send,inplace,need-ack,need-csum",
+    "btl_tcp_eager_limit": "1048576",
+    "btl_tcp_rndv_eager_limit": "1048576",
+    "btl_tcp_max_send_size": "1048576",
+}
 # --allocator: the library names ctypes.util.find_library looks up, and the Debian package.
 _ALLOCATORS = {"jemalloc": (("jemalloc",), "libjemalloc2"),
                "tcmalloc": (("tcmalloc_minimal", "tcmalloc"), "libtcmalloc-minimal4")}
@@ -148,11 +159,14 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False, cores=No
             oversubscribed and would busy-poll, each waiting rank taking the core another
             needs (10x slower small collectives measured on 2 cores at 4 ranks).
             A job on other hosts (``-H`` naming a host other than localhost, or
-            ``--hostfile``) gets ``--mca btl_tcp_flags send,inplace,need-ack,need-csum``
-            unless ``--mpi-args`` or ``OMPI_MCA_btl_tcp_flags`` sets it: without it Open
-            MPI 4.1's TCP BTL sends a large message as one PUT fragment, a simultaneous
-            exchange's other direction waits behind it, and about half of the 16 MiB
-            exchanges between two hosts took twice the one-way time (docs/troubleshooting.md).
+            ``--hostfile``) gets ``--mca NAME VALUE`` for each row of
+            :data:`TCP_SETTINGS` that neither ``--mpi-args`` nor ``OMPI_MCA_NAME`` sets.
+            Without ``btl_tcp_flags`` Open MPI 4.1's TCP BTL sends a large message as one
+            PUT fragment, a simultaneous exchange's other direction waits behind it, and
+            about half of the 16 MiB exchanges between two hosts took twice the one-way
+            time; with its default 64 KiB eager limit every larger message waits for a
+            rendezvous round trip, which made 256 KiB recursive doubling 6x and 64 MiB
+            trees 1.7x slower at 8 hosts (docs/troubleshooting.md).
 
     Raises:
         ValueError: np < 1, no command, a bad -H entry, fewer slots than ranks, a bad
@@ -193,8 +207,11 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False, cores=No
         local = not args.hostfile and all(host == "localhost" for host, _ in hosts)
         if local and args.np > (cores or _usable_cores()):
             cmd += ["--mca", "mpi_yield_when_idle", "1"]
-        if not local and "btl_tcp_flags" not in args.mpi_args and not environ.get("OMPI_MCA_btl_tcp_flags"):
-            cmd += ["--mca", "btl_tcp_flags", "send,inplace,need-ack,need-csum"]
+        if not local:
+            given = set(shlex.split(args.mpi_args))
+            for name, value in TCP_SETTINGS.items():
+                if name not in given and not environ.get("OMPI_MCA_" + name):
+                    cmd += ["--mca", name, value]
         for key in sorted(env):
             cmd += ["-x", f"{key}={env[key]}"]
     cmd += shlex.split(args.mpi_args)

@@ -2,6 +2,9 @@
 for Open MPI and MPICH, and every usage error. Pure command construction: no process is
 started here (the end-to-end run is the python.concord_run test)."""
 
+import pathlib
+import re
+
 import pytest
 
 from concord import run
@@ -26,16 +29,32 @@ def test_more_local_ranks_than_cores_yield_when_idle():
     assert "mpi_yield_when_idle" not in build(["-np", "4", "p"], flavour="mpich", cores=2)
 
 
-def test_jobs_on_other_hosts_send_tcp_without_put():
-    flags = ["--mca", "btl_tcp_flags", "send,inplace,need-ack,need-csum"]
+def test_jobs_on_other_hosts_get_the_tcp_settings():
+    def mca(cmd):
+        return {cmd[i + 1]: cmd[i + 2] for i, word in enumerate(cmd) if word == "--mca"}
+
     cmd = build(["-np", "4", "-H", "a:2,b:2", "p"])
-    assert cmd[9:12] == flags and cmd[-1] == "p"
-    assert "btl_tcp_flags" not in build(["-np", "4", "p"])  # localhost: shared memory, no TCP
-    assert "btl_tcp_flags" not in build(["-np", "4", "-H", "localhost:4", "p"])
-    mine = build(["-np", "4", "-H", "a:2,b:2", "--mpi-args=--mca btl_tcp_flags send", "p"])
+    assert mca(cmd) == run.TCP_SETTINGS and cmd[-1] == "p"
+    assert mca(cmd)["btl_tcp_flags"] == "send,inplace,need-ack,need-csum"  # no PUT
+    assert int(mca(cmd)["btl_tcp_eager_limit"]) >= 512 << 10  # the algorithms' chunks go eagerly
+    assert mca(build(["-np", "4", "--hostfile", __file__, "p"])) == run.TCP_SETTINGS  # a hostfile: other hosts
+    assert mca(build(["-np", "4", "p"])) == {}  # localhost: shared memory, no TCP
+    assert mca(build(["-np", "4", "-H", "localhost:4", "p"])) == {}
+    mine = build(["-np", "4", "-H", "a:2,b:2", "--mpi-args=--mca btl_tcp_flags send --mca btl_tcp_eager_limit 4096",
+                  "p"])
     assert mine.count("btl_tcp_flags") == 1 and mine[mine.index("btl_tcp_flags") + 1] == "send"
-    assert "btl_tcp_flags" not in build(["-np", "4", "-H", "a:2,b:2", "p"], environ={"OMPI_MCA_btl_tcp_flags": "send"})
+    assert mine.count("btl_tcp_eager_limit") == 1 and mine[mine.index("btl_tcp_eager_limit") + 1] == "4096"
+    assert mca(mine)["btl_tcp_max_send_size"] == run.TCP_SETTINGS["btl_tcp_max_send_size"]  # the others still come
+    env = build(["-np", "4", "-H", "a:2,b:2", "p"], environ={"OMPI_MCA_btl_tcp_flags": "send"})
+    assert "btl_tcp_flags" not in env and "btl_tcp_eager_limit" in env
     assert "btl_tcp_flags" not in build(["-np", "4", "-H", "a:2,b:2", "p"], flavour="mpich")
+
+
+def test_the_testbed_passes_the_same_tcp_settings():
+    # scripts/cluster.sh keeps its own copy (bash): the same rows as concord-run's.
+    script = (pathlib.Path(__file__).resolve().parents[2] / "scripts" / "cluster.sh").read_text()
+    table = re.search(r"^tcp_settings=\(([^)]*)\)", script, re.MULTILINE).group(1)
+    assert dict(row.split("=", 1) for row in table.split()) == run.TCP_SETTINGS
 
 
 def test_hosts_settings_and_forwarded_environment():
