@@ -45,7 +45,8 @@
 # without it, at 4 hosts on 2 cores, MPI_Allreduce of 4 bytes took 4.7-8.2 ms instead of
 # 43-48 us, and Concord's small-message algorithms 2-4x their time (docs/performance.md).
 # Every run also gets concord-run's TCP settings (TCP_SETTINGS in python/concord/run.py; each
-# unless CONCORD_CLUSTER_MPIRUN_FLAGS or OMPI_MCA_<name> sets it; docs/tuning.md):
+# group unless CONCORD_CLUSTER_MPIRUN_FLAGS or OMPI_MCA_<name> sets one of its names;
+# docs/tuning.md):
 # - btl_tcp_flags send,inplace,need-ack,need-csum (Open MPI's TCP BTL without its PUT
 #   protocol), so that both directions of a link carry data at once, as on a full-duplex NIC.
 #   With PUT (Open MPI 4.1's default), a large message goes as one fragment of up to 2 GiB
@@ -217,13 +218,18 @@ while IFS='=' read -r name _; do
 done < <(env | grep -E "^CONCORD_[A-Za-z0-9_]*=" | grep -v "^CONCORD_CLUSTER_" || true)
 [[ "${CONCORD_CLUSTER_MPIRUN_FLAGS:-}" == *mpi_yield_when_idle* || -n "${OMPI_MCA_mpi_yield_when_idle:-}" ]] ||
   mpirun_flags+=(--mca mpi_yield_when_idle 1)
-# shellcheck disable=SC2054  # the commas belong to the value
-tcp_settings=(btl_tcp_flags=send,inplace,need-ack,need-csum btl_tcp_eager_limit=1048576
-  btl_tcp_rndv_eager_limit=1048576 btl_tcp_max_send_size=1048576)
-for setting in "${tcp_settings[@]}"; do
-  name="${setting%%=*}" variable="OMPI_MCA_${setting%%=*}"
-  [[ " ${CONCORD_CLUSTER_MPIRUN_FLAGS:-} " == *" $name "* || -n "${!variable:-}" ]] ||
-    mpirun_flags+=(--mca "$name" "${setting#*=}")
+# Groups of NAME=VALUE that go together (the rendezvous part must not exceed the eager limit);
+# a group is left out when the flags or the environment set any of its names.
+tcp_settings=("btl_tcp_flags=send,inplace,need-ack,need-csum"
+  "btl_tcp_eager_limit=1048576 btl_tcp_rndv_eager_limit=1048576 btl_tcp_max_send_size=1048576")
+for group in "${tcp_settings[@]}"; do
+  given=0 mca=()
+  for setting in $group; do
+    name="${setting%%=*}" variable="OMPI_MCA_${setting%%=*}"
+    [[ " ${CONCORD_CLUSTER_MPIRUN_FLAGS:-} " == *" $name "* || -n "${!variable:-}" ]] && given=1
+    mca+=(--mca "$name" "${setting#*=}")
+  done
+  ((given)) || mpirun_flags+=("${mca[@]}")
 done
 # shellcheck disable=SC2206  # word splitting of the extra flags is intended
 [ -z "${CONCORD_CLUSTER_MPIRUN_FLAGS:-}" ] || mpirun_flags+=($CONCORD_CLUSTER_MPIRUN_FLAGS)

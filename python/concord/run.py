@@ -28,16 +28,16 @@ import sys
 
 _FORWARDED = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH")
 
-# Open MPI's TCP transport for jobs on other hosts (docs/tuning.md, "Open MPI over TCP"), one
-# row per MCA parameter; scripts/cluster.sh passes the same. Without PUT a large message goes
-# in send fragments, so a simultaneous exchange's two directions run at once; messages up to
-# 1 MiB (the algorithms' 512 KiB chunks) go eagerly, without a rendezvous round trip each.
-TCP_SETTINGS = {
-    "btl_tcp_flags": "send,inplace,need-ack,need-csum",
-    "btl_tcp_eager_limit": "1048576",
-    "btl_tcp_rndv_eager_limit": "1048576",
-    "btl_tcp_max_send_size": "1048576",
-}
+# Open MPI's TCP transport for jobs on other hosts (docs/tuning.md, "Several hosts"), in
+# groups of MCA parameters that go together; scripts/cluster.sh passes the same. Without PUT
+# a large message goes in send fragments, so a simultaneous exchange's two directions run at
+# once; messages up to 1 MiB (the algorithms' 512 KiB chunks) go eagerly, without a
+# rendezvous round trip each (the rendezvous part must not exceed the eager limit, so the
+# three sizes are one group).
+TCP_SETTINGS = (
+    {"btl_tcp_flags": "send,inplace,need-ack,need-csum"},
+    {"btl_tcp_eager_limit": "1048576", "btl_tcp_rndv_eager_limit": "1048576", "btl_tcp_max_send_size": "1048576"},
+)
 # --allocator: the library names ctypes.util.find_library looks up, and the Debian package.
 _ALLOCATORS = {"jemalloc": (("jemalloc",), "libjemalloc2"),
                "tcmalloc": (("tcmalloc_minimal", "tcmalloc"), "libtcmalloc-minimal4")}
@@ -159,8 +159,9 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False, cores=No
             oversubscribed and would busy-poll, each waiting rank taking the core another
             needs (10x slower small collectives measured on 2 cores at 4 ranks).
             A job on other hosts (``-H`` naming a host other than localhost, or
-            ``--hostfile``) gets ``--mca NAME VALUE`` for each row of
-            :data:`TCP_SETTINGS` that neither ``--mpi-args`` nor ``OMPI_MCA_NAME`` sets.
+            ``--hostfile``) gets ``--mca NAME VALUE`` for each group of
+            :data:`TCP_SETTINGS` none of whose names ``--mpi-args`` or an ``OMPI_MCA_NAME``
+            variable sets.
             Without ``btl_tcp_flags`` Open MPI 4.1's TCP BTL sends a large message as one
             PUT fragment, a simultaneous exchange's other direction waits behind it, and
             about half of the 16 MiB exchanges between two hosts took twice the one-way
@@ -208,10 +209,12 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False, cores=No
         if local and args.np > (cores or _usable_cores()):
             cmd += ["--mca", "mpi_yield_when_idle", "1"]
         if not local:
-            given = set(shlex.split(args.mpi_args))
-            for name, value in TCP_SETTINGS.items():
-                if name not in given and not environ.get("OMPI_MCA_" + name):
-                    cmd += ["--mca", name, value]
+            given = set(shlex.split(args.mpi_args)) | {k[len("OMPI_MCA_"):] for k, v in environ.items()
+                                                         if k.startswith("OMPI_MCA_") and v}
+            for group in TCP_SETTINGS:
+                if not given & group.keys():
+                    for name, value in group.items():
+                        cmd += ["--mca", name, value]
         for key in sorted(env):
             cmd += ["-x", f"{key}={env[key]}"]
     cmd += shlex.split(args.mpi_args)

@@ -29,32 +29,47 @@ def test_more_local_ranks_than_cores_yield_when_idle():
     assert "mpi_yield_when_idle" not in build(["-np", "4", "p"], flavour="mpich", cores=2)
 
 
-def test_jobs_on_other_hosts_get_the_tcp_settings():
-    def mca(cmd):
-        return {cmd[i + 1]: cmd[i + 2] for i, word in enumerate(cmd) if word == "--mca"}
+def mca(cmd):
+    return {cmd[i + 1]: cmd[i + 2] for i, word in enumerate(cmd) if word == "--mca"}
 
+
+ALL_TCP_SETTINGS = {name: value for group in run.TCP_SETTINGS for name, value in group.items()}
+SIZES = ("btl_tcp_eager_limit", "btl_tcp_rndv_eager_limit", "btl_tcp_max_send_size")
+
+
+def test_jobs_on_other_hosts_get_the_tcp_settings():
     cmd = build(["-np", "4", "-H", "a:2,b:2", "p"])
-    assert mca(cmd) == run.TCP_SETTINGS and cmd[-1] == "p"
+    assert mca(cmd) == ALL_TCP_SETTINGS and cmd[-1] == "p"
     assert mca(cmd)["btl_tcp_flags"] == "send,inplace,need-ack,need-csum"  # no PUT
     assert int(mca(cmd)["btl_tcp_eager_limit"]) >= 512 << 10  # the algorithms' chunks go eagerly
-    assert mca(build(["-np", "4", "--hostfile", __file__, "p"])) == run.TCP_SETTINGS  # a hostfile: other hosts
+    assert int(mca(cmd)["btl_tcp_rndv_eager_limit"]) <= int(mca(cmd)["btl_tcp_eager_limit"])  # Open MPI's rule
+    assert mca(build(["-np", "4", "--hostfile", __file__, "p"])) == ALL_TCP_SETTINGS  # a hostfile: other hosts
     assert mca(build(["-np", "4", "p"])) == {}  # localhost: shared memory, no TCP
     assert mca(build(["-np", "4", "-H", "localhost:4", "p"])) == {}
-    mine = build(["-np", "4", "-H", "a:2,b:2", "--mpi-args=--mca btl_tcp_flags send --mca btl_tcp_eager_limit 4096",
-                  "p"])
-    assert mine.count("btl_tcp_flags") == 1 and mine[mine.index("btl_tcp_flags") + 1] == "send"
-    assert mine.count("btl_tcp_eager_limit") == 1 and mine[mine.index("btl_tcp_eager_limit") + 1] == "4096"
-    assert mca(mine)["btl_tcp_max_send_size"] == run.TCP_SETTINGS["btl_tcp_max_send_size"]  # the others still come
-    env = build(["-np", "4", "-H", "a:2,b:2", "p"], environ={"OMPI_MCA_btl_tcp_flags": "send"})
-    assert "btl_tcp_flags" not in env and "btl_tcp_eager_limit" in env
     assert "btl_tcp_flags" not in build(["-np", "4", "-H", "a:2,b:2", "p"], flavour="mpich")
 
 
+def test_a_tcp_setting_of_the_user_replaces_its_whole_group():
+    mine = build(["-np", "4", "-H", "a:2,b:2", "--mpi-args=--mca btl_tcp_flags send", "p"])
+    assert mine.count("btl_tcp_flags") == 1 and mine[mine.index("btl_tcp_flags") + 1] == "send"
+    assert all(mca(mine)[name] == ALL_TCP_SETTINGS[name] for name in SIZES)  # the other group still comes
+    # an eager limit of the user's: no rendezvous limit above it, no fragment size of ours
+    small = build(["-np", "4", "-H", "a:2,b:2", "--mpi-args=--mca btl_tcp_eager_limit 4096", "p"])
+    assert small.count("btl_tcp_eager_limit") == 1 and small[small.index("btl_tcp_eager_limit") + 1] == "4096"
+    assert not set(mca(small)) & {"btl_tcp_rndv_eager_limit", "btl_tcp_max_send_size"}
+    assert mca(small)["btl_tcp_flags"] == ALL_TCP_SETTINGS["btl_tcp_flags"]
+    env = mca(build(["-np", "4", "-H", "a:2,b:2", "p"], environ={"OMPI_MCA_btl_tcp_max_send_size": "65536"}))
+    assert not set(env) & set(SIZES) and "btl_tcp_flags" in env
+    env = mca(build(["-np", "4", "-H", "a:2,b:2", "p"], environ={"OMPI_MCA_btl_tcp_flags": "send"}))
+    assert "btl_tcp_flags" not in env and set(SIZES) <= set(env)
+
+
 def test_the_testbed_passes_the_same_tcp_settings():
-    # scripts/cluster.sh keeps its own copy (bash): the same rows as concord-run's.
+    # scripts/cluster.sh keeps its own copy (bash): the same groups as concord-run's.
     script = (pathlib.Path(__file__).resolve().parents[2] / "scripts" / "cluster.sh").read_text()
     table = re.search(r"^tcp_settings=\(([^)]*)\)", script, re.MULTILINE).group(1)
-    assert dict(row.split("=", 1) for row in table.split()) == run.TCP_SETTINGS
+    groups = [dict(row.split("=", 1) for row in group.split()) for group in re.findall(r'"([^"]*)"', table)]
+    assert groups == list(run.TCP_SETTINGS)
 
 
 def test_hosts_settings_and_forwarded_environment():
