@@ -226,7 +226,8 @@ for group in "${tcp_settings[@]}"; do
   given=0 mca=()
   for setting in $group; do
     name="${setting%%=*}" variable="OMPI_MCA_${setting%%=*}"
-    [[ " ${CONCORD_CLUSTER_MPIRUN_FLAGS:-} " == *" $name "* || -n "${!variable:-}" ]] && given=1
+    [[ " ${CONCORD_CLUSTER_MPIRUN_FLAGS:-} " == *" $name "* || " ${CONCORD_CLUSTER_MPIRUN_FLAGS:-}" == *" $variable="* ||
+      -n "${!variable:-}" ]] && given=1
     mca+=(--mca "$name" "${setting#*=}")
   done
   ((given)) || mpirun_flags+=("${mca[@]}")

@@ -209,8 +209,9 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False, cores=No
         if local and args.np > (cores or _usable_cores()):
             cmd += ["--mca", "mpi_yield_when_idle", "1"]
         if not local:
-            given = set(shlex.split(args.mpi_args)) | {k[len("OMPI_MCA_"):] for k, v in environ.items()
-                                                         if k.startswith("OMPI_MCA_") and v}
+            words = shlex.split(args.mpi_args)  # "--mca NAME V" or "-x OMPI_MCA_NAME=V"
+            given = set(words) | {w[len("OMPI_MCA_"):].split("=", 1)[0] for w in words if w.startswith("OMPI_MCA_")}
+            given |= {k[len("OMPI_MCA_"):] for k, v in environ.items() if k.startswith("OMPI_MCA_") and v}
             for group in TCP_SETTINGS:
                 if not given & group.keys():
                     for name, value in group.items():

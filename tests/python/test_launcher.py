@@ -40,6 +40,7 @@ SIZES = ("btl_tcp_eager_limit", "btl_tcp_rndv_eager_limit", "btl_tcp_max_send_si
 def test_jobs_on_other_hosts_get_the_tcp_settings():
     cmd = build(["-np", "4", "-H", "a:2,b:2", "p"])
     assert mca(cmd) == ALL_TCP_SETTINGS and cmd[-1] == "p"
+    assert all(cmd.count(name) == 1 for name in ALL_TCP_SETTINGS)  # each once
     assert mca(cmd)["btl_tcp_flags"] == "send,inplace,need-ack,need-csum"  # no PUT
     assert int(mca(cmd)["btl_tcp_eager_limit"]) >= 512 << 10  # the algorithms' chunks go eagerly
     assert int(mca(cmd)["btl_tcp_rndv_eager_limit"]) <= int(mca(cmd)["btl_tcp_eager_limit"])  # Open MPI's rule
@@ -62,6 +63,9 @@ def test_a_tcp_setting_of_the_user_replaces_its_whole_group():
     assert not set(env) & set(SIZES) and "btl_tcp_flags" in env
     env = mca(build(["-np", "4", "-H", "a:2,b:2", "p"], environ={"OMPI_MCA_btl_tcp_flags": "send"}))
     assert "btl_tcp_flags" not in env and set(SIZES) <= set(env)
+    assert "btl_tcp_flags" in mca(build(["-np", "4", "-H", "a:2,b:2", "p"], environ={"OMPI_MCA_btl_tcp_flags": ""}))
+    exported = build(["-np", "4", "-H", "a:2,b:2", "--mpi-args=-x OMPI_MCA_btl_tcp_max_send_size=65536", "p"])
+    assert not set(mca(exported)) & set(SIZES) and "btl_tcp_flags" in mca(exported)
 
 
 def test_the_testbed_passes_the_same_tcp_settings():
