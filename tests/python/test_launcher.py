@@ -2,8 +2,10 @@
 for Open MPI and MPICH, and every usage error. Pure command construction: no process is
 started here (the end-to-end run is the python.concord_run test)."""
 
+import os
 import pathlib
 import re
+import subprocess
 
 import pytest
 
@@ -74,6 +76,27 @@ def test_the_testbed_passes_the_same_tcp_settings():
     table = re.search(r"^tcp_settings=\(([^)]*)\)", script, re.MULTILINE).group(1)
     groups = [dict(row.split("=", 1) for row in group.split()) for group in re.findall(r'"([^"]*)"', table)]
     assert groups == list(run.TCP_SETTINGS)
+
+
+def cluster_tcp_flags(flags="", environ=None):
+    """The --mca flags that scripts/cluster.sh's TCP settings block adds (run alone in bash)."""
+    script = (pathlib.Path(__file__).resolve().parents[2] / "scripts" / "cluster.sh").read_text()
+    block = re.search(r"^# Groups of NAME=VALUE.*?^done$", script, re.MULTILINE | re.DOTALL).group(0)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "CONCORD_CLUSTER_MPIRUN_FLAGS": flags, **(environ or {})}
+    out = subprocess.run(["bash", "-c", "set -euo pipefail; mpirun_flags=()\n" + block +
+                          '\nprintf "%s\\n" "${mpirun_flags[@]+"${mpirun_flags[@]}"}"'],
+                         env=env, capture_output=True, text=True, check=True).stdout.split()
+    return mca(out)
+
+
+def test_the_testbed_leaves_out_a_group_the_user_sets():
+    assert cluster_tcp_flags() == ALL_TCP_SETTINGS
+    assert cluster_tcp_flags("--mca btl_tcp_flags send") == {name: ALL_TCP_SETTINGS[name] for name in SIZES}
+    only_flags = {"btl_tcp_flags": ALL_TCP_SETTINGS["btl_tcp_flags"]}
+    assert cluster_tcp_flags("--mca btl_tcp_eager_limit 4096") == only_flags
+    assert cluster_tcp_flags("-x OMPI_MCA_btl_tcp_max_send_size=65536") == only_flags
+    assert cluster_tcp_flags(environ={"OMPI_MCA_btl_tcp_rndv_eager_limit": "4096"}) == only_flags
+    assert cluster_tcp_flags("--mca btl_tcp_flags send --mca btl_tcp_eager_limit 4096") == {}
 
 
 def test_hosts_settings_and_forwarded_environment():
