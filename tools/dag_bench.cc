@@ -19,7 +19,12 @@
 // iteration without communication ("compute") and of its communication alone ("comm"),
 // each measured in that mode's run, in the same conditions,
 // and the share of communication hidden behind compute:
-//   hidden = clamp((compute + comm - iteration) / comm, 0, 1).
+//   hidden = clamp((compute + comm - iteration) / comm, 0, 1),
+// and the ideal, a lower bound for any design: max(compute, first + comm, last + comm / L),
+// where first and last are the times from an iteration's start to its first gradient
+// (G_{L-1}) and to its last (G_0), without communication: the link carries every gradient
+// after the first is computed, and the next forward pass needs W_0, whose gradient is
+// computed last and then crosses the link (comm / L: the layers are the same size).
 // Every mode starts from the same weights; afterwards the weights must be bit-identical on
 // all ranks (#wrong counts the modes where they are not; exit code 1 then). -J writes JSON.
 #include <mpi.h>
@@ -37,6 +42,7 @@
 #include <random>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "concord/concord.h"
 #include "engine/engine.h"
@@ -256,6 +262,26 @@ class Model {
             {r_vars_[l]}, {w_vars_[l]}, {FnKind::kCpu, 0, "update"});
   }
 
+  /// Seconds from the start of an iteration with no communication until its first gradient
+  /// (G_{L-1}: the forward pass, the loss and one weight gradient) and until its last (G_0:
+  /// the whole backward pass) are computed; means of `iterations`, each started on an idle
+  /// engine.
+  std::pair<double, double> gradient_times(int iterations) {
+    NoSync none;
+    double first = 0, last = 0;
+    for (int i = 0; i < iterations; ++i) {
+      engine_.wait_all();
+      const auto start = std::chrono::steady_clock::now();
+      iteration(none, true, false);
+      engine_.wait_for_var(g_vars_[c_.layers - 1]);
+      first += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      engine_.wait_for_var(g_vars_[0]);
+      last += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    engine_.wait_all();
+    return {first / iterations, last / iterations};
+  }
+
   // FNV-1a of every weight's bytes.
   uint64_t weights_hash() {
     engine_.wait_all();
@@ -298,6 +324,8 @@ double time_iterations(Engine& engine, Model& model, GradientSync& sync, const C
 struct Result {
   std::string mode;
   double iteration_s = 0, compute_s = 0, comm_s = 0, hidden = 0;
+  /// The fastest any design could run this iteration (see the file comment).
+  double ideal_s = 0;
   bool consistent = true;
 };
 
@@ -327,7 +355,10 @@ Result run_mode(const std::string& mode, const Config& c, int rank) {
   Result result{mode};
   NoSync none;
   result.compute_s = time_iterations(engine, model, none, c, true, false);
+  const auto [first_s, last_s] = model.gradient_times(c.iterations);
   result.comm_s = time_iterations(engine, model, *sync, c, false, true);
+  result.ideal_s =
+      max_over_ranks(std::max({result.compute_s, first_s + result.comm_s, last_s + result.comm_s / c.layers}));
   result.iteration_s = time_iterations(engine, model, *sync, c, true, true);
   result.hidden = std::clamp((result.compute_s + result.comm_s - result.iteration_s) / result.comm_s, 0.0, 1.0);
   uint64_t hash = model.weights_hash(), low = hash, high = hash;
@@ -375,11 +406,11 @@ int run(int argc, char** argv) {
         "%s\n",
         mpi.size(), c.layers, c.dim, c.dim, c.dim * c.dim * 4 / 1024.0, c.batch, c.iterations,
         c.per_layer ? "per layer during backward" : "after the whole backward is submitted");
-    std::printf("%-12s %14s %12s %12s %10s %8s\n", "mode", "iteration_ms", "compute_ms", "comm_ms", "hidden_%",
-                "#wrong");
+    std::printf("%-12s %14s %12s %12s %10s %10s %8s\n", "mode", "iteration_ms", "compute_ms", "comm_ms", "hidden_%",
+                "ideal_ms", "#wrong");
     for (const auto& r : results)
-      std::printf("%-12s %14.3f %12.3f %12.3f %10.1f %8d\n", r.mode.c_str(), r.iteration_s * 1e3, r.compute_s * 1e3,
-                  r.comm_s * 1e3, r.hidden * 100, r.consistent ? 0 : 1);
+      std::printf("%-12s %14.3f %12.3f %12.3f %10.1f %10.3f %8d\n", r.mode.c_str(), r.iteration_s * 1e3,
+                  r.compute_s * 1e3, r.comm_s * 1e3, r.hidden * 100, r.ideal_s * 1e3, r.consistent ? 0 : 1);
     if (!c.json.empty()) {
       nlohmann::json out = {{"ranks", mpi.size()},
                             {"layers", c.layers},
@@ -394,6 +425,7 @@ int run(int argc, char** argv) {
                                   {"compute_s", r.compute_s},
                                   {"comm_s", r.comm_s},
                                   {"hidden_share", r.hidden},
+                                  {"ideal_s", r.ideal_s},
                                   {"consistent", r.consistent}});
       std::ofstream(c.json) << out.dump(2) << "\n";
     }

@@ -8,6 +8,15 @@ credit-based priority scheduling, ``gradient_queuing="priority"``, ``--credit-mi
 with every allreduce
 algorithm asked for (CONCORD_ALLREDUCE_ALGORITHM, switched by concord.shutdown()/init()
 inside the run), against torch.nn.parallel.DistributedDataParallel on the Gloo backend.
+Two more modes give the C-Cube paper's reference points (its Fig. 13): ``after_backward``,
+its baseline B: every gradient allreduced (``hvd.allreduce_async_``, all at once) only after
+the whole backward pass, the forward pass waiting for all of them, so nothing overlaps; and
+``compute``, the same iteration with no communication at all (one rank's compute time).
+With both in the run, a summary line per algorithm gives the share of communication,
+``1 - compute / after_backward``, and each mode's iteration time against ``after_backward``
+and ``plain`` (negative: faster), and with ``tree`` and ``overlapped_tree`` both asked for, one
+line compares the paper's C-Cube (``overlap`` on ``overlapped_tree``) with its B
+(``after_backward`` on ``tree``).
 
 The model is an MLP of ``--layers`` Linear(width, width) layers (default 8 x 2048 x 2048,
 32 MiB of float32 gradients per layer), so communication is a large share of the step. An
@@ -48,7 +57,8 @@ def parse_args(argv=None):
     parser.add_argument("--algorithms", default="ring,overlapped_tree",
                         help="CONCORD_ALLREDUCE_ALGORITHM values, comma-separated (default ring,overlapped_tree)")
     parser.add_argument("--modes", default="plain,overlap,overlap_eager,overlap_priority,ddp",
-                        help="plain, overlap, overlap_eager, overlap_priority, ddp, comma-separated (default all)")
+                        help="plain, overlap, overlap_eager, overlap_priority, after_backward, compute, ddp, "
+                             "comma-separated (default: all but after_backward and compute)")
     parser.add_argument("--credit-mib", type=float, default=32,
                         help="overlap_priority's credit_bytes in MiB (default 32)")
     parser.add_argument("--port", type=int, default=29517, help="MASTER_PORT of the Gloo rendezvous")
@@ -107,6 +117,70 @@ def run_concord(args, algorithm, mode, x, y):
         hvd.shutdown()
 
 
+class AfterBackward:
+    """The C-Cube paper's baseline B around ``optimizer``: ``step`` allreduces (averages)
+    every gradient, all submitted at once after the backward pass and all waited for, then
+    steps; nothing overlaps with computation. ``prefix`` names the tensors."""
+
+    def __init__(self, optimizer, named_parameters, prefix):
+        self.optimizer = optimizer
+        self.named = [(f"{prefix}.{name}", p) for name, p in named_parameters]
+
+    def zero_grad(self):
+        self.optimizer.zero_grad()
+
+    def step(self):
+        handles = [hvd.allreduce_async_(p.grad, name=name, op=hvd.Average) for name, p in self.named]
+        for handle in handles:
+            hvd.synchronize(handle)
+        self.optimizer.step()
+
+
+def run_after_backward(args, algorithm, x, y):
+    """Seconds per iteration of the paper's baseline B (``AfterBackward``) on ``algorithm``."""
+    os.environ["CONCORD_ALLREDUCE_ALGORITHM"] = algorithm
+    hvd.init()
+    try:
+        model = make_model(args)
+        optimizer = AfterBackward(torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9),
+                                  model.named_parameters(), f"after_backward.{algorithm}")
+        return time_loop(args, model, optimizer, x, y)
+    finally:
+        hvd.shutdown()
+
+
+def run_compute(args, x, y):
+    """Seconds per iteration with no communication (this rank's compute alone)."""
+    model = make_model(args)
+    return time_loop(args, model, torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9), x, y)
+
+
+def summary(rows, algorithm):
+    """The comparison line of ``algorithm``'s rows, or None without after_backward and compute."""
+    times = {mode: seconds for mode, algo, seconds in rows if algo in (algorithm, "-")}
+    if "after_backward" not in times or "compute" not in times:
+        return None
+    base = times["after_backward"]
+    parts = [f"communication {100 * (1 - times['compute'] / base):.0f}% of after_backward"]
+    for mode in ("plain", *QUEUING):
+        if mode in times:
+            versus = f"{100 * (times[mode] / base - 1):+.1f}% vs after_backward"
+            if mode != "plain" and "plain" in times:
+                versus += f", {100 * (times[mode] / times['plain'] - 1):+.1f}% vs plain"
+            parts.append(f"{mode} {versus}")
+    return f"# {algorithm}: " + "; ".join(parts)
+
+
+def paper_line(rows):
+    """The paper's headline comparison, CC (overlap, i.e. gradient queuing, on the overlapped
+    tree) against B (after_backward on the tree), or None without both rows."""
+    times = {(mode, algo): seconds for mode, algo, seconds in rows}
+    cc, base = times.get(("overlap", "overlapped_tree")), times.get(("after_backward", "tree"))
+    if cc is None or base is None:
+        return None
+    return f"# C-Cube, CC vs B: overlap on overlapped_tree {100 * (cc / base - 1):+.1f}% vs after_backward on tree"
+
+
 # DistributedOptimizer's gradient_queuing per overlap mode.
 QUEUING = {"overlap": True, "overlap_eager": False, "overlap_priority": "priority"}
 
@@ -121,14 +195,19 @@ def main(argv=None):
     args = parse_args(argv)
     rank, size = init_gloo(args.port)
     modes = [m for m in args.modes.split(",") if m]
-    unknown = set(modes) - {"plain", "ddp", *QUEUING}
+    unknown = set(modes) - {"plain", "ddp", "after_backward", "compute", *QUEUING}
     if unknown:
         raise SystemExit(f"iteration_bench: unknown modes {sorted(unknown)}")
     x, y = make_batch(args, rank)
     rows = []
     if "ddp" in modes:
         rows.append(("ddp", "gloo", slowest(run_ddp(args, x, y))))
-    for algorithm in [a for a in args.algorithms.split(",") if a]:
+    if "compute" in modes:
+        rows.append(("compute", "-", slowest(run_compute(args, x, y))))
+    algorithms = [a for a in args.algorithms.split(",") if a]
+    for algorithm in algorithms:
+        if "after_backward" in modes:
+            rows.append(("after_backward", algorithm, slowest(run_after_backward(args, algorithm, x, y))))
         for mode in ("plain", *QUEUING):
             if mode in modes:
                 rows.append((mode, algorithm, slowest(run_concord(args, algorithm, mode, x, y))))
@@ -142,6 +221,13 @@ def main(argv=None):
         for mode, algorithm, seconds in rows:
             ratio = f"{seconds / ddp:8.2f}" if ddp else f"{'-':>8}"
             print(f"{mode:>16} {algorithm:>16} {seconds * 1e3:10.2f} {ratio}")
+        for algorithm in algorithms:
+            line = summary(rows, algorithm)
+            if line:
+                print(line)
+        line = paper_line(rows)
+        if line:
+            print(line)
     dist.destroy_process_group()
 
 
