@@ -14,7 +14,9 @@ void configure_logging(int rank, const std::string& level);
 
 }  // namespace concord
 
-#define CONCORD_LOG_DEBUG(...) SPDLOG_DEBUG(__VA_ARGS__)
+// Checked at run time like the others (spdlog's SPDLOG_DEBUG macro is compiled out below
+// SPDLOG_ACTIVE_LEVEL, info by default, so CONCORD_LOG_LEVEL=debug would print nothing).
+#define CONCORD_LOG_DEBUG(...) spdlog::debug(__VA_ARGS__)
 #define CONCORD_LOG_INFO(...) spdlog::info(__VA_ARGS__)
 #define CONCORD_LOG_WARN(...) spdlog::warn(__VA_ARGS__)
 #define CONCORD_LOG_ERROR(...) spdlog::error(__VA_ARGS__)
