@@ -1,5 +1,6 @@
 #include "algorithms/autotune.h"
 
+#include <time.h>
 #include <unistd.h>
 #include <algorithm>
 #include <chrono>
@@ -28,16 +29,26 @@ constexpr int kMaxCalls = 64;
 constexpr double kFinalistMargin = 1.3;
 constexpr int kFinalRounds = 6;
 
+// CPU time (user + system) of the calling thread, seconds.
+double thread_cpu_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
+}
+
 // One round: every candidate in `which` runs calls[i] times after a barrier; appends each
-// one's per-call average to rounds[i].
+// one's per-call average to rounds[i] (wall clock) and cpu_rounds[i] (this thread's CPU).
 void time_round(Communicator& comm, const std::vector<TuneCandidate>& candidates, const std::vector<int>& calls,
-                const std::vector<size_t>& which, std::vector<std::vector<double>>& rounds) {
+                const std::vector<size_t>& which, std::vector<std::vector<double>>& rounds,
+                std::vector<std::vector<double>>& cpu_rounds) {
   using Clock = std::chrono::steady_clock;
   for (const size_t i : which) {
     comm.barrier();
+    const double cpu_start = thread_cpu_seconds();
     const auto start = Clock::now();
     for (int call = 0; call < calls[i]; ++call) candidates[i].run();
     rounds[i].push_back(std::chrono::duration<double>(Clock::now() - start).count() / calls[i]);
+    cpu_rounds[i].push_back((thread_cpu_seconds() - cpu_start) / calls[i]);
   }
 }
 
@@ -60,6 +71,28 @@ std::vector<size_t> agreed_finalists(Communicator& comm, const std::vector<std::
   for (size_t i = 0; i < chosen.size(); ++i)
     if (chosen[i] != 0) finalists.push_back(i);
   return finalists;
+}
+
+// On rank 0, each candidate's median CPU per call on the rank where it was highest (a tree's
+// root reduces more than its leaves, and the busiest rank is the one whose compute waits);
+// empty elsewhere. Collective (one gather).
+std::vector<double> busiest_rank_cpu(Communicator& comm, const std::vector<std::vector<double>>& cpu_rounds) {
+  std::vector<double> mine;
+  for (const auto& times : cpu_rounds) mine.push_back(median(times));
+  std::vector<uint8_t> bytes(mine.size() * sizeof(double));
+  std::memcpy(bytes.data(), mine.data(), bytes.size());
+  const auto gathered = comm.gather_bytes(bytes, 0);
+  if (comm.rank() != 0) return {};
+  for (const auto& other : gathered) {
+    CONCORD_ENFORCE(other.size() == bytes.size(), InternalError, "autotune: a rank sent ", other.size(),
+                    " bytes of CPU times, rank 0 has ", bytes.size());
+    for (size_t i = 0; i < mine.size(); ++i) {
+      double value = 0;
+      std::memcpy(&value, other.data() + i * sizeof(double), sizeof(double));
+      mine[i] = std::max(mine[i], value);
+    }
+  }
+  return mine;
 }
 
 nlohmann::json read_json(const std::string& path) {
@@ -127,7 +160,8 @@ std::string selection_key(const std::string& collective, DataType dtype, size_t 
 
 std::string autotune_scope(int ranks, int nodes, int64_t ring_chunk_bytes, int64_t tree_chunks) {
   return "ranks=" + std::to_string(ranks) + " nodes=" + std::to_string(nodes) +
-         " chunk=" + std::to_string(ring_chunk_bytes) + " tree_chunks=" + std::to_string(tree_chunks) + " timing=pair";
+         " chunk=" + std::to_string(ring_chunk_bytes) + " tree_chunks=" + std::to_string(tree_chunks) +
+         " timing=pair,cpu";
 }
 
 std::string cost_model_cache_path() {
@@ -194,20 +228,20 @@ TuneResult measure_fastest(Communicator& comm, const std::vector<TuneCandidate>&
     probe_seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
   const std::vector<int> calls = agreed_calls(comm, candidates, probe_seconds);
-  std::vector<std::vector<double>> rounds(candidates.size());
+  std::vector<std::vector<double>> rounds(candidates.size()), cpu_rounds(candidates.size());
   std::vector<size_t> finalists(candidates.size());
   for (size_t i = 0; i < finalists.size(); ++i) finalists[i] = i;
-  for (int round = 0; round < kRounds; ++round) time_round(comm, candidates, calls, finalists, rounds);
+  for (int round = 0; round < kRounds; ++round) time_round(comm, candidates, calls, finalists, rounds, cpu_rounds);
   if (candidates.size() > 1) {
     finalists = agreed_finalists(comm, rounds);
     if (finalists.size() > 1)
-      for (int round = 0; round < kFinalRounds; ++round) time_round(comm, candidates, calls, finalists, rounds);
+      for (int round = 0; round < kFinalRounds; ++round)
+        time_round(comm, candidates, calls, finalists, rounds, cpu_rounds);
   }
   TuneResult result;
   for (const auto& times : rounds) result.seconds.push_back(median(times));
-  result.winner = finalists.front();
-  for (const size_t i : finalists)
-    if (result.seconds[i] < result.seconds[result.winner]) result.winner = i;
+  result.cpu_seconds = busiest_rank_cpu(comm, cpu_rounds);
+  if (comm.rank() == 0) result.winner = pick_winner(result.seconds, result.cpu_seconds, finalists);
   std::vector<uint8_t> winner(sizeof(uint32_t));
   const uint32_t index = static_cast<uint32_t>(result.winner);
   std::memcpy(winner.data(), &index, sizeof index);
@@ -219,6 +253,18 @@ TuneResult measure_fastest(Communicator& comm, const std::vector<TuneCandidate>&
   result.winner = chosen;
   if (comm.rank() != 0) result.seconds.clear();
   return result;
+}
+
+size_t pick_winner(const std::vector<double>& seconds, const std::vector<double>& cpu_seconds,
+                   const std::vector<size_t>& finalists) {
+  CONCORD_ENFORCE(!finalists.empty(), InvalidArgument, "autotune: no finalist");
+  size_t fastest = finalists.front();
+  for (const size_t i : finalists)
+    if (seconds.at(i) < seconds.at(fastest)) fastest = i;
+  size_t winner = fastest;
+  for (const size_t i : finalists)
+    if (seconds.at(i) <= kTuneTieBand * seconds.at(fastest) && cpu_seconds.at(i) < cpu_seconds.at(winner)) winner = i;
+  return winner;
 }
 
 void run_in_and_out_of_place(AllreduceAlgorithm& algorithm, void* buffer, void* output, size_t count, DataType dtype,

@@ -28,9 +28,9 @@ namespace concord {
 int size_bucket(size_t bytes);
 /// "allreduce/float32/2^12" for (kAllreduce-like name "allreduce", kFloat32, 4096..8191 B).
 std::string selection_key(const std::string& collective, DataType dtype, size_t bytes);
-/// "ranks=4 nodes=1 chunk=524288 tree_chunks=0 timing=pair": the configuration a table
-/// holds for; "timing=pair" = each repetition one in-place and one out-of-place call (tables
-/// timed in place only, saved before that, are not reused).
+/// "ranks=4 nodes=1 chunk=524288 tree_chunks=0 timing=pair,cpu": the configuration a table
+/// holds for; "timing=pair" = each repetition one in-place and one out-of-place call, "cpu" =
+/// the CPU tie-break of pick_winner (tables saved before either are not reused).
 std::string autotune_scope(int ranks, int nodes, int64_t ring_chunk_bytes, int64_t tree_chunks);
 /// The cost-model cache file: CONCORD_COST_MODEL, else ~/.cache/concord/cost_model.json
 /// (whether or not it exists yet); "" when HOME is unset.
@@ -87,7 +87,22 @@ struct TuneCandidate {
 struct TuneResult {
   size_t winner = 0;            ///< index into the candidates
   std::vector<double> seconds;  ///< rank 0: median over its rounds of each candidate's seconds per call
+  /// rank 0: the CPU time (user + system) of the measuring thread per call, seconds: the
+  /// median over the rounds on each rank, the largest over the ranks
+  std::vector<double> cpu_seconds;
 };
+
+/// Candidates whose median time is within this factor of the fastest finalist's count as
+/// equally fast (a round on a shared machine moves by more), and the one of them that used
+/// the least CPU wins: the CPU an allreduce leaves free is what the compute it overlaps with
+/// (the backward pass, a DAG's other operations) gets.
+inline constexpr double kTuneTieBand = 1.05;
+
+/// The winner among `finalists` (indices into `seconds` and `cpu_seconds`, both per
+/// candidate): the least CPU among those within kTuneTieBand of the lowest time; the first
+/// listed on a tie. Throws InvalidArgument for no finalist.
+size_t pick_winner(const std::vector<double>& seconds, const std::vector<double>& cpu_seconds,
+                   const std::vector<size_t>& finalists);
 
 /// Times every candidate on `comm` and returns the one rank 0 measured fastest, the same
 /// index on every rank. Each candidate runs once to warm up (scratch allocation, page
@@ -96,10 +111,11 @@ struct TuneResult {
 /// rank makes the same number of calls whatever its own numbers), each round after a
 /// barrier; then the finalists, those whose best round is within 1.3x of the lowest median
 /// round on rank 0, run 6 more rounds (successive halving: close contenders are decided on
-/// more calls), and the finalist with the lowest median round wins. A round's time is its
-/// average per call.
+/// more calls), and pick_winner() decides on the finalists' median rounds: the fastest, or
+/// among those within kTuneTieBand of it the one whose calls used the least CPU. A round's
+/// time is its average per call, wall clock and the calling thread's CPU clock.
 /// Collective over `comm` (barriers, two broadcasts and a third one when there are several
-/// candidates, one bit allreduce); every rank must
+/// candidates, one gather, one bit allreduce); every rank must
 /// pass the same candidates in the same order, else every rank throws InternalError naming
 /// the lists. Throws InvalidArgument for no candidate.
 TuneResult measure_fastest(Communicator& comm, const std::vector<TuneCandidate>& candidates);

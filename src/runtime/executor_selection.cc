@@ -72,9 +72,10 @@ std::string Executor::measure_allreduce(const Problem& problem, const ProblemFor
   if (comm_.rank() == 0) {
     std::string timings;
     for (size_t i = 0; i < candidates.size(); ++i)
-      timings += " " + candidates[i].name + "=" + std::to_string(result.seconds[i] * 1e6) + "us";
-    CONCORD_LOG_DEBUG("autotune: {} B on {} ranks, per in-place + out-of-place pair:{}", problem.bytes(), problem.ranks,
-                      timings);
+      timings += " " + candidates[i].name + "=" + std::to_string(result.seconds[i] * 1e6) + "us (CPU " +
+                 std::to_string(result.cpu_seconds[i] * 1e6) + "us)";
+    CONCORD_LOG_DEBUG("autotune: {} B on {} ranks, per in-place + out-of-place pair:{} -> {}", problem.bytes(),
+                      problem.ranks, timings, candidates[result.winner].name);
   }
   return candidates[result.winner].name;
 }

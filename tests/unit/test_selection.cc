@@ -1,6 +1,7 @@
 // Selection machinery: size-range rules (algorithms/size_rules.h), size buckets and the
 // persisted autotune table (algorithms/autotune.h), measure_fastest on the in-process
-// transport, and the config table's shared settings adopted by name (common/config.h).
+// transport (with pick_winner, the CPU tie-break), and the config table's shared settings
+// adopted by name (common/config.h).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -239,8 +240,55 @@ TEST_P(MeasureFastest, OneLuckyRoundDoesNotWin) {
   for (int r = 0; r < P; ++r) EXPECT_EQ(winners[r], 1u) << "rank " << r << " of " << P << ": the lucky round won";
 }
 
+// The CPU clock of each round is the measuring thread's: a candidate that spins through its
+// call uses about its wall time, one that sleeps almost none; rank 0 reports each
+// candidate's CPU on the busiest rank (one that spins on the last rank only counts as
+// spinning); every rank agrees on the winner. (Which wins depends on the machine's load, so
+// it is not asserted.)
+TEST_P(MeasureFastest, CpuTimePerCallIsMeasured) {
+  const int P = GetParam();
+  std::vector<size_t> winners(P, 99);
+  const std::string failure = testing_util::run_ranks(P, [&](Communicator& comm, const testing_util::AbortFlag&) {
+    const auto spin = [] {
+      const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+      while (std::chrono::steady_clock::now() < end) {
+      }
+    };
+    const auto sleep = [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
+    const bool last = comm.rank() == comm.size() - 1;
+    std::vector<TuneCandidate> candidates = {
+        {"sleeper", 2e-3, sleep}, {"spinner", 2e-3, spin}, {"spins_on_last_rank", 2e-3, last ? spin : sleep}};
+    const TuneResult result = measure_fastest(comm, candidates);
+    winners[comm.rank()] = result.winner;
+    if (comm.rank() == 0) {
+      ASSERT_EQ(result.cpu_seconds.size(), 3u);
+      EXPECT_LT(result.cpu_seconds[0], 0.2 * result.seconds[0]) << "sleeper";
+      EXPECT_GT(result.cpu_seconds[1], 5 * result.cpu_seconds[0]) << "spinner against sleeper";
+      EXPECT_GT(result.cpu_seconds[2], 5 * result.cpu_seconds[0]) << "spinning on rank " << P - 1 << " only";
+    } else {
+      EXPECT_TRUE(result.cpu_seconds.empty()) << "rank " << comm.rank();
+    }
+  });
+  ASSERT_EQ(failure, "");
+  for (int r = 0; r < P; ++r) EXPECT_EQ(winners[r], winners[0]) << "rank " << r << " of " << P;
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, MeasureFastest, ::testing::Values(1, 2, 3, 5),
                          [](const auto& info) { return "P" + std::to_string(info.param); });
+
+// Among finalists as fast as the fastest within kTuneTieBand, the least CPU wins; slower
+// ones never do, however little CPU they use; non-finalists are ignored.
+TEST(PickWinner, LeastCpuAmongTheEquallyFast) {
+  //                      a      b      c      d
+  const std::vector<double> seconds = {1.00, 1.03, 1.20, 0.99};
+  const std::vector<double> cpu = {0.90, 0.30, 0.01, 0.95};
+  EXPECT_EQ(pick_winner(seconds, cpu, {0, 1, 2, 3}), 1u) << "b: within 5% of d, least CPU of a, b, d";
+  EXPECT_EQ(pick_winner(seconds, cpu, {0, 2, 3}), 0u) << "a: within 5% of d, less CPU than d; c is 21% slower";
+  EXPECT_EQ(pick_winner(seconds, cpu, {2, 3}), 3u) << "d: c is slower than the band";
+  EXPECT_EQ(pick_winner(seconds, cpu, {2}), 2u);
+  EXPECT_EQ(pick_winner({1.0, 1.0}, {0.5, 0.5}, {1, 0}), 1u) << "a tie goes to the first finalist listed";
+  EXPECT_THROW(pick_winner(seconds, cpu, {}), InvalidArgument);
+}
 
 TEST(ConfigTable, SharedSettingsAreAdoptedByName) {
   Config root;
