@@ -11,6 +11,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "algorithms/cost_model.h"
 #include "common/config.h"
 #include "common/enforce.h"
 
@@ -206,7 +207,16 @@ void AutotuneTable::save(const std::string& path) const {
     fs::permissions(parent, fs::perms::owner_all, fs::perm_options::replace, error);
   }
   nlohmann::json json = read_json(path);
-  json["autotune"][scope_] = entries_;
+  auto& tables = json["autotune"];
+  // Tables timed another way are never read again (autotune_scope's "timing=..."): dropped.
+  const auto timing = [](const std::string& scope) {
+    return scope.substr(std::min(scope.find("timing="), scope.size()));
+  };
+  for (auto it = tables.begin(); it != tables.end();)
+    it = timing(it.key()) == timing(scope_) ? std::next(it) : tables.erase(it);
+  tables[scope_] = entries_;
+  // Never a file that CostParams::load refuses: past its limit, this configuration's table alone.
+  if (json.dump(2).size() + 1 > CostParams::kMaxFileBytes) json["autotune"] = nlohmann::json{{scope_, entries_}};
   const std::string temporary = path + ".tmp" + std::to_string(::getpid());
   {
     std::ofstream out(temporary);

@@ -55,8 +55,10 @@ class AutotuneTable {
   /// leaves the table empty. Throws InvalidArgument naming the file when it is malformed.
   void load(const std::string& path);
   /// Writes this scope's entries into the cache file at `path`, keeping every other key
-  /// (cost constants, other scopes); creates the directory with mode 0700 and replaces the
-  /// file atomically (write + rename). Throws InvalidArgument on I/O error.
+  /// (cost constants, other scopes timed the same way: scopes of another "timing=" are
+  /// dropped, and should the file grow past CostParams::kMaxFileBytes only this scope's
+  /// table is kept); creates the directory with mode 0700 and replaces the file atomically
+  /// (write + rename). Throws InvalidArgument on I/O error.
   void save(const std::string& path) const;
 
  private:

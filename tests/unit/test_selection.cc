@@ -99,6 +99,47 @@ TEST(Autotune, TablePersistsNextToTheCostConstants) {
   fs::remove_all(dir.parent_path());
 }
 
+// The cache file never grows past what CostParams::load reads: saving drops the tables of
+// another timing (never read again), and past the size limit keeps only its own table; the
+// cost constants stay.
+TEST(Autotune, SavingKeepsTheCacheFileReadable) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("concord_autotune_size_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string path = (dir / "cost_model.json").string();
+  CostParams cost;
+  cost.alpha = 9e-6;
+  cost.save(path);
+  AutotuneTable old_timing("ranks=2 nodes=1 chunk=524288 tree_chunks=0 timing=pair");
+  old_timing.set("allreduce/float32/2^2", "mpi");
+  old_timing.save(path);
+  AutotuneTable current(autotune_scope(2, 1, 524288, 0));
+  current.set("allreduce/float32/2^2", "ring");
+  current.save(path);
+  AutotuneTable reread_old(old_timing.scope());
+  reread_old.load(path);
+  EXPECT_TRUE(reread_old.entries().empty()) << "a table of another timing was kept";
+  // Many configurations, each a full table (~9 KiB): together past the limit, and the file
+  // must stay loadable.
+  bool trimmed = false;
+  for (int ranks = 3; ranks < 153; ++ranks) {
+    AutotuneTable table(autotune_scope(ranks, 1, 524288, 0));
+    for (const char* dtype : {"float32", "float16", "bfloat16", "float64", "int32"})
+      for (int bucket = 0; bucket < 40; ++bucket)
+        table.set(std::string("allreduce/") + dtype + "/2^" + std::to_string(bucket), "ring");
+    const auto before = fs::file_size(path);
+    table.save(path);
+    ASSERT_LE(fs::file_size(path), CostParams::kMaxFileBytes) << ranks << " configurations";
+    trimmed = trimmed || fs::file_size(path) < before;
+  }
+  EXPECT_TRUE(trimmed) << "the file never reached the limit: the test does not cover trimming";
+  EXPECT_EQ(CostParams::load(path).alpha, 9e-6);
+  AutotuneTable last(autotune_scope(152, 1, 524288, 0));
+  last.load(path);
+  EXPECT_EQ(last.find("allreduce/int32/2^39"), "ring");
+  fs::remove_all(dir);
+}
+
 class MeasureFastest : public ::testing::TestWithParam<int> {};
 
 TEST_P(MeasureFastest, EveryRankGetsRankZerosFastest) {
