@@ -131,8 +131,9 @@ for H in (2, 4):
     for submit in ("whole", "per_layer"):
         res = {r["mode"]: r for r in json.load(open(f"{out}/dag_{submit}_H{H}.json"))["results"]}
         f, d = res["funneled"], res["depchain"]
-        # ideal: funneled's time over the fastest any design could take (compute, or the first
-        # gradient's time plus all communication, whichever is longer).
+        # ideal: funneled's time over the shortest iteration of a design that sends the gradients
+        # in the order backward computes them: max(compute, first gradient + all communication,
+        # last gradient + one layer's communication) (tools/dag_bench.cc).
         measured = "%.2fx, hidden %.0f%%, ideal %.2fx" % (f["iteration_s"] / d["iteration_s"], 100 * d["hidden_share"],
                                                           f["iteration_s"] / d["ideal_s"])
         claim = "P=%d, %s: funneled / depchain" % (H, submit.replace("_", " "))

@@ -20,11 +20,15 @@
 // each measured in that mode's run, in the same conditions,
 // and the share of communication hidden behind compute:
 //   hidden = clamp((compute + comm - iteration) / comm, 0, 1),
-// and the ideal, a lower bound for any design: max(compute, first + comm, last + comm / L),
-// where first and last are the times from an iteration's start to its first gradient
-// (G_{L-1}) and to its last (G_0), without communication: the link carries every gradient
-// after the first is computed, and the next forward pass needs W_0, whose gradient is
-// computed last and then crosses the link (comm / L: the layers are the same size).
+// and the ideal: the shortest iteration of a design that sends the gradients in the order
+// backward computes them (funneled and depchain here), max(compute, first + comm, last +
+// comm / L), where first and last are the times from an iteration's start to its first
+// gradient (G_{L-1}) and to its last (G_0), without communication: the link carries every
+// gradient after the first is computed, and the next forward pass needs W_0, whose gradient
+// is computed last and sent last (comm / L: the layers are the same size). It is estimated
+// from the means of separate runs, so a measured iteration can fall a little below it. (A
+// design that sends G_0 first and the rest during the next forward pass, C-Cube's order, is
+// bound only by max(compute, comm, last + comm / L).)
 // Every mode starts from the same weights; afterwards the weights must be bit-identical on
 // all ranks (#wrong counts the modes where they are not; exit code 1 then). -J writes JSON.
 #include <mpi.h>
@@ -324,7 +328,7 @@ double time_iterations(Engine& engine, Model& model, GradientSync& sync, const C
 struct Result {
   std::string mode;
   double iteration_s = 0, compute_s = 0, comm_s = 0, hidden = 0;
-  /// The fastest any design could run this iteration (see the file comment).
+  /// The shortest iteration of an in-order design (see the file comment).
   double ideal_s = 0;
   bool consistent = true;
 };

@@ -23,7 +23,8 @@ constexpr double kRoundSeconds = 2e-3;
 constexpr int kMaxCalls = 64;
 // Successive halving: after kRounds, the candidates whose best round is within
 // kFinalistMargin of the lowest median round (rank 0's numbers) run kFinalRounds more, and
-// the winner is the finalist with the lowest median round. A candidate's best round
+// pick_winner decides among the finalists (the lowest median round, or within kTuneTieBand
+// of it the least CPU). A candidate's best round
 // screens it in (a disturbed round does not drop it), medians decide (one lucky round does
 // not win: on a 2-core machine a round moves by 10-30%, and some algorithms' times are
 // bimodal), and the candidate with the lowest median is always a finalist.
@@ -251,7 +252,10 @@ TuneResult measure_fastest(Communicator& comm, const std::vector<TuneCandidate>&
   TuneResult result;
   for (const auto& times : rounds) result.seconds.push_back(median(times));
   result.cpu_seconds = busiest_rank_cpu(comm, cpu_rounds);
-  if (comm.rank() == 0) result.winner = pick_winner(result.seconds, result.cpu_seconds, finalists);
+  if (comm.rank() == 0) {
+    result.winner = pick_winner(result.seconds, result.cpu_seconds, finalists);
+    result.finalists = finalists;
+  }
   std::vector<uint8_t> winner(sizeof(uint32_t));
   const uint32_t index = static_cast<uint32_t>(result.winner);
   std::memcpy(winner.data(), &index, sizeof index);

@@ -92,6 +92,8 @@ struct TuneResult {
   /// rank 0: the CPU time (user + system) of the measuring thread per call, seconds: the
   /// median over the rounds on each rank, the largest over the ranks
   std::vector<double> cpu_seconds;
+  /// rank 0: the candidates that ran the final rounds (all of them when none did)
+  std::vector<size_t> finalists;
 };
 
 /// Candidates whose median time is within this factor of the fastest finalist's count as
@@ -101,12 +103,14 @@ struct TuneResult {
 inline constexpr double kTuneTieBand = 1.05;
 
 /// The winner among `finalists` (indices into `seconds` and `cpu_seconds`, both per
-/// candidate): the least CPU among those within kTuneTieBand of the lowest time; the first
-/// listed on a tie. Throws InvalidArgument for no finalist.
+/// candidate): the least CPU among those within kTuneTieBand of the lowest time. On equal
+/// CPU the fastest stays; among equally fast, the first listed. No margin is asked of the
+/// CPU either: among candidates equal in time and CPU, noise decides, and either choice
+/// serves. Throws InvalidArgument for no finalist.
 size_t pick_winner(const std::vector<double>& seconds, const std::vector<double>& cpu_seconds,
                    const std::vector<size_t>& finalists);
 
-/// Times every candidate on `comm` and returns the one rank 0 measured fastest, the same
+/// Times every candidate on `comm` and returns rank 0's pick (pick_winner), the same
 /// index on every rank. Each candidate runs once to warm up (scratch allocation, page
 /// faults) and once more as a timed probe, then in 3 interleaved rounds of n calls each
 /// (n = ~2 ms / the larger of rank 0's estimate and probe, 1..64, broadcast so that every

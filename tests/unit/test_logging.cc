@@ -17,12 +17,11 @@ namespace {
 class CapturedLog {
  public:
   explicit CapturedLog(const std::string& level) {
-    configure_logging(3, level);
+    configure_logging(0, "warning");  // makes the logger
     logger_ = spdlog::default_logger();
     saved_ = logger_->sinks();
-    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(text_);
-    sink->set_pattern("[concord %l rank 3] %v");
-    logger_->sinks() = {sink};
+    logger_->sinks() = {std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)};
+    configure_logging(3, level);  // its pattern and level, as init() sets them
   }
   ~CapturedLog() {
     logger_->sinks() = saved_;

@@ -284,8 +284,8 @@ TEST_P(MeasureFastest, OneLuckyRoundDoesNotWin) {
 // The CPU clock of each round is the measuring thread's: a candidate that spins through its
 // call uses about its wall time, one that sleeps almost none; rank 0 reports each
 // candidate's CPU on the busiest rank (one that spins on the last rank only counts as
-// spinning); every rank agrees on the winner. (Which wins depends on the machine's load, so
-// it is not asserted.)
+// spinning); rank 0's winner is pick_winner's on those numbers, and every rank agrees on it.
+// (Which candidate that is depends on the machine's load, so it is not asserted.)
 TEST_P(MeasureFastest, CpuTimePerCallIsMeasured) {
   const int P = GetParam();
   std::vector<size_t> winners(P, 99);
@@ -306,6 +306,8 @@ TEST_P(MeasureFastest, CpuTimePerCallIsMeasured) {
       EXPECT_LT(result.cpu_seconds[0], 0.2 * result.seconds[0]) << "sleeper";
       EXPECT_GT(result.cpu_seconds[1], 5 * result.cpu_seconds[0]) << "spinner against sleeper";
       EXPECT_GT(result.cpu_seconds[2], 5 * result.cpu_seconds[0]) << "spinning on rank " << P - 1 << " only";
+      EXPECT_EQ(result.winner, pick_winner(result.seconds, result.cpu_seconds, result.finalists))
+          << "the winner is not the CPU tie-break's";
     } else {
       EXPECT_TRUE(result.cpu_seconds.empty()) << "rank " << comm.rank();
     }
