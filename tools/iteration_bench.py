@@ -27,7 +27,10 @@ applied by finish() inside the timed region). The reported time is the slowest r
 Run (the launcher's rank variables give torch.distributed its rank and world size):
     scripts/mpirun.sh -np 4 /usr/bin/python3 tools/iteration_bench.py
     scripts/mpirun.sh -np 2 /usr/bin/python3 tools/iteration_bench.py --layers 2 --width 64 --iters 2
-Output: one row per configuration: mode, algorithm, ms/iter, ratio to DDP (lower is faster).
+    scripts/mpirun.sh -np 2 /usr/bin/python3 tools/iteration_bench.py --algorithms tree,overlapped_tree \
+        --modes compute,after_backward,plain,overlap       # the C-Cube paper's comparison
+Output: one row per configuration: mode, algorithm, ms/iter, ratio to DDP (lower is faster);
+then the comparison lines ("# <algorithm>: ...", "# C-Cube, CC vs B: ...") when their modes ran.
 """
 
 import argparse
@@ -156,7 +159,8 @@ def run_compute(args, x, y):
 
 
 def summary(rows, algorithm):
-    """The comparison line of ``algorithm``'s rows, or None without after_backward and compute."""
+    """The comparison line of ``algorithm``'s rows, or None without after_backward and compute.
+    ``rows``: (mode, algorithm, seconds per iteration) tuples; compute's algorithm is "-"."""
     times = {mode: seconds for mode, algo, seconds in rows if algo in (algorithm, "-")}
     if "after_backward" not in times or "compute" not in times:
         return None
@@ -173,7 +177,8 @@ def summary(rows, algorithm):
 
 def paper_line(rows):
     """The paper's headline comparison, CC (overlap, i.e. gradient queuing, on the overlapped
-    tree) against B (after_backward on the tree), or None without both rows."""
+    tree) against B (after_backward on the tree), or None without both rows. ``rows``: (mode,
+    algorithm, seconds per iteration) tuples."""
     times = {(mode, algo): seconds for mode, algo, seconds in rows}
     cc, base = times.get(("overlap", "overlapped_tree")), times.get(("after_backward", "tree"))
     if cc is None or base is None:

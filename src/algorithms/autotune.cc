@@ -86,6 +86,7 @@ std::vector<double> busiest_rank_cpu(Communicator& comm, const std::vector<std::
   const auto gathered = comm.gather_bytes(bytes, 0);
   if (comm.rank() != 0) return {};
   for (const auto& other : gathered) {
+    // Unreachable: agreed_calls made every rank throw unless all have the same candidates.
     CONCORD_ENFORCE(other.size() == bytes.size(), InternalError, "autotune: a rank sent ", other.size(),
                     " bytes of CPU times, rank 0 has ", bytes.size());
     for (size_t i = 0; i < mine.size(); ++i) {
