@@ -11,8 +11,8 @@ namespace {
 constexpr int kDataTag = tags::kAllreduceHalvingDoubling;
 }
 
-AllreduceHalvingDoubling::AllreduceHalvingDoubling(Communicator& comm, ScratchBuffer& scratch)
-    : ScheduledReduction(comm, scratch, kDataTag) {}
+AllreduceHalvingDoubling::AllreduceHalvingDoubling(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes)
+    : ScheduledReduction(comm, scratch, kDataTag, chunk_bytes) {}
 
 std::vector<ExchangeStep> AllreduceHalvingDoubling::steps(int rank, int ranks, size_t count, size_t element_size) {
   std::vector<ExchangeStep> result;
@@ -42,7 +42,8 @@ Cost AllreduceHalvingDoubling::cost(const Problem& problem) {
   Cost cost;
   const int P = problem.ranks;
   if (P == 1 || problem.count == 0) return cost;
-  tally_traffic(cost, P, [&](int rank) { return steps(rank, P, problem.count, problem.element_size); });
+  tally_traffic(
+      cost, P, [&](int rank) { return steps(rank, P, problem.count, problem.element_size); }, problem.chunk_bytes);
   const int pof2 = patterns::floor_pow2(P);
   const int fold = P != pof2 ? 1 : 0;
   const double n = static_cast<double>(problem.bytes());

@@ -13,7 +13,11 @@
 //   L doubling rounds: at distance 1, 2, ..., pof2/2 partners swap what they own
 //     (n/pof2, ..., n/2 bytes), in place.
 //   unfold (P != pof2): each odd rank r < 2(P - pof2) sends the n-byte result to r - 1.
-// Each participant sends 2 (pof2-1)/pof2 n bytes in 2L messages; a fold pair's odd rank n
+// Every range of more than CONCORD_RING_CHUNK_BYTES goes in pieces of that size, each
+// reduced as it lands (ExchangeSchedule): the received half stays in cache and the
+// scratch is two pieces; shared memory at 64 MiB, 2 ranks: 15-21 ms against 26-29 ms as
+// whole ranges (docs/performance.md, session 16).
+// Each participant sends 2 (pof2-1)/pof2 n bytes in 2L ranges; a fold pair's odd rank n
 // more in 1 more, its even rank n in 1. Critical path with b = the largest block:
 //   T = (2L + 2f) alpha + (2 (pof2-1) b + 2 f n) beta + ((pof2-1) b + f n) gamma,
 // f = 1 if P != pof2 else 0; on a power of two 2 log P alpha + 2 (P-1)/P n beta +
@@ -33,8 +37,10 @@ namespace concord {
 
 class AllreduceHalvingDoubling : public ScheduledReduction<AllreduceAlgorithm, AllreduceHalvingDoubling> {
  public:
-  /// `scratch` persists across calls; it grows to n/2 bytes (n when P is not a power of two).
-  AllreduceHalvingDoubling(Communicator& comm, ScratchBuffer& scratch);
+  /// `scratch` persists across calls; it grows to two pieces of `chunk_bytes` (or n/2 bytes,
+  /// n when P is not a power of two, if that is less). Messages of more than `chunk_bytes`
+  /// go in pieces, each reduced as it lands (ExchangeSchedule; 0 = whole ranges).
+  AllreduceHalvingDoubling(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = 0);
 
   /// The exchange steps of `rank` of `ranks` for `count` elements of `element_size` bytes.
   static std::vector<ExchangeStep> steps(int rank, int ranks, size_t count, size_t element_size);

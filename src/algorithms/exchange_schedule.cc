@@ -2,11 +2,22 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "common/enforce.h"
 #include "common/reduce.h"
 
 namespace concord {
+namespace {
+// Receive pieces of a reducing step in flight at once: one lands while the one before is
+// reduced.
+constexpr size_t kReceiveWindow = 2;
+}  // namespace
+
+size_t ExchangeSchedule::piece_size(size_t chunk_bytes) {
+  if (chunk_bytes == 0) return std::numeric_limits<size_t>::max();
+  return std::max<size_t>(8, chunk_bytes / 8 * 8);  // whole elements of every dtype
+}
 
 ExchangeStep send_step(int peer, patterns::Segment bytes) {
   ExchangeStep step;
@@ -34,8 +45,23 @@ ExchangeStep sendrecv_step(int send_peer, patterns::Segment out, int recv_peer, 
   return step;
 }
 
-ExchangeSchedule::ExchangeSchedule(Communicator& comm, ScratchBuffer& scratch, int tag)
-    : comm_(comm), scratch_(scratch), tag_(tag) {}
+ExchangeSchedule::ExchangeSchedule(Communicator& comm, ScratchBuffer& scratch, int tag, size_t chunk_bytes)
+    : comm_(comm), scratch_(scratch), tag_(tag), piece_bytes_(piece_size(chunk_bytes)) {}
+
+size_t ExchangeSchedule::pieces(size_t bytes, size_t chunk_bytes) {
+  return bytes == 0 ? 1 : (bytes - 1) / piece_size(chunk_bytes) + 1;
+}
+
+size_t ExchangeSchedule::pieces_of(size_t bytes) const { return bytes == 0 ? 1 : (bytes - 1) / piece_bytes_ + 1; }
+
+patterns::Segment ExchangeSchedule::piece(size_t bytes, size_t index) const {
+  const size_t offset = index * piece_bytes_;
+  return {offset, std::min(piece_bytes_, bytes - offset)};
+}
+
+uint8_t* ExchangeSchedule::scratch_slot(size_t index) {
+  return scratch_.get(0) + (index % kReceiveWindow) * piece_bytes_;
+}
 
 void ExchangeSchedule::start(uint8_t* buffer, std::vector<ExchangeStep> steps, DataType dtype, ReduceOp op) {
   start_out_of_place(buffer, buffer, 0, std::move(steps), dtype, op);
@@ -53,12 +79,15 @@ void ExchangeSchedule::start_out_of_place(const uint8_t* input, uint8_t* buffer,
   op_ = op;
   step_ = 0;
   posted_ = false;
-  send_.reset();
-  recv_.reset();
+  sends_.clear();
+  receives_.clear();
   final_.reset(0);  // never finish()ed: only the marked ranges are reported
   size_t scratch_bytes = 0;
   for (const auto& step : steps_)
-    if (step.recv_peer >= 0 && step.combine != Combine::kCopy) scratch_bytes = std::max(scratch_bytes, step.recv_bytes);
+    if (step.recv_peer >= 0 && step.combine != Combine::kCopy)
+      scratch_bytes = std::max(
+          scratch_bytes,
+          std::min(step.recv_bytes, piece_bytes_ > step.recv_bytes ? step.recv_bytes : kReceiveWindow * piece_bytes_));
   scratch_.get(scratch_bytes);
 }
 
@@ -112,43 +141,61 @@ void ExchangeSchedule::post(const ExchangeStep& step) {
       materialize(step.send_offset, step.send_bytes);
     }
   }
+  posted_pieces_ = combined_pieces_ = receive_pieces_ = 0;
   if (step.recv_peer >= 0) {
     // Out of place, a reduced range no step has written yet (so the send does not read
     // it) receives straight into the buffer, where its reduction then goes: the buffer's
     // lines are in cache when the reduction writes them.
     received_in_buffer_ = step.combine != Combine::kCopy && unwritten(step.recv_offset, step.recv_bytes);
-    uint8_t* into = step.combine == Combine::kCopy || received_in_buffer_ ? buffer_ + step.recv_offset
-                                                                          : scratch_.get(step.recv_bytes);
-    recv_ = comm_.irecv(into, step.recv_bytes, step.recv_peer, tag_);
+    receive_pieces_ = pieces_of(step.recv_bytes);
+    // A copied range has nothing to reduce in order: all its pieces go at once.
+    const size_t window = step.combine == Combine::kCopy ? receive_pieces_ : kReceiveWindow;
+    while (posted_pieces_ < std::min(window, receive_pieces_)) post_receive_piece(step);
   }
-  if (step.send_peer >= 0) send_ = comm_.isend(source + step.send_offset, step.send_bytes, step.send_peer, tag_);
+  if (step.send_peer >= 0) {
+    const size_t count = pieces_of(step.send_bytes);
+    for (size_t i = 0; i < count; ++i) {
+      const patterns::Segment out = piece(step.send_bytes, i);
+      sends_.post(comm_.isend(source + step.send_offset + out.offset, out.count, step.send_peer, tag_));
+    }
+  }
   posted_ = true;
 }
 
-void ExchangeSchedule::combine(const ExchangeStep& step) {
-  if (step.recv_peer < 0) return;
-  if (step.combine == Combine::kCopy) return mark_written(step.recv_offset, step.recv_bytes);
+void ExchangeSchedule::post_receive_piece(const ExchangeStep& step) {
+  const size_t index = posted_pieces_++;
+  const patterns::Segment in = piece(step.recv_bytes, index);
+  uint8_t* into = step.combine == Combine::kCopy || received_in_buffer_ ? buffer_ + step.recv_offset + in.offset
+                                                                        : scratch_slot(index);
+  receives_.push_back(comm_.irecv(into, in.count, step.recv_peer, tag_));
+}
+
+void ExchangeSchedule::combine(const ExchangeStep& step, size_t index) {
+  const patterns::Segment in = piece(step.recv_bytes, index);
+  const size_t offset = step.recv_offset + in.offset;
+  const size_t bytes = in.count;
+  if (step.combine == Combine::kCopy) return mark_written(offset, bytes);
   const size_t element = dtype_size(dtype_);
-  CONCORD_ENFORCE(step.recv_bytes % element == 0, InternalError, "exchange step reduces ", step.recv_bytes,
+  CONCORD_ENFORCE(bytes % element == 0, InternalError, "exchange step reduces ", bytes,
                   " bytes, not a whole number of ", dtype_name(dtype_), " elements");
-  uint8_t* target = buffer_ + step.recv_offset;
-  uint8_t* received = received_in_buffer_ ? target : scratch_.get(step.recv_bytes);
-  const size_t count = step.recv_bytes / element;
-  if (unwritten(step.recv_offset, step.recv_bytes)) {  // out of place, first touch: no copy pass
-    const uint8_t* source = input_ + step.recv_offset;
+  uint8_t* target = buffer_ + offset;
+  uint8_t* received = received_in_buffer_ ? target : scratch_slot(index);
+  const size_t count = bytes / element;
+  if (unwritten(offset, bytes)) {  // out of place, first touch: no copy pass
+    const uint8_t* source = input_ + offset;
     if (step.combine == Combine::kReduce) {
       reduce_into(target, source, received, count, dtype_, op_);
     } else {
       reduce_into(target, received, source, count, dtype_, op_);
     }
-    return mark_written(step.recv_offset, step.recv_bytes);
+    return mark_written(offset, bytes);
   }
-  materialize(step.recv_offset, step.recv_bytes);
+  materialize(offset, bytes);
   if (step.combine == Combine::kReduce) {
     reduce_inplace(target, received, count, dtype_, op_);
   } else {
     reduce_inplace(received, target, count, dtype_, op_);
-    std::memcpy(target, received, step.recv_bytes);
+    std::memcpy(target, received, bytes);
   }
 }
 
@@ -156,10 +203,14 @@ Progress ExchangeSchedule::progress() {
   while (step_ < steps_.size()) {
     const ExchangeStep& step = steps_[step_];
     if (!posted_) post(step);
-    reap_one(send_);
-    reap_one(recv_);
-    if (send_ || recv_) return Progress::kInProgress;
-    combine(step);
+    // Receive pieces are combined in order, each as it lands, and the next one posted.
+    while (!receives_.empty() && reap_one(receives_.front())) {
+      receives_.pop_front();
+      combine(step, combined_pieces_++);
+      if (posted_pieces_ < receive_pieces_) post_receive_piece(step);
+    }
+    const bool sent = sends_.reap();
+    if (!sent || combined_pieces_ < receive_pieces_) return Progress::kInProgress;
     if (step.recv_final && step.recv_peer >= 0) final_.add(step.recv_offset, step.recv_bytes);
     posted_ = false;
     ++step_;
@@ -168,12 +219,13 @@ Progress ExchangeSchedule::progress() {
   return Progress::kDone;
 }
 
-void tally_traffic(Cost& cost, int ranks, const std::function<std::vector<ExchangeStep>(int)>& steps_of) {
+void tally_traffic(Cost& cost, int ranks, const std::function<std::vector<ExchangeStep>(int)>& steps_of,
+                   size_t chunk_bytes) {
   for (int rank = 0; rank < ranks; ++rank) {
     uint64_t messages = 0, bytes = 0;
     for (const auto& step : steps_of(rank)) {
       if (step.send_peer < 0) continue;
-      ++messages;
+      messages += ExchangeSchedule::pieces(step.send_bytes, chunk_bytes);
       bytes += step.send_bytes;
     }
     cost.max_messages_sent = std::max(cost.max_messages_sent, messages);

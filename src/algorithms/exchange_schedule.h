@@ -12,12 +12,21 @@
 // what earlier ones sent. Received data to be reduced lands in persistent scratch first
 // (out of place, in the output range it reduces into when no step has written it yet).
 //
+// With a piece size (`chunk_bytes`), every message of more than one piece goes as several
+// messages of at most that size, sender and receiver splitting the same byte count the
+// same way. A reducing receive then keeps only two pieces in flight, each reduced as soon
+// as it lands: the received piece is still in cache when it is reduced, and the scratch
+// is two pieces instead of the whole range (on shared memory, where the receiver's own
+// core makes the copy, a 16 MiB allreduce otherwise streams its received half through
+// memory twice).
+//
 // The same step lists price the algorithms: tally_traffic() sums what every rank's list
 // sends, which is by construction what the transport's TrafficCounters count.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <vector>
 
@@ -65,9 +74,17 @@ ExchangeStep recv_step(int peer, patterns::Segment bytes, Combine combine);
 
 class ExchangeSchedule {
  public:
-  /// Messages go over `comm` with `tag` (one tag per algorithm); `scratch` must hold the
-  /// largest received range that is reduced and persists across calls.
-  ExchangeSchedule(Communicator& comm, ScratchBuffer& scratch, int tag);
+  /// Messages go over `comm` with `tag` (one tag per algorithm); `scratch` persists across
+  /// calls. `chunk_bytes` > 0 splits every message into pieces of at most that many bytes
+  /// (rounded down to a multiple of 8, the largest element; see above); 0 sends every
+  /// range as one message. Every rank must use the same value.
+  ExchangeSchedule(Communicator& comm, ScratchBuffer& scratch, int tag, size_t chunk_bytes = 0);
+
+  /// The number of messages a range of `bytes` goes as with `chunk_bytes` (1 for 0 bytes:
+  /// an empty message still goes); tally_traffic() counts with it.
+  static size_t pieces(size_t bytes, size_t chunk_bytes);
+  /// The size of every piece but the last (SIZE_MAX for `chunk_bytes` 0).
+  static size_t piece_size(size_t chunk_bytes);
 
   /// Starts running `steps` on `buffer`. Reducing steps reduce elements of `dtype` with
   /// `op` (kAverage as kSum); their ranges must be whole elements. `buffer` must stay
@@ -90,7 +107,14 @@ class ExchangeSchedule {
 
  private:
   void post(const ExchangeStep& step);
-  void combine(const ExchangeStep& step);
+  // Posts the receive of piece `piece_` of `step` (into the buffer or a scratch slot).
+  void post_receive_piece(const ExchangeStep& step);
+  // Combines piece `index` of `step`'s received range, once it has landed.
+  void combine(const ExchangeStep& step, size_t index);
+  size_t pieces_of(size_t bytes) const;  // pieces(bytes, this schedule's chunk_bytes)
+  // The byte range of piece `index` of a range of `bytes` bytes, relative to its start.
+  patterns::Segment piece(size_t bytes, size_t index) const;
+  uint8_t* scratch_slot(size_t index);
   // Out of place: true when no byte of [offset, offset + bytes) of the buffer has been
   // written yet (it still stands for `input`); then the caller may read input instead.
   bool unwritten(size_t offset, size_t bytes) const;
@@ -101,6 +125,7 @@ class ExchangeSchedule {
   Communicator& comm_;
   ScratchBuffer& scratch_;
   int tag_;
+  size_t piece_bytes_;  // SIZE_MAX: one message per range
   uint8_t* buffer_ = nullptr;
   const uint8_t* input_ = nullptr;  // == buffer_ in place
   size_t buffer_bytes_ = 0;
@@ -111,8 +136,11 @@ class ExchangeSchedule {
   size_t step_ = 0;
   bool posted_ = false;
   bool received_in_buffer_ = false;  // out of place: this step receives into buffer_, not scratch
-  RequestPtr send_;
-  RequestPtr recv_;
+  RequestSet sends_;                 // the current step's send pieces
+  std::deque<RequestPtr> receives_;  // its receive pieces in flight, oldest first
+  size_t receive_pieces_ = 0;        // how many pieces its receive goes as
+  size_t posted_pieces_ = 0;         // how many of them are posted
+  size_t combined_pieces_ = 0;       // how many of them are combined
   FinalRanges final_;
 };
 
@@ -144,9 +172,10 @@ class ScheduledReduction : public Interface {
   void take_final_ranges(std::vector<ByteRange>& out) { schedule_.take_final_ranges(out); }
 
  protected:
-  /// Messages go over `comm` with `tag`; `scratch` persists across calls.
-  ScheduledReduction(Communicator& comm, ScratchBuffer& scratch, int tag)
-      : comm_(comm), schedule_(comm, scratch, tag) {}
+  /// Messages go over `comm` with `tag` in pieces of `chunk_bytes` (ExchangeSchedule);
+  /// `scratch` persists across calls.
+  ScheduledReduction(Communicator& comm, ScratchBuffer& scratch, int tag, size_t chunk_bytes = 0)
+      : comm_(comm), schedule_(comm, scratch, tag, chunk_bytes) {}
 
  private:
   Communicator& comm_;
@@ -154,7 +183,9 @@ class ScheduledReduction : public Interface {
 };
 
 /// Sets `cost`'s exact counts (max and total messages and bytes sent) from the step list
-/// of every rank 0..ranks-1, as returned by `steps_of(rank)`.
-void tally_traffic(Cost& cost, int ranks, const std::function<std::vector<ExchangeStep>(int)>& steps_of);
+/// of every rank 0..ranks-1, as returned by `steps_of(rank)`, each send going as
+/// ExchangeSchedule::pieces(bytes, chunk_bytes) messages.
+void tally_traffic(Cost& cost, int ranks, const std::function<std::vector<ExchangeStep>(int)>& steps_of,
+                   size_t chunk_bytes = 0);
 
 }  // namespace concord

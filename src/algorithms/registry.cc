@@ -85,7 +85,7 @@ const std::vector<AllreduceEntry>& allreduce_algorithms() {
       chunked<AllreduceDoubleTree, Base>(),
       chunked<AllreduceOverlappedTree, Base>(),
       chunked<AllreduceOverlappedDoubleTree, Base>(),
-      with_scratch<AllreduceHalvingDoubling, Base>(),
+      chunked<AllreduceHalvingDoubling, Base>(),
       with_scratch<AllreduceRecursiveDoubling, Base>(),
       describe<AllreduceHierarchical, Base>(
           [](const AlgorithmContext& ctx) { return std::make_unique<AllreduceHierarchical>(ctx); }),

@@ -102,7 +102,7 @@ const std::vector<ConfigVar>& config_table() {
        parse_int<&Config::output_pool_bytes, 0>},
       {"CONCORD_RING_CHUNK_BYTES", "524288", "bytes",
        "bytes per pipelined message of the chunked algorithms (ring, the tree allreduces, "
-       "hierarchical, the chain broadcast): data is sent in chunks of at most this size",
+       "halving_doubling, hierarchical, the chain broadcast): data is sent in chunks of at most this size",
        parse_int<&Config::ring_chunk_bytes, 1>, format_int<&Config::ring_chunk_bytes>},
       {"CONCORD_TREE_CHUNKS", "turnaround", "string",
        "pipelined chunks per tree of the tree allreduces (tree, double_tree, overlapped_*): "

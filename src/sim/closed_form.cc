@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "algorithms/exchange_schedule.h"
 #include "patterns/binary_tree.h"
 #include "patterns/chunking.h"
 #include "patterns/ring.h"
@@ -31,6 +32,21 @@ int log2_floor(int value) {
   int bits = 0;
   while ((2 << bits) <= value) ++bits;
   return bits;
+}
+
+// One range of `bytes` sent as ExchangeSchedule sends it, in pieces of `piece` bytes back
+// to back on `link`, each reduced (gamma > 0) as it arrives, after the one before: the
+// time until the last piece is reduced.
+double pieces_time(const LinkParams& link, double bytes, double piece, double gamma) {
+  double sent = 0, done = 0;
+  double left = bytes;
+  do {
+    const double size = std::min(piece, left);
+    sent += link.occupancy() + size * link.beta;
+    done = std::max(sent + link.alpha - link.occupancy(), done) + gamma * size;
+    left -= size;
+  } while (left > 0);
+  return done;
 }
 
 // True when a flat algorithm's copies and reductions take turns on each rank's CPU: every
@@ -118,14 +134,15 @@ double halving_doubling_closed_form(const Problem& problem, const Topology& topo
   if (P == 1 || problem.count == 0) return 0;
   const LinkParams link = slowest(topology);
   const double n = static_cast<double>(problem.bytes());
+  const double piece = static_cast<double>(ExchangeSchedule::piece_size(problem.chunk_bytes));
   const int rounds = log2_floor(P);
   double seconds = 0;
   double part = n;
-  for (int j = 1; j <= rounds; ++j) {
+  for (int j = 1; j <= rounds; ++j) {  // a halving round and its doubling round
     part /= 2;
-    seconds += 2 * message(link, part) + gamma * part;
+    seconds += pieces_time(link, part, piece, gamma) + pieces_time(link, part, piece, 0);
   }
-  if ((1 << rounds) != P) seconds += 2 * message(link, n) + gamma * n;
+  if ((1 << rounds) != P) seconds += pieces_time(link, n, piece, gamma) + pieces_time(link, n, piece, 0);
   return seconds;
 }
 

@@ -54,14 +54,16 @@ uint64_t double_tree_messages(const Problem& p, const Topology&) {
          tree_messages(p.ranks, patterns::segment(p.count, 2, 1).count, p);
 }
 
-// Fold, log2 p rounds of `rounds_per_rank` messages per rank, unfold.
-uint64_t doubling_messages(const Problem& p, int rounds_per_rank) {
+// Fold, log2 p rounds of one message per rank, unfold.
+uint64_t recursive_doubling_messages(const Problem& p, const Topology&) {
   if (trivial(p)) return 0;
   const int pof2 = patterns::floor_pow2(p.ranks);
-  return static_cast<uint64_t>(pof2) * rounds_per_rank * patterns::log2_pow2(pof2) + 2ull * (p.ranks - pof2);
+  return static_cast<uint64_t>(pof2) * patterns::log2_pow2(pof2) + 2ull * (p.ranks - pof2);
 }
-uint64_t halving_doubling_messages(const Problem& p, const Topology&) { return doubling_messages(p, 2); }
-uint64_t recursive_doubling_messages(const Problem& p, const Topology&) { return doubling_messages(p, 1); }
+// Its sends go in pieces of p.chunk_bytes: counted from its step lists.
+uint64_t halving_doubling_messages(const Problem& p, const Topology&) {
+  return trivial(p) ? 0 : AllreduceHalvingDoubling::cost(p).total_messages_sent;
+}
 
 // The phases AllreduceHierarchical runs for `problem` on `topology` (picked as the runtime
 // would with the topology's constants), with their models.

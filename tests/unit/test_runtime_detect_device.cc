@@ -138,6 +138,11 @@ TEST_P(RuntimeDetectDevice, FreedBufferReusedAsHostMemoryIsHostMemory) {
       const Handle handle = runtime.enqueue(request("g.device", CollectiveType::kAllgather), view, view);
       handle.wait();
       EXPECT_EQ(handle.output_device(), 0) << "rank " << rank << ": a device buffer";
+      // Every rank has allocated its device memory before any frees: the ranks share this
+      // process, and another rank's allocation could otherwise take the freed address.
+      float one = 1;
+      const TensorView flag{&one, DataType::kFloat32, {1}, kHostMemory};
+      runtime.enqueue(request("g.allocated", CollectiveType::kAllreduce), flag, flag).wait();
     }  // freed: the emulated device unmaps it
     void* host = mmap(address, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     ASSERT_EQ(host, address) << "rank " << rank << ": could not map host memory at the freed address";
