@@ -60,7 +60,7 @@ patterns::Segment ExchangeSchedule::piece(size_t bytes, size_t index) const {
 }
 
 uint8_t* ExchangeSchedule::scratch_slot(size_t index) {
-  return scratch_.get(0) + (index % kReceiveWindow) * piece_bytes_;
+  return scratch_.get(0) + (windowed_ ? index % kReceiveWindow : index) * piece_bytes_;
 }
 
 void ExchangeSchedule::start(uint8_t* buffer, std::vector<ExchangeStep> steps, DataType dtype, ReduceOp op) {
@@ -83,11 +83,15 @@ void ExchangeSchedule::start_out_of_place(const uint8_t* input, uint8_t* buffer,
   receives_.clear();
   final_.reset(0);  // never finish()ed: only the marked ranges are reported
   size_t scratch_bytes = 0;
-  for (const auto& step : steps_)
-    if (step.recv_peer >= 0 && step.combine != Combine::kCopy)
-      scratch_bytes = std::max(
-          scratch_bytes,
-          std::min(step.recv_bytes, piece_bytes_ > step.recv_bytes ? step.recv_bytes : kReceiveWindow * piece_bytes_));
+  for (const auto& step : steps_) {
+    if (step.recv_peer < 0 || step.combine == Combine::kCopy) continue;
+    // Two pieces when the step's reductions go as its pieces land; the whole range when
+    // they may have to wait for its send (see post()).
+    const bool windowed = step.send_peer < 0 || step.send_offset >= step.recv_offset + step.recv_bytes ||
+                          step.recv_offset >= step.send_offset + step.send_bytes;
+    const bool one_piece = piece_bytes_ >= step.recv_bytes;
+    scratch_bytes = std::max(scratch_bytes, windowed && !one_piece ? kReceiveWindow * piece_bytes_ : step.recv_bytes);
+  }
   scratch_.get(scratch_bytes);
 }
 
@@ -142,14 +146,22 @@ void ExchangeSchedule::post(const ExchangeStep& step) {
     }
   }
   posted_pieces_ = combined_pieces_ = receive_pieces_ = 0;
+  // A piece is combined as it lands unless that writes what this step's send still reads
+  // (recursive doubling sends the whole buffer it reduces into): then, as MPI_Sendrecv, not
+  // before the send has completed.
+  combine_after_send_ = step.send_peer >= 0 && step.recv_peer >= 0 && source == buffer_ &&
+                        step.send_offset < step.recv_offset + step.recv_bytes &&
+                        step.recv_offset < step.send_offset + step.send_bytes;
   if (step.recv_peer >= 0) {
     // Out of place, a reduced range no step has written yet (so the send does not read
     // it) receives straight into the buffer, where its reduction then goes: the buffer's
     // lines are in cache when the reduction writes them.
     received_in_buffer_ = step.combine != Combine::kCopy && unwritten(step.recv_offset, step.recv_bytes);
     receive_pieces_ = pieces_of(step.recv_bytes);
-    // A copied range has nothing to reduce in order: all its pieces go at once.
-    const size_t window = step.combine == Combine::kCopy ? receive_pieces_ : kReceiveWindow;
+    // Pieces combined in order as they land keep two in flight (each one's slot is free
+    // again once it is combined); the others all go at once.
+    windowed_ = step.combine != Combine::kCopy && !combine_after_send_;
+    const size_t window = windowed_ ? kReceiveWindow : receive_pieces_;
     while (posted_pieces_ < std::min(window, receive_pieces_)) post_receive_piece(step);
   }
   if (step.send_peer >= 0) {
@@ -204,12 +216,12 @@ Progress ExchangeSchedule::progress() {
     const ExchangeStep& step = steps_[step_];
     if (!posted_) post(step);
     // Receive pieces are combined in order, each as it lands, and the next one posted.
-    while (!receives_.empty() && reap_one(receives_.front())) {
+    const bool sent = sends_.reap();
+    while (!receives_.empty() && (sent || !combine_after_send_) && reap_one(receives_.front())) {
       receives_.pop_front();
       combine(step, combined_pieces_++);
       if (posted_pieces_ < receive_pieces_) post_receive_piece(step);
     }
-    const bool sent = sends_.reap();
     if (!sent || combined_pieces_ < receive_pieces_) return Progress::kInProgress;
     if (step.recv_final && step.recv_peer >= 0) final_.add(step.recv_offset, step.recv_bytes);
     posted_ = false;

@@ -136,6 +136,8 @@ class ExchangeSchedule {
   size_t step_ = 0;
   bool posted_ = false;
   bool received_in_buffer_ = false;  // out of place: this step receives into buffer_, not scratch
+  bool combine_after_send_ = false;  // this step's reductions write what its send reads
+  bool windowed_ = false;            // its receive pieces go two at a time, into two scratch slots
   RequestSet sends_;                 // the current step's send pieces
   std::deque<RequestPtr> receives_;  // its receive pieces in flight, oldest first
   size_t receive_pieces_ = 0;        // how many pieces its receive goes as

@@ -17,16 +17,17 @@ namespace {
 // Tags at and above this value are reserved for the control collectives below.
 constexpr int kControlTag = tags::kInProcessControl;
 
-// A posted receive: done when a send matched it. Throws CommError once a rank of the run
-// has failed and the message has not arrived (it may never).
+// A posted receive, or a send no receive has matched yet: done when the other side
+// matched it. Throws CommError once a rank of the run has failed and the message has not
+// gone through (it may never).
 class FlagRequest : public TransportRequest {
  public:
-  FlagRequest(std::shared_ptr<bool> done, std::mutex& mutex, std::shared_ptr<std::atomic<bool>> failed, int source,
-              int tag)
-      : done_(std::move(done)), mutex_(mutex), failed_(std::move(failed)), source_(source), tag_(tag) {}
+  FlagRequest(std::shared_ptr<bool> done, std::mutex& mutex, std::shared_ptr<std::atomic<bool>> failed,
+              const char* what, int peer, int tag)
+      : done_(std::move(done)), mutex_(mutex), failed_(std::move(failed)), what_(what), peer_(peer), tag_(tag) {}
   bool test() override {
     std::lock_guard<std::mutex> lock(mutex_);
-    CONCORD_ENFORCE(*done_ || !*failed_, CommError, "in-process receive from rank ", source_, " (tag ", tag_,
+    CONCORD_ENFORCE(*done_ || !*failed_, CommError, "in-process ", what_, " rank ", peer_, " (tag ", tag_,
                     ") abandoned: a rank of this in-process world failed");
     return *done_;
   }
@@ -35,6 +36,35 @@ class FlagRequest : public TransportRequest {
   std::shared_ptr<bool> done_;
   std::mutex& mutex_;
   std::shared_ptr<std::atomic<bool>> failed_;
+  const char* what_;  // "receive from" or "send to"
+  int peer_;
+  int tag_;
+};
+
+// A receive matched to a waiting send when it was posted: the payload is copied from the
+// sender's buffer when the receiver first tests it (as MPI's shared memory copies a
+// rendezvous message when the receiver makes progress), and the send completes then.
+class MatchedReceive : public TransportRequest {
+ public:
+  MatchedReceive(uint8_t* data, size_t bytes, const uint8_t* payload, size_t payload_bytes, std::shared_ptr<bool> sent,
+                 std::mutex& mutex, int source, int tag)
+      : data_(data),
+        bytes_(bytes),
+        payload_(payload),
+        payload_bytes_(payload_bytes),
+        sent_(std::move(sent)),
+        mutex_(mutex),
+        source_(source),
+        tag_(tag) {}
+  bool test() override;
+
+ private:
+  uint8_t* data_;
+  size_t bytes_;
+  const uint8_t* payload_;
+  size_t payload_bytes_;
+  std::shared_ptr<bool> sent_;
+  std::mutex& mutex_;
   int source_;
   int tag_;
 };
@@ -48,6 +78,15 @@ void deliver(void* destination, size_t expected, const void* payload, size_t byt
   CONCORD_ENFORCE(expected == bytes, CommError, "in-process receive of ", expected, " bytes matched a message of ",
                   bytes, " bytes from rank ", source, " tag ", tag);
   if (bytes > 0) std::memcpy(destination, payload, bytes);
+}
+
+bool MatchedReceive::test() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!*sent_) {
+    deliver(data_, bytes_, payload_, payload_bytes_, source_, tag_);
+    *sent_ = true;
+  }
+  return true;
 }
 
 }  // namespace
@@ -109,8 +148,9 @@ RequestPtr InProcessCommunicator::send_piece(const uint8_t* data, size_t bytes, 
       return std::make_unique<DoneRequest>();
     }
   }
-  box.unexpected.push_back({rank_, tag, std::vector<uint8_t>(data, data + bytes)});
-  return std::make_unique<DoneRequest>();
+  auto sent = std::make_shared<bool>(false);
+  box.unexpected.push_back({rank_, tag, data, bytes, sent});
+  return std::make_unique<FlagRequest>(sent, world_->mutex_, world_->failed_, "send to", peer, tag);
 }
 
 RequestPtr InProcessCommunicator::receive_piece(uint8_t* data, size_t bytes, int peer, int tag) {
@@ -119,13 +159,14 @@ RequestPtr InProcessCommunicator::receive_piece(uint8_t* data, size_t bytes, int
   auto& box = world_->mailboxes_[rank_];
   for (auto it = box.unexpected.begin(); it != box.unexpected.end(); ++it) {
     if (it->source == peer && it->tag == tag) {
-      deliver(data, bytes, it->payload.data(), it->payload.size(), peer, tag);
+      auto matched =
+          std::make_unique<MatchedReceive>(data, bytes, it->payload, it->bytes, it->sent, world_->mutex_, peer, tag);
       box.unexpected.erase(it);
-      return std::make_unique<DoneRequest>();
+      return matched;
     }
   }
   box.posted.push_back({peer, tag, data, bytes, done});
-  return std::make_unique<FlagRequest>(done, world_->mutex_, world_->failed_, peer, tag);
+  return std::make_unique<FlagRequest>(done, world_->mutex_, world_->failed_, "receive from", peer, tag);
 }
 
 std::vector<std::vector<uint8_t>> InProcessCommunicator::gather_bytes(const std::vector<uint8_t>& mine, int root) {

@@ -1,6 +1,10 @@
 // A multi-rank transport inside one process: each rank is a thread holding an
-// InProcessCommunicator of a shared InProcessWorld. Sends are eager (the payload is copied
-// at isend), receives match in MPI order (source, tag, post order). Used by the unit tests
+// InProcessCommunicator of a shared InProcessWorld. Sends are rendezvous, as MPI's above
+// its eager limit: a send to a receive not posted yet completes only once that receive has
+// been posted and tested, and the payload is copied from the sender's buffer at that test
+// (as MPI's shared memory copies when the receiver makes progress), so an algorithm that
+// writes a buffer while its send is in flight gets wrong results here too. Receives match
+// in MPI order (source, tag, post order). Used by the unit tests
 // to run every algorithm at 1..16 ranks without mpirun. Messages above
 // max_message_bytes() (unlimited unless a test sets it) travel in pieces, as over MPI.
 #pragma once
@@ -77,10 +81,13 @@ class InProcessWorld {
   };
   // Joins the current round as `rank`; returns the world and rank of its new group.
   std::pair<std::shared_ptr<InProcessWorld>, int> split(int rank, int color, int key);
+  // A send no receive matched yet: the sender's buffer, read when a receive matches.
   struct Message {
     int source;
     int tag;
-    std::vector<uint8_t> payload;
+    const uint8_t* payload;
+    size_t bytes;
+    std::shared_ptr<bool> sent;  // the send's completion
   };
   struct PostedReceive {
     int source;

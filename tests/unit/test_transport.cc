@@ -42,9 +42,11 @@ TEST(InProcessTransport, MessagesBetweenAPairWithOneTagArriveInOrder) {
       std::vector<std::vector<uint8_t>> sent;
       for (int i = 0; i < kMessages; ++i) sent.push_back(payload(i));
       for (int i = 0; i < kMessages; ++i) requests.post(comm.isend(sent[i].data(), sent[i].size(), 1, 5));
+      sync.arrive_and_wait();  // sends to receives not posted yet complete when those are posted
       requests.wait();
+    } else {
+      sync.arrive_and_wait();  // the other half after every send has been posted
     }
-    sync.arrive_and_wait();  // the other half after every message has arrived
     if (comm.rank() == 1) {
       for (int i = kMessages / 2; i < kMessages; ++i) {
         received[i].resize(payload(i).size());
@@ -54,6 +56,29 @@ TEST(InProcessTransport, MessagesBetweenAPairWithOneTagArriveInOrder) {
     }
   });
   for (int i = 0; i < kMessages; ++i) EXPECT_EQ(received[i], payload(i)) << "message " << i;
+}
+
+// Sends are rendezvous, as MPI's above its eager limit: a send completes only once a
+// receive matches it, and the receiver gets the sender's buffer as it is then.
+TEST(InProcessTransport, SendCompletesWhenMatchedAndCarriesTheBufferAsItIsThen) {
+  std::barrier sync(2);
+  InProcessWorld::run(2, [&](Communicator& comm) {
+    std::vector<uint8_t> buffer(8, 1);
+    if (comm.rank() == 0) {
+      RequestPtr send = comm.isend(buffer.data(), buffer.size(), 1, 3);
+      EXPECT_FALSE(send->test()) << "rank 0: a send completed before any receive was posted";
+      std::fill(buffer.begin(), buffer.end(), 2);  // not allowed under MPI: shows what goes
+      sync.arrive_and_wait();
+      sync.arrive_and_wait();  // rank 1 has posted and tested its receive
+      EXPECT_TRUE(send->test()) << "rank 0: the matched send did not complete";
+    } else {
+      sync.arrive_and_wait();
+      RequestPtr receive = comm.irecv(buffer.data(), buffer.size(), 0, 3);
+      EXPECT_TRUE(receive->test()) << "rank 1: a receive of a waiting send did not complete";  // copies now
+      sync.arrive_and_wait();
+      EXPECT_EQ(buffer, std::vector<uint8_t>(8, 2)) << "rank 1: the payload was not read at match time";
+    }
+  });
 }
 
 TEST(InProcessTransport, ReceivesMatchBySourceAndTag) {
