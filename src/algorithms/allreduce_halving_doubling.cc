@@ -42,13 +42,16 @@ Cost AllreduceHalvingDoubling::cost(const Problem& problem) {
   Cost cost;
   const int P = problem.ranks;
   if (P == 1 || problem.count == 0) return cost;
-  tally_traffic(
-      cost, P, [&](int rank) { return steps(rank, P, problem.count, problem.element_size); }, problem.chunk_bytes);
+  const auto steps_of = [&](int rank) { return steps(rank, P, problem.count, problem.element_size); };
+  tally_traffic(cost, P, steps_of, problem.chunk_bytes);
+  Cost whole;  // one message per range: the pieces beyond it each add a message's latency
+  tally_traffic(whole, P, steps_of);
   const int pof2 = patterns::floor_pow2(P);
   const int fold = P != pof2 ? 1 : 0;
   const double n = static_cast<double>(problem.bytes());
   const double block = static_cast<double>(patterns::segment(problem.count, pof2, 0).count * problem.element_size);
-  cost.rounds = 2.0 * patterns::log2_pow2(pof2) + 2 * fold;
+  cost.rounds = 2.0 * patterns::log2_pow2(pof2) + 2 * fold +
+                static_cast<double>(cost.max_messages_sent - whole.max_messages_sent);
   cost.wire_bytes = 2.0 * (pof2 - 1) * block + 2.0 * fold * n;
   cost.reduce_bytes = (pof2 - 1) * block + fold * n;
   return cost.place(problem.nodes);

@@ -19,7 +19,9 @@
 // whole ranges (docs/performance.md, session 16).
 // Each participant sends 2 (pof2-1)/pof2 n bytes in 2L ranges; a fold pair's odd rank n
 // more in 1 more, its even rank n in 1. Critical path with b = the largest block:
-//   T = (2L + 2f) alpha + (2 (pof2-1) b + 2 f n) beta + ((pof2-1) b + f n) gamma,
+//   T = (2L + 2f + e) alpha + (2 (pof2-1) b + 2 f n) beta + ((pof2-1) b + f n) gamma,
+// e = the messages the pieces add to the busiest rank's ranges (0 when every range fits
+// in one piece),
 // f = 1 if P != pof2 else 0; on a power of two 2 log P alpha + 2 (P-1)/P n beta +
 // (P-1)/P n gamma. Every element is reduced by one chain (its block's owner) and then
 // copied, so all ranks end bit-identical. P = 1 or n = 0 sends nothing.

@@ -107,7 +107,7 @@ class ExchangeSchedule {
 
  private:
   void post(const ExchangeStep& step);
-  // Posts the receive of piece `piece_` of `step` (into the buffer or a scratch slot).
+  // Posts the receive of piece `posted_pieces_` of `step` (into the buffer or a scratch slot).
   void post_receive_piece(const ExchangeStep& step);
   // Combines piece `index` of `step`'s received range, once it has landed.
   void combine(const ExchangeStep& step, size_t index);

@@ -13,10 +13,11 @@
 //   recursive doubling (p = 2^floor(log2 P), fold when P != p):
 //     log2 p (T(n) + G(n)) + [P != p] (2 T(n) + G(n))
 //   halving-doubling: sum_{j=1..log2 p} (R(n / 2^j) + S(n / 2^j)) + [P != p] (R(n) + S(n)), where
-//     a range of m bytes goes in k = ceil(m / c) pieces of c = CONCORD_RING_CHUNK_BYTES back
-//     to back, S(m) = k alpha + m beta (copied), and R(m) = S(m) + the last piece's G when
-//     each piece is reduced as it lands (or later, when G > T: a two-stage pipeline);
-//     with one piece 2 T(m) + G(m)
+//     a range of m bytes goes in k = ceil(m / c) pieces back to back (c =
+//     CONCORD_RING_CHUNK_BYTES rounded down to a multiple of 8), S(m) = alpha + (k-1) o +
+//     m beta (copied; o = the link's per-message occupancy, min(gap, alpha)), and R(m) =
+//     S(m) + the last piece's G when each piece is reduced as it lands (or later, when
+//     G > T: a two-stage pipeline); with one piece R + S = 2 T(m) + G(m)
 //   pipelined binary tree of height h, K chunks of m bytes (inner nodes serve two children
 //   through one link, hence the 2T per chunk):
 //     up   (h-1)(2T + G) + T + G + (K-1) max(2T, 2G)

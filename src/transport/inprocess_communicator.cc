@@ -17,17 +17,16 @@ namespace {
 // Tags at and above this value are reserved for the control collectives below.
 constexpr int kControlTag = tags::kInProcessControl;
 
-// A posted receive, or a send no receive has matched yet: done when the other side
-// matched it. Throws CommError once a rank of the run has failed and the message has not
-// gone through (it may never).
+// A posted receive: done when a send matched it. Throws CommError once a rank of the run
+// has failed and the message has not arrived (it may never).
 class FlagRequest : public TransportRequest {
  public:
-  FlagRequest(std::shared_ptr<bool> done, std::mutex& mutex, std::shared_ptr<std::atomic<bool>> failed,
-              const char* what, int peer, int tag)
-      : done_(std::move(done)), mutex_(mutex), failed_(std::move(failed)), what_(what), peer_(peer), tag_(tag) {}
+  FlagRequest(std::shared_ptr<bool> done, std::mutex& mutex, std::shared_ptr<std::atomic<bool>> failed, int source,
+              int tag)
+      : done_(std::move(done)), mutex_(mutex), failed_(std::move(failed)), source_(source), tag_(tag) {}
   bool test() override {
     std::lock_guard<std::mutex> lock(mutex_);
-    CONCORD_ENFORCE(*done_ || !*failed_, CommError, "in-process ", what_, " rank ", peer_, " (tag ", tag_,
+    CONCORD_ENFORCE(*done_ || !*failed_, CommError, "in-process receive from rank ", source_, " (tag ", tag_,
                     ") abandoned: a rank of this in-process world failed");
     return *done_;
   }
@@ -36,42 +35,8 @@ class FlagRequest : public TransportRequest {
   std::shared_ptr<bool> done_;
   std::mutex& mutex_;
   std::shared_ptr<std::atomic<bool>> failed_;
-  const char* what_;  // "receive from" or "send to"
-  int peer_;
-  int tag_;
-};
-
-// A receive matched to a waiting send when it was posted: the payload is copied from the
-// sender's buffer when the receiver first tests it (as MPI's shared memory copies a
-// rendezvous message when the receiver makes progress), and the send completes then.
-class MatchedReceive : public TransportRequest {
- public:
-  MatchedReceive(uint8_t* data, size_t bytes, const uint8_t* payload, size_t payload_bytes, std::shared_ptr<bool> sent,
-                 std::mutex& mutex, int source, int tag)
-      : data_(data),
-        bytes_(bytes),
-        payload_(payload),
-        payload_bytes_(payload_bytes),
-        sent_(std::move(sent)),
-        mutex_(mutex),
-        source_(source),
-        tag_(tag) {}
-  bool test() override;
-
- private:
-  uint8_t* data_;
-  size_t bytes_;
-  const uint8_t* payload_;
-  size_t payload_bytes_;
-  std::shared_ptr<bool> sent_;
-  std::mutex& mutex_;
   int source_;
   int tag_;
-};
-
-class DoneRequest : public TransportRequest {
- public:
-  bool test() override { return true; }
 };
 
 void deliver(void* destination, size_t expected, const void* payload, size_t bytes, int source, int tag) {
@@ -80,14 +45,77 @@ void deliver(void* destination, size_t expected, const void* payload, size_t byt
   if (bytes > 0) std::memcpy(destination, payload, bytes);
 }
 
-bool MatchedReceive::test() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!*sent_) {
-    deliver(data_, bytes_, payload_, payload_bytes_, source_, tag_);
-    *sent_ = true;
+// A receive matched to a waiting send when it was posted: the payload is copied when the
+// receiver first tests it (as MPI's shared memory copies a rendezvous message when the
+// receiver makes progress), and the send completes then.
+class MatchedReceive : public TransportRequest {
+ public:
+  MatchedReceive(uint8_t* data, size_t bytes, std::shared_ptr<InProcessWaitingSend> send, std::mutex& mutex,
+                 std::shared_ptr<void> world, int source, int tag)
+      : data_(data),
+        bytes_(bytes),
+        send_(std::move(send)),
+        mutex_(mutex),
+        world_(std::move(world)),
+        source_(source),
+        tag_(tag) {}
+  bool test() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!send_->sent) {
+      deliver(data_, bytes_, send_->payload, send_->bytes, source_, tag_);
+      send_->sent = true;
+    }
+    return true;
   }
-  return true;
-}
+
+ private:
+  uint8_t* data_;
+  size_t bytes_;
+  std::shared_ptr<InProcessWaitingSend> send_;
+  std::mutex& mutex_;
+  std::shared_ptr<void> world_;  // keeps mutex_ alive
+  int source_;
+  int tag_;
+};
+
+// The request of a send that waits for its receive: done once a receive has copied it.
+// Dropped unfinished, it leaves a copy of the payload behind (InProcessWaitingSend).
+class WaitingSendRequest : public TransportRequest {
+ public:
+  WaitingSendRequest(std::shared_ptr<InProcessWaitingSend> send, std::mutex& mutex,
+                     std::shared_ptr<std::atomic<bool>> failed, std::shared_ptr<void> world, int peer, int tag)
+      : send_(std::move(send)),
+        mutex_(mutex),
+        failed_(std::move(failed)),
+        world_(std::move(world)),
+        peer_(peer),
+        tag_(tag) {}
+  ~WaitingSendRequest() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (send_->sent || send_->payload == send_->copy.data()) return;
+    send_->copy.assign(send_->payload, send_->payload + send_->bytes);
+    send_->payload = send_->copy.data();
+  }
+  bool test() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    CONCORD_ENFORCE(send_->sent || !*failed_, CommError, "in-process send to rank ", peer_, " (tag ", tag_,
+                    ") abandoned: a rank of this in-process world failed");
+    return send_->sent;
+  }
+
+ private:
+  std::shared_ptr<InProcessWaitingSend> send_;
+  std::mutex& mutex_;
+  std::shared_ptr<std::atomic<bool>> failed_;
+  std::shared_ptr<void> world_;  // keeps mutex_ alive
+  int peer_;
+  int tag_;
+};
+
+class DoneRequest : public TransportRequest {
+ public:
+  bool test() override { return true; }
+};
 
 }  // namespace
 
@@ -148,9 +176,11 @@ RequestPtr InProcessCommunicator::send_piece(const uint8_t* data, size_t bytes, 
       return std::make_unique<DoneRequest>();
     }
   }
-  auto sent = std::make_shared<bool>(false);
-  box.unexpected.push_back({rank_, tag, data, bytes, sent});
-  return std::make_unique<FlagRequest>(sent, world_->mutex_, world_->failed_, "send to", peer, tag);
+  auto send = std::make_shared<InProcessWaitingSend>();
+  send->payload = data;
+  send->bytes = bytes;
+  box.unexpected.push_back({rank_, tag, send});
+  return std::make_unique<WaitingSendRequest>(send, world_->mutex_, world_->failed_, world_, peer, tag);
 }
 
 RequestPtr InProcessCommunicator::receive_piece(uint8_t* data, size_t bytes, int peer, int tag) {
@@ -159,14 +189,13 @@ RequestPtr InProcessCommunicator::receive_piece(uint8_t* data, size_t bytes, int
   auto& box = world_->mailboxes_[rank_];
   for (auto it = box.unexpected.begin(); it != box.unexpected.end(); ++it) {
     if (it->source == peer && it->tag == tag) {
-      auto matched =
-          std::make_unique<MatchedReceive>(data, bytes, it->payload, it->bytes, it->sent, world_->mutex_, peer, tag);
+      auto matched = std::make_unique<MatchedReceive>(data, bytes, it->send, world_->mutex_, world_, peer, tag);
       box.unexpected.erase(it);
       return matched;
     }
   }
   box.posted.push_back({peer, tag, data, bytes, done});
-  return std::make_unique<FlagRequest>(done, world_->mutex_, world_->failed_, "receive from", peer, tag);
+  return std::make_unique<FlagRequest>(done, world_->mutex_, world_->failed_, peer, tag);
 }
 
 std::vector<std::vector<uint8_t>> InProcessCommunicator::gather_bytes(const std::vector<uint8_t>& mine, int root) {

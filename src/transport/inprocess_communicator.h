@@ -4,7 +4,8 @@
 // been posted and tested, and the payload is copied from the sender's buffer at that test
 // (as MPI's shared memory copies when the receiver makes progress), so an algorithm that
 // writes a buffer while its send is in flight gets wrong results here too. Receives match
-// in MPI order (source, tag, post order). Used by the unit tests
+// in MPI order (source, tag, post order). Stricter than MPI in one way: a waiting send
+// completes only when its own matched receive is tested, not on any progress call. Used by the unit tests
 // to run every algorithm at 1..16 ranks without mpirun. Messages above
 // max_message_bytes() (unlimited unless a test sets it) travel in pieces, as over MPI.
 #pragma once
@@ -16,12 +17,24 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "transport/communicator.h"
 
 namespace concord {
 
 class InProcessWorld;
+
+/// A send that no receive has matched yet (shared by the send's request, the receiver's
+/// unexpected queue and the receive that matches it): the sender's buffer, read when the
+/// matched receive is first tested; if the send's request is dropped unfinished (e.g. an
+/// exception unwinds the sender), a copy made then, so the buffer may be freed.
+struct InProcessWaitingSend {
+  const uint8_t* payload = nullptr;
+  size_t bytes = 0;
+  std::vector<uint8_t> copy;
+  bool sent = false;  ///< a receive has copied it
+};
 
 class InProcessCommunicator : public Communicator {
  public:
@@ -81,13 +94,11 @@ class InProcessWorld {
   };
   // Joins the current round as `rank`; returns the world and rank of its new group.
   std::pair<std::shared_ptr<InProcessWorld>, int> split(int rank, int color, int key);
-  // A send no receive matched yet: the sender's buffer, read when a receive matches.
+  // A send no receive matched yet.
   struct Message {
     int source;
     int tag;
-    const uint8_t* payload;
-    size_t bytes;
-    std::shared_ptr<bool> sent;  // the send's completion
+    std::shared_ptr<InProcessWaitingSend> send;
   };
   struct PostedReceive {
     int source;

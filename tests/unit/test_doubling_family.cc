@@ -9,7 +9,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "algorithms/allgather_recursive_doubling.h"
@@ -21,6 +23,7 @@
 #include "allreduce_check.h"
 #include "dtype_util.h"
 #include "rank_runner.h"
+#include "transport/tags.h"
 
 namespace concord {
 namespace {
@@ -175,6 +178,33 @@ INSTANTIATE_TEST_SUITE_P(DoublingFamily, AllreduceOperandOrder,
                          ::testing::Combine(::testing::Values("halving_doubling", "recursive_doubling"),
                                             ::testing::Values(2, 3, 4, 5, 7, 8, 12, 16)),
                          [](const auto& info) { return cat(std::get<0>(info.param), "_P", std::get<1>(info.param)); });
+
+// A step whose reduction writes the range its own send reads (as recursive doubling's),
+// sent in many pieces: the pieces must not be reduced before the send has gone, or the
+// partner receives partly reduced data (the in-process transport copies a waiting send
+// when the receive is tested, as MPI's shared memory does).
+TEST(ExchangeSchedulePieces, OverlappingSendAndReductionWaitForTheSend) {
+  constexpr size_t kCount = 1001;  // float32, 4,004 bytes: 63 pieces of 64 bytes
+  std::vector<std::vector<float>> data(2);
+  std::vector<ScratchBuffer> scratch(2);
+  for (int r = 0; r < 2; ++r)
+    for (size_t i = 0; i < kCount; ++i) data[r].push_back(static_cast<float>(r * 1000 + i));
+  const std::string error = run_ranks(2, [&](Communicator& comm, const AbortFlag& aborted) {
+    const int peer = 1 - comm.rank();
+    const patterns::Segment whole{0, kCount * sizeof(float)};
+    ExchangeSchedule schedule(comm, scratch[comm.rank()], tags::kAllreduceRecursiveDoubling, 64);
+    schedule.start(reinterpret_cast<uint8_t*>(data[comm.rank()].data()),
+                   {exchange_step(peer, whole, whole, Combine::kReduce)}, DataType::kFloat32, ReduceOp::kSum);
+    while (schedule.progress() != Progress::kDone) {
+      if (aborted.load()) throw std::runtime_error("stopped: another rank failed");
+      std::this_thread::yield();
+    }
+  });
+  ASSERT_EQ(error, "");
+  for (int r = 0; r < 2; ++r)
+    for (size_t i = 0; i < kCount; ++i)
+      ASSERT_EQ(data[r][i], static_cast<float>(1000 + 2 * i)) << "rank " << r << " element " << i;
+}
 
 }  // namespace
 }  // namespace concord
