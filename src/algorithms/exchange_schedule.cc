@@ -59,6 +59,13 @@ patterns::Segment ExchangeSchedule::piece(size_t bytes, size_t index) const {
   return {offset, std::min(piece_bytes_, bytes - offset)};
 }
 
+// True when `step`'s send reads a byte of the range its receive reduces into (recursive
+// doubling's whole-buffer exchange): its reductions may then have to wait for the send.
+bool ExchangeSchedule::send_overlaps_receive(const ExchangeStep& step) {
+  return step.send_peer >= 0 && step.recv_peer >= 0 && step.send_offset < step.recv_offset + step.recv_bytes &&
+         step.recv_offset < step.send_offset + step.send_bytes;
+}
+
 uint8_t* ExchangeSchedule::scratch_slot(size_t index) {
   return scratch_.get(0) + (windowed_ ? index % kReceiveWindow : index) * piece_bytes_;
 }
@@ -87,10 +94,9 @@ void ExchangeSchedule::start_out_of_place(const uint8_t* input, uint8_t* buffer,
     if (step.recv_peer < 0 || step.combine == Combine::kCopy) continue;
     // Two pieces when the step's reductions go as its pieces land; the whole range when
     // they may have to wait for its send (see post()).
-    const bool windowed = step.send_peer < 0 || step.send_offset >= step.recv_offset + step.recv_bytes ||
-                          step.recv_offset >= step.send_offset + step.send_bytes;
     const bool one_piece = piece_bytes_ >= step.recv_bytes;
-    scratch_bytes = std::max(scratch_bytes, windowed && !one_piece ? kReceiveWindow * piece_bytes_ : step.recv_bytes);
+    scratch_bytes = std::max(
+        scratch_bytes, !send_overlaps_receive(step) && !one_piece ? kReceiveWindow * piece_bytes_ : step.recv_bytes);
   }
   scratch_.get(scratch_bytes);
 }
@@ -149,9 +155,7 @@ void ExchangeSchedule::post(const ExchangeStep& step) {
   // A piece is combined as it lands unless that writes what this step's send still reads
   // (recursive doubling sends the whole buffer it reduces into): then, as MPI_Sendrecv, not
   // before the send has completed.
-  combine_after_send_ = step.send_peer >= 0 && step.recv_peer >= 0 && source == buffer_ &&
-                        step.send_offset < step.recv_offset + step.recv_bytes &&
-                        step.recv_offset < step.send_offset + step.send_bytes;
+  combine_after_send_ = source == buffer_ && send_overlaps_receive(step);
   if (step.recv_peer >= 0) {
     // Out of place, a reduced range no step has written yet (so the send does not read
     // it) receives straight into the buffer, where its reduction then goes: the buffer's

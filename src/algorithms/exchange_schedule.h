@@ -17,8 +17,9 @@
 // same way. A reducing receive then keeps only two pieces in flight, each reduced as soon
 // as it lands: the received piece is still in cache when it is reduced, and the scratch
 // is two pieces instead of the whole range (on shared memory, where the receiver's own
-// core makes the copy, a 16 MiB allreduce otherwise streams its received half through
-// memory twice).
+// core makes the copy, the received half otherwise goes through memory twice: at 64 MiB
+// and 2 ranks halving-doubling took 20.6-23.2 ms that way, 15.3-16.4 ms in pieces; at
+// 1-16 MiB no difference showed, docs/performance.md, session 16).
 //
 // The same step lists price the algorithms: tally_traffic() sums what every rank's list
 // sends, which is by construction what the transport's TrafficCounters count.
@@ -115,6 +116,7 @@ class ExchangeSchedule {
   // The byte range of piece `index` of a range of `bytes` bytes, relative to its start.
   patterns::Segment piece(size_t bytes, size_t index) const;
   uint8_t* scratch_slot(size_t index);
+  static bool send_overlaps_receive(const ExchangeStep& step);
   // Out of place: true when no byte of [offset, offset + bytes) of the buffer has been
   // written yet (it still stands for `input`); then the caller may read input instead.
   bool unwritten(size_t offset, size_t bytes) const;
