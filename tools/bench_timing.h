@@ -1,5 +1,5 @@
-// Timing helper shared by the single-process benchmark tools (concord-kernelbench,
-// concord-topkbench): the median wall time of repeated calls.
+// Timing helper shared by the benchmark tools (concord-kernelbench, concord-topkbench,
+// concord-calibrate's round trips): the median wall time of repeated calls.
 #pragma once
 
 #include <algorithm>

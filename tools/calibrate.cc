@@ -7,8 +7,8 @@
 // Steps (all through Communicator isend/irecv, as the algorithms send):
 //   1. alpha: ranks are paired within their node (local ranks 0-1, 2-3, ...; nodes from
 //      MPI's shared-memory split) and all pairs ping-pong 8-byte messages at once;
-//      alpha = half the mean round trip, averaged over pairs.
-//   2. beta: the same pairs ping-pong -s bytes; beta = (half round trip - alpha) / bytes.
+//      alpha = half the median round trip, averaged over pairs.
+//   2. beta: the same pairs ping-pong -s bytes; beta = (half median round trip - alpha) / bytes.
 //   3. gamma: every rank times reduce_inplace of max(-s, 32 MiB) bytes of float32 (sum),
 //      larger than the caches as a gradient buffer is;
 //      gamma = seconds / byte, averaged over ranks.
@@ -21,7 +21,7 @@
 //      are copied (and the output says so).
 //   5. inter_gap (LogGP's gap g, for concord-sim --inter-gap): the same inter-node pairs; the
 //      initiator sends a burst of 32 8-byte messages, the responder answers the last one;
-//      g = (burst round trip - 2 inter_alpha) / 31, at least 0. Written into the JSON file
+//      g = (median burst round trip - 2 inter_alpha) / 31, at least 0. Written into the JSON file
 //      as "inter_gap" (CostParams ignores it; only the simulator uses it), and removed from
 //      the file when not measured (one node).
 // Phases are separated by barriers; pairs run concurrently, as ranks do in a collective.
@@ -42,6 +42,7 @@
 #include "algorithms/cost_model.h"
 #include "common/reduce.h"
 #include "tools/bench_options.h"
+#include "tools/bench_timing.h"
 #include "tools/mpi_tool.h"
 #include "transport/mpi_communicator.h"
 #include "transport/request_set.h"
@@ -84,15 +85,14 @@ Pairing pairing(const std::vector<int>& node_of_rank, int rank, bool inter) {
   return result;
 }
 
-// Half the mean round trip of `bytes`-byte messages with `pairing.peer`, on the initiator;
-// the responder returns -1. `iterations` timed round trips after a few untimed ones.
+// Half the median round trip of `bytes`-byte messages with `pairing.peer`, on the initiator;
+// the responder returns -1. `iterations` timed round trips after a few untimed ones. The
+// median, not the mean: one stall of the shared machine (tens of ms) lifted the mean of 200
+// round trips over 2 emulated hosts from about 10 us to 188 us in one calibration.
 double half_round_trip(Communicator& comm, const Pairing& pairing, size_t bytes, int iterations) {
   std::vector<uint8_t> send(bytes, 1), recv(bytes);
   RequestSet requests;
-  double start = 0;
-  const int warmup = 3;
-  for (int i = 0; i < warmup + iterations; ++i) {
-    if (i == warmup) start = MPI_Wtime();
+  const double median = bench::median_seconds(3, iterations, [&] {
     if (pairing.initiator) {
       requests.post(comm.isend(send.data(), bytes, pairing.peer, kTag));
       requests.post(comm.irecv(recv.data(), bytes, pairing.peer, kTag));
@@ -103,19 +103,17 @@ double half_round_trip(Communicator& comm, const Pairing& pairing, size_t bytes,
       requests.post(comm.isend(send.data(), bytes, pairing.peer, kTag));
       requests.wait();
     }
-  }
-  return pairing.initiator ? (MPI_Wtime() - start) / iterations / 2 : -1;
+  });
+  return pairing.initiator ? median / 2 : -1;
 }
 
 // Seconds of one burst of `burst` small messages from the initiator to `pairing.peer`,
-// answered by one message after the last, on the initiator (mean over `iterations` bursts
+// answered by one message after the last, on the initiator (median over `iterations` bursts
 // after one untimed); the responder returns -1.
 double burst_round_trip(Communicator& comm, const Pairing& pairing, int burst, int iterations) {
   std::vector<uint8_t> data(kSmallBytes * burst, 1);
   RequestSet requests;
-  double start = 0;
-  for (int i = 0; i < 1 + iterations; ++i) {
-    if (i == 1) start = MPI_Wtime();
+  const double median = bench::median_seconds(1, iterations, [&] {
     for (int m = 0; m < burst; ++m) {
       uint8_t* slot = data.data() + m * kSmallBytes;
       requests.post(pairing.initiator ? comm.isend(slot, kSmallBytes, pairing.peer, kTag)
@@ -125,8 +123,8 @@ double burst_round_trip(Communicator& comm, const Pairing& pairing, int burst, i
     requests.post(pairing.initiator ? comm.irecv(data.data(), kSmallBytes, pairing.peer, kTag)
                                     : comm.isend(data.data(), kSmallBytes, pairing.peer, kTag));
     requests.wait();
-  }
-  return pairing.initiator ? (MPI_Wtime() - start) / iterations : -1;
+  });
+  return pairing.initiator ? median : -1;
 }
 
 // Mean over ranks of `value`, ignoring ranks that pass a negative value; -1 when none

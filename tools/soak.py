@@ -19,7 +19,10 @@ The inputs are small integers and the scale factors powers of two (Average: also
 so the reference is exact in every dtype: a result counts as wrong unless it is equal to
 the reference element for element (float NaN never occurs). After the collectives, a
 KVStore (``--kvstore``; needs MPI_THREAD_MULTIPLE) pushes and pulls random keys, also
-checked exactly.
+checked exactly. ``--kinds`` and ``--dtypes`` restrict the draw to some collectives and dtypes (e.g.
+``--kinds allreduce,allreduce_inplace,grouped_allreduce,allgather,broadcast --dtypes
+float32,float64,float16,bfloat16,int32,int64,int8,uint8 --kvstore off``, what an older
+Concord can run: docs/performance.md compares op rates that way).
 
 Every rank stops after the same round: the first rank whose clock passes ``--minutes``
 sets a flag that a max-allreduce shares. Rank 0 prints a summary JSON line::
@@ -53,6 +56,10 @@ NUMERIC = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.in
            torch.int16, torch.int8, torch.uint8)
 WITH_BOOL = NUMERIC + (torch.bool,)
 FLOATS = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
+DTYPE_NAMES = tuple(str(dtype).split(".")[1] for dtype in WITH_BOOL)
+KIND_DTYPES = {kind: NUMERIC for kind in KINDS}  # the dtypes each collective is drawn with
+KIND_DTYPES.update({kind: WITH_BOOL for kind in ("allgather", "grouped_allgather", "alltoall", "broadcast")})
+KIND_DTYPES["sparse_allreduce"] = FLOATS + (torch.int32, torch.int64)
 
 
 def parse_args(argv=None):
@@ -66,7 +73,24 @@ def parse_args(argv=None):
     parser.add_argument("--log-dir", default=None,
                         help="where each rank's stderr (Concord's log) goes; default: a temporary folder")
     parser.add_argument("--max-reports", type=int, default=10, help="wrong results printed per rank")
-    return parser.parse_args(argv)
+    parser.add_argument("--kinds", default=",".join(KINDS),
+                        help="comma-separated collectives to draw from (default: all of %(default)s)")
+    parser.add_argument("--dtypes", default=",".join(DTYPE_NAMES),
+                        help="comma-separated dtypes to draw from (default: all of %(default)s)")
+    args = parser.parse_args(argv)
+    args.kinds = tuple(kind for kind in args.kinds.split(",") if kind)
+    unknown = sorted(set(args.kinds) - set(KINDS))
+    if unknown or not args.kinds:
+        parser.error(f"--kinds: unknown or none: {','.join(unknown)} (known: {','.join(KINDS)})")
+    names = [name for name in args.dtypes.split(",") if name]
+    unknown = sorted(set(names) - set(DTYPE_NAMES))
+    if unknown or not names:
+        parser.error(f"--dtypes: unknown or none: {','.join(unknown)} (known: {','.join(DTYPE_NAMES)})")
+    args.dtypes = tuple(getattr(torch, name) for name in names)
+    for kind in args.kinds:
+        if not [dtype for dtype in KIND_DTYPES[kind] if dtype in args.dtypes]:
+            parser.error(f"--dtypes: none of them is one that {kind} takes")
+    return args
 
 
 def rss_mib():
@@ -154,14 +178,18 @@ class Soak:
 
     # ---- what every rank runs (shared generator) ----------------------------------------
 
+    def dtype(self, rng, kind):
+        """A dtype that `kind` takes, among --dtypes."""
+        return rng.choice([dtype for dtype in KIND_DTYPES[kind] if dtype in self.args.dtypes])
+
     def draw(self, rng, round_, index):
         """One operation: a dict with its kind, dtype, shapes and parameters."""
-        kind = rng.choice(KINDS)
+        kind = rng.choice(self.args.kinds)
         max_n = self.args.max_elements
         n = rng.choice((0, 1, rng.randint(2, 64), rng.randint(1, max_n)))
         spec = {"kind": kind, "index": index, "name": f"soak.{index}.{kind}"}  # names recur, parameters change
         if kind in ("allreduce", "allreduce_inplace", "grouped_allreduce"):
-            spec["dtype"] = rng.choice(NUMERIC)
+            spec["dtype"] = self.dtype(rng, kind)
             spec["op"] = rng.choice(("sum", "average", "min", "max", "product"))
             spec["prescale"], spec["postscale"] = 1.0, 1.0
             if spec["op"] in ("sum", "average"):
@@ -170,7 +198,7 @@ class Soak:
             members = rng.randint(1, 4) if kind == "grouped_allreduce" else 1
             spec["shapes"] = [self.random_shape(rng, n if m == 0 else rng.randint(0, max_n)) for m in range(members)]
         elif kind in ("allgather", "grouped_allgather", "alltoall"):
-            spec["dtype"] = rng.choice(WITH_BOOL)
+            spec["dtype"] = self.dtype(rng, kind)
             members = rng.randint(1, 3) if kind == "grouped_allgather" else 1
             spec["tail"] = [rng.choice(((), (3,), (2, 2))) for _ in range(members)]
             if kind == "alltoall":
@@ -181,11 +209,11 @@ class Soak:
                 spec["rows"] = [[rng.choice((0, rng.randint(0, 40), rng.randint(0, max(1, max_n // 4))))
                                  for _ in range(self.size)] for _ in range(members)]
         elif kind == "broadcast":
-            spec["dtype"] = rng.choice(WITH_BOOL)
+            spec["dtype"] = self.dtype(rng, kind)
             spec["root"] = rng.randrange(self.size)
             spec["shapes"] = [self.random_shape(rng, n)]
         elif kind in ("reducescatter", "grouped_reducescatter"):
-            spec["dtype"] = rng.choice(NUMERIC)
+            spec["dtype"] = self.dtype(rng, kind)
             spec["op"] = rng.choice(("sum", "average"))
             spec["prescale"] = rng.choice((1.0, 0.5, 2.0))
             spec["postscale"] = rng.choice((1.0, 0.5, 2.0))
@@ -193,7 +221,7 @@ class Soak:
             spec["shapes"] = [(rng.randint(0, 3 * self.size + 3),) + rng.choice(((), (3,), (2, 5)))
                               for _ in range(members)]
         else:  # sparse_allreduce
-            spec["dtype"] = rng.choice(FLOATS + (torch.int32, torch.int64))
+            spec["dtype"] = self.dtype(rng, kind)
             spec["op"] = rng.choice(("sum", "average"))
             spec["dense"] = (rng.randint(1, 200), rng.choice((1, 3)))
             spec["nnz"] = [rng.choice((0, rng.randint(0, 30))) for _ in range(self.size)]
@@ -426,7 +454,8 @@ def run(hvd, args, log_file):
             "rss_mib_end": [round(x, 1) for x in rows[:, 1].tolist()],
             "rss_growth_mib": [round(e - s, 1) for s, e in rows[:, :2].tolist()],
             "seed": args.seed, "minutes": args.minutes, "max_elements": args.max_elements,
-            "ops_per_round": args.ops_per_round,
+            "ops_per_round": args.ops_per_round, "kinds": list(args.kinds),
+            "dtypes": [str(dtype).split(".")[1] for dtype in args.dtypes],
         }
         print(json.dumps(summary), flush=True)
     return 1 if rows[:, 2:].sum().item() > 0 else 0
