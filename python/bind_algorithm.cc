@@ -6,15 +6,19 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
 
+#include "algorithms/autotune.h"
 #include "algorithms/cost_model.h"
 #include "algorithms/registry.h"
+#include "algorithms/size_rules.h"
 #include "algorithms/tree_chunking.h"
 #include "bind_mpi.h"
 #include "common/config.h"
+#include "concord/errors.h"
 #include "transport/mpi_communicator.h"
 
 namespace py = pybind11;
@@ -37,6 +41,34 @@ class AlgorithmAllreducer {
   std::string choose(size_t count, const std::string& dtype, int op) const {
     const Problem problem = make_problem(context_, count, dtype_from_name(dtype), static_cast<ReduceOp>(op));
     return select_algorithm(allreduce_algorithms(), problem, context_.cost_params, "", problem_for()).name;
+  }
+
+  /// The registry entry the runtime runs for `count` elements of `dtype` (once its first
+  /// call of that size bucket has measured, with measured selection on): the
+  /// CONCORD_ALLREDUCE_ALGORITHM rule for the size, else rank 0's measured choice from the
+  /// cost-model cache file (the runtime saves it there as soon as it measures), else
+  /// choose(). Collective over MPI_COMM_WORLD (rank 0's table decides, as in the runtime).
+  /// Benchmarks compare the runtime with this entry run alone.
+  std::string runtime_choice(size_t count, const std::string& dtype, int op) {
+    const size_t bytes = count * dtype_size(dtype_from_name(dtype));
+    const std::string ruled =
+        rule_for(parse_size_rules(config_.allreduce_algorithm, "CONCORD_ALLREDUCE_ALGORITHM"), bytes);
+    if (!ruled.empty()) return ruled;
+    std::string measured;
+    if (config_.autotune && comm_.rank() == 0 && !cost_model_cache_path().empty()) {
+      const std::vector<int>& nodes = context_.node_of_rank;
+      const int node_count = nodes.empty() ? 1 : *std::max_element(nodes.begin(), nodes.end()) + 1;
+      AutotuneTable table(autotune_scope(comm_.size(), node_count, config_.ring_chunk_bytes, config_.tree_chunks));
+      try {
+        table.load(cost_model_cache_path());
+        measured = table.find(selection_key("allreduce", dtype_from_name(dtype), bytes));
+      } catch (const Error&) {  // unreadable: the runtime ignores it too (and warns); the cost model decides
+      }
+    }
+    std::vector<uint8_t> shared(measured.begin(), measured.end());
+    comm_.broadcast_bytes(shared, 0);
+    measured.assign(shared.begin(), shared.end());
+    return measured.empty() ? choose(count, dtype, op) : measured;
   }
 
   /// In-place allreduce of `count` elements of `dtype` at address `data` with `op` by the
@@ -93,6 +125,8 @@ void bind_algorithm(py::module_& m) {
   py::class_<AlgorithmAllreducer>(m, "AlgorithmAllreducer")
       .def(py::init<>(), py::call_guard<py::gil_scoped_release>())
       .def("choose", &AlgorithmAllreducer::choose, py::arg("count"), py::arg("dtype"), py::arg("op"))
+      .def("runtime_choice", &AlgorithmAllreducer::runtime_choice, py::arg("count"), py::arg("dtype"), py::arg("op"),
+           py::call_guard<py::gil_scoped_release>())
       .def("allreduce", &AlgorithmAllreducer::allreduce, py::arg("name"), py::arg("data"), py::arg("count"),
            py::arg("dtype"), py::arg("op"), py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("rank", &AlgorithmAllreducer::rank)

@@ -21,7 +21,8 @@ Sections (``--sections``, comma-separated, default all):
              interleaved one by one so that load changes hit them alike (the order
              rotating each round, so no variant always runs first): ``hvd.allreduce``
              (out of place, the result dropped each call), ``hvd.allreduce_`` (in place), the
-             C++ algorithm the runtime picks run alone in place on its own communicator
+             C++ algorithm the runtime picks (``runtime_choice``, asked after the runtime's
+             warm-up calls have measured the size) run alone in place on its own communicator
              (``_core.AlgorithmAllreducer``: what concord-bench times, no runtime) and mpi4py's
              MPI_Allreduce (in place), and the runtime's out-of-place call into a tensor
              that already exists (``into``: no result tensor to make); medians and minima
@@ -232,7 +233,16 @@ def out_of_place_rows(args):
         }
         algorithm = "n/a"
         if allreducer:
-            algorithm = allreducer.choose(n, "float32", hvd.Sum) if forced == "auto" or ":" in forced else forced
+            # What the runtime runs for this size: known once its first call of the size has
+            # measured (measured selection), so the runtime's variants warm up first. (An
+            # install without runtime_choice: the cost model's pick.)
+            for _ in range(3):
+                for key in list(variants):
+                    variants[key]()
+            if hasattr(allreducer, "runtime_choice"):
+                algorithm = allreducer.runtime_choice(n, "float32", hvd.Sum)
+            else:
+                algorithm = allreducer.choose(n, "float32", hvd.Sum) if forced == "auto" or ":" in forced else forced
             variants["algorithm"] = lambda: allreducer.allreduce(algorithm, alone.data_ptr(), n, "float32", hvd.Sum)
         if MPI:
             variants["mpi4py"] = lambda: MPI.COMM_WORLD.Allreduce(MPI.IN_PLACE, array, op=MPI.SUM)
