@@ -18,6 +18,7 @@
 #include "algorithms/tree_chunking.h"
 #include "bind_mpi.h"
 #include "common/config.h"
+#include "common/enforce.h"
 #include "concord/errors.h"
 #include "transport/mpi_communicator.h"
 
@@ -43,32 +44,32 @@ class AlgorithmAllreducer {
     return select_algorithm(allreduce_algorithms(), problem, context_.cost_params, "", problem_for()).name;
   }
 
-  /// The registry entry the runtime runs for `count` elements of `dtype` (once its first
-  /// call of that size bucket has measured, with measured selection on): the
-  /// CONCORD_ALLREDUCE_ALGORITHM rule for the size, else rank 0's measured choice from the
-  /// cost-model cache file (the runtime saves it there as soon as it measures), else
-  /// choose(). Collective over MPI_COMM_WORLD (rank 0's table decides, as in the runtime).
-  /// Benchmarks compare the runtime with this entry run alone.
+  /// The registry entry the runtime runs for `count` elements of `dtype` with `op` (once
+  /// its first call of that size bucket has measured, with measured selection on), decided
+  /// on rank 0 from rank 0's settings and given to every rank, as the runtime adopts rank
+  /// 0's: the CONCORD_ALLREDUCE_ALGORITHM rule for the size, else the measured choice in
+  /// the cost-model cache file (the runtime saves it there as soon as it measures; used
+  /// where the runtime measures: 2+ ranks, 1 B .. kMaxMeasuredBytes, an entry that exists
+  /// and accepts the problem), else the cost model; a rule's entry that declines falls back
+  /// to the cost model, as in the runtime. Mirrors Executor::choose
+  /// (src/runtime/executor_selection.cc) without measuring. Collective over MPI_COMM_WORLD.
+  /// Throws InvalidArgument on every rank when rank 0 cannot decide (e.g. a malformed rule).
   std::string runtime_choice(size_t count, const std::string& dtype, int op) {
-    const size_t bytes = count * dtype_size(dtype_from_name(dtype));
-    const std::string ruled =
-        rule_for(parse_size_rules(config_.allreduce_algorithm, "CONCORD_ALLREDUCE_ALGORITHM"), bytes);
-    if (!ruled.empty()) return ruled;
-    std::string measured;
-    if (config_.autotune && comm_.rank() == 0 && !cost_model_cache_path().empty()) {
-      const std::vector<int>& nodes = context_.node_of_rank;
-      const int node_count = nodes.empty() ? 1 : *std::max_element(nodes.begin(), nodes.end()) + 1;
-      AutotuneTable table(autotune_scope(comm_.size(), node_count, config_.ring_chunk_bytes, config_.tree_chunks));
+    require_thread_multiple_if_runtime_active("AlgorithmAllreducer.runtime_choice");
+    std::string answer;  // rank 0: "=" + name, or "!" + why it failed
+    if (comm_.rank() == 0) {
       try {
-        table.load(cost_model_cache_path());
-        measured = table.find(selection_key("allreduce", dtype_from_name(dtype), bytes));
-      } catch (const Error&) {  // unreadable: the runtime ignores it too (and warns); the cost model decides
+        answer = "=" + rank0_choice(make_problem(context_, count, dtype_from_name(dtype), static_cast<ReduceOp>(op)));
+      } catch (const std::exception& error) {
+        answer = std::string("!") + error.what();
       }
     }
-    std::vector<uint8_t> shared(measured.begin(), measured.end());
+    std::vector<uint8_t> shared(answer.begin(), answer.end());
     comm_.broadcast_bytes(shared, 0);
-    measured.assign(shared.begin(), shared.end());
-    return measured.empty() ? choose(count, dtype, op) : measured;
+    answer.assign(shared.begin(), shared.end());
+    CONCORD_ENFORCE(!answer.empty() && answer[0] == '=', InvalidArgument,
+                    "AlgorithmAllreducer.runtime_choice: rank 0 could not decide: ", answer.substr(1));
+    return answer.substr(1);
   }
 
   /// In-place allreduce of `count` elements of `dtype` at address `data` with `op` by the
@@ -99,6 +100,31 @@ class AlgorithmAllreducer {
   int size() const { return comm_.size(); }
 
  private:
+  // runtime_choice() on rank 0.
+  std::string rank0_choice(const Problem& problem) const {
+    const auto& entries = allreduce_algorithms();
+    const ProblemForEntry for_entry = problem_for();
+    std::string name =
+        rule_for(parse_size_rules(config_.allreduce_algorithm, "CONCORD_ALLREDUCE_ALGORITHM"), problem.bytes());
+    const bool measured = config_.autotune && problem.ranks > 1 && problem.bytes() > 0 &&
+                          problem.bytes() <= kMaxMeasuredBytes && !cost_model_cache_path().empty();
+    if (name.empty() && measured) {
+      const std::vector<int>& nodes = context_.node_of_rank;
+      const int node_count = nodes.empty() ? 1 : *std::max_element(nodes.begin(), nodes.end()) + 1;
+      AutotuneTable table(autotune_scope(comm_.size(), node_count, config_.ring_chunk_bytes, config_.tree_chunks));
+      try {
+        table.load(cost_model_cache_path());
+      } catch (const Error&) {  // unreadable: the runtime ignores it too (and warns)
+      }
+      name = table.find(selection_key("allreduce", problem.dtype, problem.bytes()));
+      const bool usable = std::any_of(entries.begin(), entries.end(), [&](const auto& entry) {
+        return entry.name == name && entry.declines(for_entry(entry.name, problem)).empty();
+      });
+      if (!usable) name.clear();  // the runtime would measure now: the cost model is the best guess
+    }
+    return select_algorithm(entries, problem, context_.cost_params, name, for_entry).name;
+  }
+
   // As the executor: the tree allreduces get their chunking from CONCORD_TREE_CHUNKS.
   ProblemForEntry problem_for() const {
     return [this](const std::string& name, const Problem& p) {

@@ -209,7 +209,8 @@ def out_of_place_rows(args):
     seconds}), statistic "median" then "min" (the least disturbed call: on a loaded machine
     the median mostly measures scheduling delays).
 
-    The variants run interleaved, one call each per round, after 3 warm-up rounds; the
+    The runtime's variants run 3 rounds first (its measured selection settles), then all
+    variants run interleaved, one call each per round, after 3 more warm-up rounds; the
     order rotates by one each round, so every variant runs equally often in every position
     (the first call after the non-runtime ones finds the background thread napping and its
     caches cold, which alone cost 10-25% at 1 MiB when the order was fixed).
@@ -231,17 +232,17 @@ def out_of_place_rows(args):
             "into": lambda: mpi_ops.synchronize(mpi_ops._allreduce_into(tensor, existing, name + ".into", hvd.Sum,
                                                                         1.0, 1.0)),
         }
+        # What the runtime runs for this size is known once its first call of the size has
+        # measured (measured selection), so the runtime's variants warm up first.
+        for _ in range(3):
+            for call in variants.values():
+                call()
         algorithm = "n/a"
         if allreducer:
-            # What the runtime runs for this size: known once its first call of the size has
-            # measured (measured selection), so the runtime's variants warm up first. (An
-            # install without runtime_choice: the cost model's pick.)
-            for _ in range(3):
-                for key in list(variants):
-                    variants[key]()
             if hasattr(allreducer, "runtime_choice"):
                 algorithm = allreducer.runtime_choice(n, "float32", hvd.Sum)
             else:
+                # (an install without it: the cost model's pick)
                 algorithm = allreducer.choose(n, "float32", hvd.Sum) if forced == "auto" or ":" in forced else forced
             variants["algorithm"] = lambda: allreducer.allreduce(algorithm, alone.data_ptr(), n, "float32", hvd.Sum)
         if MPI:

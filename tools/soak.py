@@ -22,7 +22,8 @@ KVStore (``--kvstore``; needs MPI_THREAD_MULTIPLE) pushes and pulls random keys,
 checked exactly. ``--kinds`` and ``--dtypes`` restrict the draw to some collectives and dtypes (e.g.
 ``--kinds allreduce,allreduce_inplace,grouped_allreduce,allgather,broadcast --dtypes
 float32,float64,float16,bfloat16,int32,int64,int8,uint8 --kvstore off``, what an older
-Concord can run: docs/performance.md compares op rates that way).
+Concord can run: docs/performance.md compares op rates that way; the KVStore keeps its own
+dtypes).
 
 Every rank stops after the same round: the first rank whose clock passes ``--minutes``
 sets a flag that a max-allreduce shares. Rank 0 prints a summary JSON line::
@@ -78,11 +79,11 @@ def parse_args(argv=None):
     parser.add_argument("--dtypes", default=",".join(DTYPE_NAMES),
                         help="comma-separated dtypes to draw from (default: all of %(default)s)")
     args = parser.parse_args(argv)
-    args.kinds = tuple(kind for kind in args.kinds.split(",") if kind)
+    args.kinds = tuple(dict.fromkeys(kind for kind in args.kinds.split(",") if kind))  # each once, in order
     unknown = sorted(set(args.kinds) - set(KINDS))
     if unknown or not args.kinds:
         parser.error(f"--kinds: unknown or none: {','.join(unknown)} (known: {','.join(KINDS)})")
-    names = [name for name in args.dtypes.split(",") if name]
+    names = list(dict.fromkeys(name for name in args.dtypes.split(",") if name))
     unknown = sorted(set(names) - set(DTYPE_NAMES))
     if unknown or not names:
         parser.error(f"--dtypes: unknown or none: {','.join(unknown)} (known: {','.join(DTYPE_NAMES)})")
