@@ -51,8 +51,9 @@ class AlgorithmAllreducer {
   /// the cost-model cache file (the runtime saves it there as soon as it measures; used
   /// where the runtime measures: 2+ ranks, 1 B .. kMaxMeasuredBytes, an entry that exists
   /// and accepts the problem), else the cost model; a rule's entry that declines falls back
-  /// to the cost model, as in the runtime. Mirrors Executor::choose
-  /// (src/runtime/executor_selection.cc) without measuring. Collective over MPI_COMM_WORLD.
+  /// to the cost model, as in the runtime. Executor::choose (src/runtime/executor_selection.cc)
+  /// without measuring; both use measured_selection_applies() and usable_measured_choice()
+  /// (algorithms/autotune.h). Collective over MPI_COMM_WORLD.
   /// Throws InvalidArgument on every rank when rank 0 cannot decide (e.g. a malformed rule).
   std::string runtime_choice(size_t count, const std::string& dtype, int op) {
     require_thread_multiple_if_runtime_active("AlgorithmAllreducer.runtime_choice");
@@ -106,9 +107,7 @@ class AlgorithmAllreducer {
     const ProblemForEntry for_entry = problem_for();
     std::string name =
         rule_for(parse_size_rules(config_.allreduce_algorithm, "CONCORD_ALLREDUCE_ALGORITHM"), problem.bytes());
-    const bool measured = config_.autotune && problem.ranks > 1 && problem.bytes() > 0 &&
-                          problem.bytes() <= kMaxMeasuredBytes && !cost_model_cache_path().empty();
-    if (name.empty() && measured) {
+    if (name.empty() && config_.autotune && measured_selection_applies(problem) && !cost_model_cache_path().empty()) {
       const std::vector<int>& nodes = context_.node_of_rank;
       const int node_count = nodes.empty() ? 1 : *std::max_element(nodes.begin(), nodes.end()) + 1;
       AutotuneTable table(autotune_scope(comm_.size(), node_count, config_.ring_chunk_bytes, config_.tree_chunks));
@@ -116,11 +115,7 @@ class AlgorithmAllreducer {
         table.load(cost_model_cache_path());
       } catch (const Error&) {  // unreadable: the runtime ignores it too (and warns)
       }
-      name = table.find(selection_key("allreduce", problem.dtype, problem.bytes()));
-      const bool usable = std::any_of(entries.begin(), entries.end(), [&](const auto& entry) {
-        return entry.name == name && entry.declines(for_entry(entry.name, problem)).empty();
-      });
-      if (!usable) name.clear();  // the runtime would measure now: the cost model is the best guess
+      name = usable_measured_choice(table, entries, problem, for_entry);  // "": the runtime would measure now
     }
     return select_algorithm(entries, problem, context_.cost_params, name, for_entry).name;
   }

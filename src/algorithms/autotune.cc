@@ -174,6 +174,16 @@ std::string cost_model_cache_path() {
   return home == nullptr || *home == '\0' ? "" : std::string(home) + "/.cache/concord/cost_model.json";
 }
 
+std::string usable_measured_choice(const AutotuneTable& table,
+                                   const std::vector<RegistryEntry<AllreduceAlgorithm>>& entries,
+                                   const Problem& problem, const ProblemForEntry& problem_for) {
+  const std::string name = table.find(selection_key("allreduce", problem.dtype, problem.bytes()));
+  const bool usable = !name.empty() && std::any_of(entries.begin(), entries.end(), [&](const auto& entry) {
+    return entry.name == name && entry.declines(problem_for ? problem_for(entry.name, problem) : problem).empty();
+  });
+  return usable ? name : "";
+}
+
 std::string AutotuneTable::find(const std::string& key) const {
   const auto it = entries_.find(key);
   return it == entries_.end() ? "" : it->second;

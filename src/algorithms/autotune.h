@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/registry.h"
 #include "concord/types.h"
 #include "transport/communicator.h"
 
@@ -69,6 +70,20 @@ class AutotuneTable {
 /// Largest allreduce that measured selection times (bytes): above it every candidate
 /// call takes ~0.1 s or more, so those sizes are left to the cost model.
 inline constexpr size_t kMaxMeasuredBytes = size_t{256} << 20;
+
+/// True when measured selection times `problem` (with CONCORD_AUTOTUNE on): allreduce on
+/// 2+ ranks of 1 B .. kMaxMeasuredBytes.
+inline bool measured_selection_applies(const Problem& problem) {
+  return problem.ranks > 1 && problem.bytes() > 0 && problem.bytes() <= kMaxMeasuredBytes;
+}
+
+/// The measured choice `table` holds for `problem` (key selection_key("allreduce", ...)),
+/// or "" when it holds none or one that `entries` lack or that declines the problem (as
+/// judged on problem_for(name, problem) when problem_for is set): then it must be measured
+/// anew. The runtime's selection and AlgorithmAllreducer.runtime_choice share it.
+std::string usable_measured_choice(const AutotuneTable& table,
+                                   const std::vector<RegistryEntry<AllreduceAlgorithm>>& entries,
+                                   const Problem& problem, const ProblemForEntry& problem_for);
 
 /// One repetition of measured allreduce selection: `algorithm` in place on `buffer`, then
 /// out of place from `buffer` into `output` (`count` elements of `dtype` each, count x

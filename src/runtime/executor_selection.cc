@@ -21,28 +21,25 @@ std::string Executor::choose(const char* collective, const std::vector<RegistryE
   const std::string key = selection_key(collective, problem.dtype, bytes);
   if (const auto it = chosen_.find(key); it != chosen_.end()) return it->second;
   std::string name, source;
-  const bool measured = config_.autotune && std::is_same_v<AlgorithmType, AllreduceAlgorithm> && problem.ranks > 1 &&
-                        bytes > 0 && bytes <= kMaxMeasuredBytes;
-  if (measured) {
-    name = tuned_.find(key);
-    source = "measured earlier (autotune table)";
-    const auto& known = entries;
-    const bool usable = !name.empty() && std::any_of(known.begin(), known.end(), [&](const auto& entry) {
-      return entry.name == name && entry.declines(problem_for ? problem_for(entry.name, problem) : problem).empty();
-    });
-    if (!usable) {
-      if constexpr (std::is_same_v<AlgorithmType, AllreduceAlgorithm>) name = measure_allreduce(problem, problem_for);
-      source = "measured now";
-      tuned_.set(key, name);
-      if (!cache_path_.empty()) {
-        try {
-          tuned_.save(cache_path_);
-        } catch (const Error& error) {
-          CONCORD_LOG_WARN("autotune: the measured choices are not saved: {}", error.what());
+  if constexpr (std::is_same_v<AlgorithmType, AllreduceAlgorithm>) {
+    if (config_.autotune && measured_selection_applies(problem)) {
+      name = usable_measured_choice(tuned_, entries, problem, problem_for);
+      source = "measured earlier (autotune table)";
+      if (name.empty()) {
+        name = measure_allreduce(problem, problem_for);
+        source = "measured now";
+        tuned_.set(key, name);
+        if (!cache_path_.empty()) {
+          try {
+            tuned_.save(cache_path_);
+          } catch (const Error& error) {
+            CONCORD_LOG_WARN("autotune: the measured choices are not saved: {}", error.what());
+          }
         }
       }
     }
-  } else {
+  }
+  if (source.empty()) {
     name = select_algorithm(entries, problem, context_.cost_params, "", problem_for).name;
     source = "cost model";
   }

@@ -58,6 +58,54 @@ TEST(Autotune, BucketsStartAtPowersOfTwo) {
   EXPECT_EQ(selection_key("allreduce", DataType::kFloat16, 0), "allreduce/float16/0B");
 }
 
+TEST(Autotune, MeasuredSelectionAppliesFromTwoRanksAndOneByteUpToItsLimit) {
+  Problem problem;
+  problem.ranks = 2;
+  problem.count = 1;
+  EXPECT_TRUE(measured_selection_applies(problem));
+  problem.count = kMaxMeasuredBytes / 4;
+  EXPECT_TRUE(measured_selection_applies(problem));
+  problem.count += 1;
+  EXPECT_FALSE(measured_selection_applies(problem)) << "above kMaxMeasuredBytes: the cost model decides";
+  problem.count = 0;
+  EXPECT_FALSE(measured_selection_applies(problem)) << "0 bytes";
+  problem.count = 1;
+  problem.ranks = 1;
+  EXPECT_FALSE(measured_selection_applies(problem)) << "1 rank";
+}
+
+// A measured choice counts only when the registry has it and it accepts the problem (as
+// judged on problem_for's problem); otherwise it is measured anew ("").
+TEST(Autotune, UsableMeasuredChoiceIsAKnownEntryThatAcceptsTheProblem) {
+  std::vector<RegistryEntry<AllreduceAlgorithm>> entries(2);
+  entries[0].name = "small_only";
+  entries[0].declines = [](const Problem& p) { return p.bytes() > 100 ? std::string("too large") : std::string(); };
+  entries[1].name = "any";
+  entries[1].declines = [](const Problem&) { return std::string(); };
+  AutotuneTable table("scope");
+  table.set(selection_key("allreduce", DataType::kFloat32, 64), "small_only");
+  table.set(selection_key("allreduce", DataType::kFloat32, 256), "small_only");
+  table.set(selection_key("allreduce", DataType::kFloat32, 1024), "not_registered");
+  table.set(selection_key("allreduce", DataType::kFloat32, 4096), "any");
+  Problem problem;
+  problem.ranks = 2;
+  auto choice = [&](size_t bytes, const ProblemForEntry& problem_for = {}) {
+    problem.count = bytes / 4;
+    return usable_measured_choice(table, entries, problem, problem_for);
+  };
+  EXPECT_EQ(choice(64), "small_only");
+  EXPECT_EQ(choice(256), "") << "the entry declines 256 B";
+  EXPECT_EQ(choice(1024), "") << "not in the registry";
+  EXPECT_EQ(choice(4096), "any");
+  EXPECT_EQ(choice(16), "") << "no entry for the bucket";
+  const ProblemForEntry larger = [](const std::string&, const Problem& p) {
+    Problem q = p;
+    q.count *= 4;
+    return q;
+  };
+  EXPECT_EQ(choice(64, larger), "") << "judged on problem_for's problem (256 B), which it declines";
+}
+
 TEST(Autotune, TablePersistsNextToTheCostConstants) {
   namespace fs = std::filesystem;
   const fs::path dir = fs::temp_directory_path() / ("concord_autotune_" + std::to_string(::getpid())) / "cache";
