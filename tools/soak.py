@@ -19,11 +19,14 @@ The inputs are small integers and the scale factors powers of two (Average: also
 so the reference is exact in every dtype: a result counts as wrong unless it is equal to
 the reference element for element (float NaN never occurs). After the collectives, a
 KVStore (``--kvstore``; needs MPI_THREAD_MULTIPLE) pushes and pulls random keys, also
-checked exactly. ``--kinds`` and ``--dtypes`` restrict the draw to some collectives and dtypes (e.g.
-``--kinds allreduce,allreduce_inplace,grouped_allreduce,allgather,broadcast --dtypes
-float32,float64,float16,bfloat16,int32,int64,int8,uint8 --kvstore off``, what an older
-Concord can run: docs/performance.md compares op rates that way; the KVStore keeps its own
-dtypes).
+checked exactly.
+
+``--kinds`` and ``--dtypes`` restrict the draw to some collectives and dtypes (the KVStore
+keeps its own dtypes). For example ``--kinds
+allreduce,allreduce_inplace,grouped_allreduce,allgather,broadcast --dtypes
+float32,float64,float16,bfloat16,int32,int64,int8,uint8 --kvstore off`` is what an older
+Concord can run; docs/performance.md compares op rates that way. An unknown name, or a
+dtype list that leaves a collective none it takes, is refused.
 
 Every rank stops after the same round: the first rank whose clock passes ``--minutes``
 sets a flag that a max-allreduce shares. Rank 0 prints a summary JSON line::
