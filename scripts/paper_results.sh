@@ -10,6 +10,7 @@
 #                (a few minutes)
 #   --out DIR    raw outputs, JSON and plots (default: paper_results/ in the current directory)
 #   --build DIR  the build directory with tools/ (default: build)
+#   --no-testbed step 1 only (no network namespaces; scripts/perf_report.sh --quick)
 # Steps (each prints "claim | measured | baseline"):
 #   1. Ok-Topk's volume (Li & Hoefler, PPoPP 2022): words per rank per call from call 32 on,
 #      with the volume cap and with the spec's feedback alone (4 ranks, synthetic stream;
@@ -32,6 +33,7 @@
 set -uo pipefail
 
 full=0
+testbed=1
 out=paper_results
 build=build
 while (($#)); do
@@ -39,6 +41,7 @@ while (($#)); do
     --full) full=1; shift ;;
     --out) out="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
+    --no-testbed) testbed=0; shift ;;
     -h | --help) sed -n '2,/^set -uo/{/^set -uo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
     *) echo "paper_results: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -78,6 +81,7 @@ $py "$root/tools/plot_oktopk_calls.py" "cap=$out/oktopk_calls_eps0.25.json" "spe
   -o "$out/oktopk_calls.png" && say "plot: $out/oktopk_calls.png"
 
 cluster() { "$root/scripts/cluster.sh" "$@"; }
+((testbed)) || { say ""; say "testbed steps skipped: --no-testbed"; exit 0; }
 if ! cluster --check >/dev/null 2>"$out/cluster_check.txt"; then
   say ""; say "testbed steps skipped: $(cat "$out/cluster_check.txt")"; exit 0
 fi

@@ -34,6 +34,7 @@ then the comparison lines ("# <algorithm>: ...", "# C-Cube, CC vs B: ...") when 
 """
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -65,6 +66,8 @@ def parse_args(argv=None):
     parser.add_argument("--credit-mib", type=float, default=32,
                         help="overlap_priority's credit_bytes in MiB (default 32)")
     parser.add_argument("--port", type=int, default=29517, help="MASTER_PORT of the Gloo rendezvous")
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write the rows here (rank 0; seconds per iteration; scripts/perf_report.sh)")
     return parser.parse_args(argv)
 
 
@@ -205,6 +208,7 @@ def main(argv=None):
         raise SystemExit(f"iteration_bench: unknown modes {sorted(unknown)}")
     x, y = make_batch(args, rank)
     rows = []
+    load_start = os.getloadavg()[0]
     if "ddp" in modes:
         rows.append(("ddp", "gloo", slowest(run_ddp(args, x, y))))
     if "compute" in modes:
@@ -233,6 +237,12 @@ def main(argv=None):
         line = paper_line(rows)
         if line:
             print(line)
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as out:
+                json.dump({"ranks": size, "layers": args.layers, "width": args.width, "batch": args.batch,
+                           "iters": args.iters, "warmup": args.warmup, "gradient_mib": megabytes,
+                           "load_start": load_start, "load_end": os.getloadavg()[0],
+                           "rows": [{"mode": m, "algorithm": a, "seconds": s} for m, a, s in rows]}, out, indent=1)
     dist.destroy_process_group()
 
 

@@ -100,6 +100,8 @@ def parse_args(argv=None):
     parser.add_argument("--fusion-iters", type=int, default=8, help="fusion timed bursts per size (default 8)")
     parser.add_argument("--idle-seconds", type=float, default=10.0, help="idle measurement (default 10 s)")
     parser.add_argument("--port", type=int, default=29533, help="MASTER_PORT of the Gloo rendezvous")
+    parser.add_argument("--json", metavar="PATH",
+                        help="also write every section's results here (rank 0; seconds; scripts/perf_report.sh)")
     return parser.parse_args(argv)
 
 
@@ -345,8 +347,10 @@ def main(argv=None):
         raise SystemExit(f"latency_bench: unknown sections {sorted(unknown)}")
     say = print if rank == 0 else (lambda *a, **k: None)
     say(f"# latency_bench: {size} ranks, load {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}")
+    report = {"ranks": size, "load_start": os.getloadavg()[0], "iters": args.iters, "warmup": args.warmup}
     if "latency" in sections:
         rows = latency_rows(args)
+        report["latency"] = [dict(zip(("bytes", "in_place", "out_of_place", "gloo", "mpi4py"), row)) for row in rows]
         say(f"# sync allreduce latency, float32, median of {args.iters}, slowest rank (us)")
         say(f"{'bytes':>9} {'concord_':>10} {'concord':>10} {'gloo':>10} {'mpi4py':>10} {'oop/inpl':>9} "
             f"{'inpl/mpi':>9}")
@@ -355,6 +359,7 @@ def main(argv=None):
                 f"{mpi * 1e6:10.1f} {out_of_place / in_place:9.2f} {in_place / mpi:9.2f}")
     if "iteration" in sections:
         r = iteration_rows(args, rank)
+        report["iteration"] = dict(r, tensors=args.tensors, elements=args.elements)
         say(f"# iteration: {args.tensors} allreduces of {args.elements} float32, median of "
             f"{args.iteration_iters} after {max(3, args.warmup)} warm-up (gloo: of 10), slowest rank (ms); concord "
             f"in random per-rank order, interleaved with mpi4py in blocks of 10")
@@ -365,6 +370,8 @@ def main(argv=None):
             f"{r['rounds']:12.0f} {r['cpu_ms']:12.2f}")
     if "outofplace" in sections:
         rows = out_of_place_rows(args)
+        report["outofplace"] = [{"statistic": st, "bytes": nbytes, "algorithm": alg, **times}
+                                for st, nbytes, alg, times in rows]
         say(f"# out of place vs in place vs the algorithm alone vs MPI_Allreduce, float32 sum, median and "
             f"min of {args.oop_iters} interleaved rounds, slowest rank (ms); load {os.getloadavg()[0]:.2f}")
         say(f"{'stat':>6} {'bytes':>9} {'algorithm':>18} {'oop':>9} {'inplace':>9} {'alg':>9} {'mpi4py':>9} | "
@@ -376,6 +383,7 @@ def main(argv=None):
                 f"{mpi / inplace:8.2f} {mpi / oop:8.2f} {t['into'] / inplace:9.2f}")
     if "fusion" in sections:
         rows = fusion_rows(args)
+        report["fusion"] = [{"bytes": nbytes, "tensors": count, **times} for nbytes, count, times in rows]
         say(f"# fusion: a burst of max(8, min(64, 64 MiB / size)) tensors submitted together, float32 "
             f"average, median of 2 x {args.fusion_iters} bursts (two passes), slowest rank (ms)")
         say(f"{'bytes':>9} {'tensors':>7} {'default':>9} {'fuse_all':>9} {'unfused':>9} | "
@@ -387,8 +395,13 @@ def main(argv=None):
     if "idle" in sections:
         dist.barrier()
         percent = slowest(idle_cpu_percent(args.idle_seconds))
+        report["idle"] = {"seconds": args.idle_seconds, "percent_of_core": percent}
         say(f"# idle: {args.idle_seconds:.0f} s initialised, nothing submitted: {percent:.2f}% of a core "
             f"(busiest rank)")
+    report["load_end"] = os.getloadavg()[0]
+    if args.json and rank == 0:
+        with open(args.json, "w", encoding="utf-8") as out:
+            json.dump(report, out, indent=1, allow_nan=True)
     hvd.shutdown()
     dist.destroy_process_group()
 
