@@ -370,7 +370,7 @@ def main(argv=None):
             f"{r['rounds']:12.0f} {r['cpu_ms']:12.2f}")
     if "outofplace" in sections:
         rows = out_of_place_rows(args)
-        report["outofplace"] = [{"statistic": st, "bytes": nbytes, "algorithm": alg, **times}
+        report["outofplace"] = [{"statistic": st, "bytes": nbytes, "picked": alg, **times}
                                 for st, nbytes, alg, times in rows]
         say(f"# out of place vs in place vs the algorithm alone vs MPI_Allreduce, float32 sum, median and "
             f"min of {args.oop_iters} interleaved rounds, slowest rank (ms); load {os.getloadavg()[0]:.2f}")

@@ -190,7 +190,7 @@ def runtime_outofplace(data):
     body = []
     for size in sorted({row["bytes"] for rows in runs for row in rows}):
         rows = [row for rows in runs for row in rows if row["bytes"] == size and row["statistic"] == "median"]
-        body.append([fmt_bytes(size), ", ".join(sorted({row["algorithm"] for row in rows})),
+        body.append([fmt_bytes(size), ", ".join(sorted({row["picked"] for row in rows})),
                      fmt_time(_median([r["out_of_place"] for r in rows])), fmt_time(_median([r["in_place"] for r in rows])),
                      fmt_time(_median([r["algorithm"] for r in rows])), fmt_time(_median([r["mpi4py"] for r in rows])),
                      fmt_ratio([_ratio(r["out_of_place"], r["in_place"]) for r in rows]),
