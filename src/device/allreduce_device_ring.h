@@ -14,7 +14,7 @@
 // Sends are issued in (step, chunk) order, the order the right neighbour posts receives.
 //
 // Over a CUDA-aware MPI this is the "cuda_aware" algorithm; over StagingCommunicator
-// (device/staging_communicator.h) it is "staged_gpu", the staged path with GPU reduction.
+// (transport/staging_communicator.h) it is "staged_gpu", the staged path with GPU reduction.
 #pragma once
 
 #include <cstddef>

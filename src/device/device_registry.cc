@@ -9,7 +9,7 @@
 #include "device/allreduce_device_ring.h"
 #include "device/allreduce_nccl.h"
 #include "device/allreduce_staged.h"
-#include "device/staging_communicator.h"
+#include "transport/staging_communicator.h"
 
 namespace concord {
 namespace {

@@ -5,7 +5,7 @@
 //                 host -> device (device/allreduce_staged.h);
 //   "staged_gpu"  the device ring over StagingCommunicator: every message staged through
 //                 pinned host memory, peer chunks copied up and reduced by the device's
-//                 kernel (device/allreduce_device_ring.h, device/staging_communicator.h);
+//                 kernel (device/allreduce_device_ring.h, transport/staging_communicator.h);
 //   "cuda_aware"  the device ring straight on a transport that takes device pointers
 //                 (a CUDA-aware MPI: MPIX_Query_cuda_support); declines otherwise;
 //   "nccl"        NCCL's allreduce (device/allreduce_nccl.h) where NCCL is built, loads and

@@ -13,7 +13,7 @@
 #include "device/device_capabilities.h"
 #include "device/device_registry.h"
 #include "device/emulated_device.h"
-#include "device/staging_communicator.h"
+#include "transport/staging_communicator.h"
 #include "patterns/ring.h"
 #include "transport/device_pointers.h"
 #include "transport/mpi_communicator.h"

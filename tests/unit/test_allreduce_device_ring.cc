@@ -15,7 +15,7 @@
 #include "allreduce_check.h"
 #include "device/allreduce_device_ring.h"
 #include "device/emulated_device.h"
-#include "device/staging_communicator.h"
+#include "transport/staging_communicator.h"
 #include "device_cases.h"
 
 namespace concord {

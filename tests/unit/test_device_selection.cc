@@ -16,7 +16,7 @@
 #include "device/device_capabilities.h"
 #include "device/device_registry.h"
 #include "device/emulated_device.h"
-#include "device/staging_communicator.h"
+#include "transport/staging_communicator.h"
 #include "dtype_util.h"
 #include "rank_runner.h"
 #include "transport/request_set.h"

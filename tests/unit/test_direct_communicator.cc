@@ -1,20 +1,23 @@
-// DirectCommunicator (src/device/direct_communicator.h): the in-process CUDA-aware
+// DirectCommunicator (src/transport/direct_communicator.h): the in-process CUDA-aware
 // transport. Ranks share one strict emulated device; "cuda_aware" from the registry runs
 // the device ring over it with every message copied device-to-device by the receiver's
 // stream from the sender's buffer (no host staging), and must equal AllreduceRing on host
-// memory bit for bit; a size mismatch is a CommError naming the peer.
+// memory bit for bit; a size mismatch is a CommError naming the peer. Both device-pointer
+// decorators split like any communicator (transport/forwarding_communicator.h).
 #include <gtest/gtest.h>
 
+#include <thread>
 #include <vector>
 
 #include "algorithms/allreduce_ring.h"
 #include "allreduce_check.h"
 #include "device/device_capabilities.h"
 #include "device/device_registry.h"
-#include "device/direct_communicator.h"
 #include "device/emulated_device.h"
 #include "device_cases.h"
+#include "transport/direct_communicator.h"
 #include "transport/request_set.h"
+#include "transport/staging_communicator.h"
 
 namespace concord {
 namespace {
@@ -105,6 +108,52 @@ TEST(DirectCommunicator, SizeMismatchIsACommErrorNamingThePeer) {
   });
   EXPECT_EQ(error, "");
 }
+
+// split() of a decorator splits the wrapped communicator and wraps the child: in each half
+// (even and odd ranks of 4) the lower rank sends a device buffer to the upper one, which
+// must receive it in device memory; the child's traffic is credited to the parent.
+template <typename Decorator>
+void expect_split_carries_device_messages(const char* decorator) {
+  EmulatedDevice device;  // shared: DirectCommunicator copies between the ranks' buffers
+  const std::string error = run_ranks(4, [&](Communicator& comm, const AbortFlag& aborted) {
+    Decorator wrapped(comm, device);
+    std::unique_ptr<Communicator> half = wrapped.split(comm.rank() % 2, comm.rank());
+    if (half == nullptr || half->size() != 2) throw std::runtime_error("split did not give a group of 2");
+    if (dynamic_cast<Decorator*>(half.get()) == nullptr) throw std::runtime_error("the child is not wrapped");
+    const size_t bytes = 1000;
+    std::vector<uint8_t> host(bytes);
+    for (size_t i = 0; i < bytes; ++i) host[i] = static_cast<uint8_t>(comm.rank() * 31 + i);
+    DeviceBuffer buffer(device, bytes);
+    auto stream = device.create_stream();
+    stream->copy(buffer.data(), host.data(), bytes, CopyKind::kHostToDevice);
+    stream->synchronize();
+    RequestPtr request = half->rank() == 0 ? half->isend(buffer.data(), bytes, 1, 5)
+                                           : half->irecv(buffer.data(), bytes, 0, 5);
+    while (!reap_one(request)) {
+      if (aborted.load()) throw std::runtime_error("stopped: another rank failed");
+      std::this_thread::yield();
+    }
+    half->barrier();  // DirectCommunicator: the receiver's copy from the sender's buffer is done
+    if (half->rank() == 1) {
+      stream->copy(host.data(), buffer.data(), bytes, CopyKind::kDeviceToHost);
+      stream->synchronize();
+      for (size_t i = 0; i < bytes; ++i) {
+        const auto expected = static_cast<uint8_t>((comm.rank() - 2) * 31 + i);
+        if (host[i] != expected) {
+          throw std::runtime_error(cat("rank ", comm.rank(), " byte ", i, ": ", int{host[i]}, " != ", int{expected}));
+        }
+      }
+    }
+    const TrafficCounters& counters = wrapped.counters();
+    const uint64_t moved = half->rank() == 0 ? counters.bytes_sent : counters.bytes_received;
+    if (moved != bytes) throw std::runtime_error(cat("parent counters show ", moved, " bytes, not ", bytes));
+  });
+  EXPECT_EQ(error, "") << decorator;
+}
+
+TEST(DirectCommunicator, SplitWrapsTheChild) { expect_split_carries_device_messages<DirectCommunicator>("direct"); }
+
+TEST(StagingCommunicator, SplitWrapsTheChild) { expect_split_carries_device_messages<StagingCommunicator>("staging"); }
 
 }  // namespace
 }  // namespace concord

@@ -1,8 +1,8 @@
-// DirectCommunicator: a CUDA-aware transport for ranks that share one address space (the
-// in-process transport's threads): a message between device buffers is copied
-// device-to-device by the receiver's stream straight from the sender's buffer -- what a
-// CUDA-aware MPI does between GPUs of one node over CUDA IPC / NVLink (Awan et al., CCGrid
-// 2019). No staging through host memory. Over the wrapped communicator only a 24-byte
+// DirectCommunicator: a transport decorator (transport/forwarding_communicator.h), CUDA-aware
+// for ranks that share one address space (the in-process transport's threads): a message
+// between device buffers is copied device-to-device by the receiver's stream straight from
+// the sender's buffer -- what a CUDA-aware MPI does between GPUs of one node over CUDA IPC /
+// NVLink (Awan et al., CCGrid 2019). No staging through host memory. Over the wrapped communicator only a 24-byte
 // descriptor travels (address, bytes, and the sender's completion flag), with the
 // message's own tag, so MPI's matching order holds; the receiver enqueues the d2d copy
 // once the descriptor arrived, and sets the sender's flag once the copy's event has
@@ -20,43 +20,35 @@
 #include <memory>
 
 #include "device/device.h"
-#include "transport/communicator.h"
 #include "transport/device_pointers.h"
+#include "transport/forwarding_communicator.h"
 
 namespace concord {
 
-class DirectCommunicator : public Communicator, public DevicePointerTransport {
+class DirectCommunicator : public ForwardingCommunicator, public DevicePointerTransport {
  public:
   /// Wraps `inner` (an in-process communicator; must outlive this object) for device
   /// memory of `device`, whose streams must reach the other ranks' device memory.
   DirectCommunicator(Communicator& inner, Device& device);
+  /// Owns `inner` (split() children: the in-process split wrapped for the same device).
+  DirectCommunicator(std::unique_ptr<Communicator> inner, Device& device);
   /// Waits for the copies in flight. Peers must have completed the receives of this
   /// rank's messages (a collective that finished has).
   ~DirectCommunicator() override;
 
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
   /// Device memory: sends a descriptor; the request completes once the receiver's copy
   /// has. Host memory: the inner isend.
   RequestPtr isend(const void* data, size_t bytes, int peer, int tag) override;
   /// Device memory: receives the descriptor, copies d2d on this rank's stream; the request
   /// completes once the copy has. Throws CommError when the sizes differ.
   RequestPtr irecv(void* data, size_t bytes, int peer, int tag) override;
-  std::vector<std::vector<uint8_t>> gather_bytes(const std::vector<uint8_t>& mine, int root) override {
-    return inner_.gather_bytes(mine, root);
-  }
-  void broadcast_bytes(std::vector<uint8_t>& data, int root) override { inner_.broadcast_bytes(data, root); }
-  void barrier() override { inner_.barrier(); }
-  void allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) override {
-    inner_.allreduce_bits(words, bitwise_and);
-  }
-  /// Not offered (a split would need the device wrapped again by the caller): throws
-  /// InvalidArgument.
-  std::unique_ptr<Communicator> split(int color, int key) override;
+  /// None: the wrapped transport's native collectives would be handed device pointers.
+  NativeCollectives* native() override { return nullptr; }
   /// Supported: "device-to-device copies between ranks of one process (<device>)".
   DevicePointerSupport device_pointer_support() const override;
 
  private:
+  std::unique_ptr<Communicator> wrap(std::unique_ptr<Communicator> child) override;
   class SendRequest;
   class ReceiveRequest;
   struct Descriptor {
@@ -65,7 +57,6 @@ class DirectCommunicator : public Communicator, public DevicePointerTransport {
     uint64_t flag = 0;  // std::atomic<bool>* the receiver sets once its copy is done
   };
 
-  Communicator& inner_;
   Device& device_;
   std::unique_ptr<Stream> stream_;                        // this rank's copies (as receiver)
   std::deque<std::shared_ptr<std::atomic<bool>>> flags_;  // sends whose receiver may still write the flag

@@ -1,4 +1,4 @@
-#include "device/direct_communicator.h"
+#include "transport/direct_communicator.h"
 
 #include "common/backoff.h"
 #include "common/enforce.h"
@@ -25,7 +25,7 @@ class DirectCommunicator::ReceiveRequest : public TransportRequest {
  public:
   ReceiveRequest(DirectCommunicator& owner, void* data, size_t bytes, int peer, int tag)
       : owner_(owner), data_(data), bytes_(bytes), peer_(peer) {
-    received_ = owner_.inner_.irecv(&descriptor_, sizeof descriptor_, peer, tag);
+    received_ = owner_.inner().irecv(&descriptor_, sizeof descriptor_, peer, tag);
   }
   bool test() override {
     if (done_) return true;
@@ -57,7 +57,10 @@ class DirectCommunicator::ReceiveRequest : public TransportRequest {
 };
 
 DirectCommunicator::DirectCommunicator(Communicator& inner, Device& device)
-    : inner_(inner), device_(device), stream_(device.create_stream()) {}
+    : ForwardingCommunicator(inner), device_(device), stream_(device.create_stream()) {}
+
+DirectCommunicator::DirectCommunicator(std::unique_ptr<Communicator> inner, Device& device)
+    : ForwardingCommunicator(std::move(inner)), device_(device), stream_(device.create_stream()) {}
 
 DirectCommunicator::~DirectCommunicator() {
   try {
@@ -72,10 +75,7 @@ DirectCommunicator::~DirectCommunicator() {
 }
 
 RequestPtr DirectCommunicator::isend(const void* data, size_t bytes, int peer, int tag) {
-  if (bytes == 0 || !device_.is_device_pointer(data)) {
-    record_sent(bytes);
-    return inner_.isend(data, bytes, peer, tag);
-  }
+  if (bytes == 0 || !device_.is_device_pointer(data)) return ForwardingCommunicator::isend(data, bytes, peer, tag);
   while (!flags_.empty() && flags_.front()->load(std::memory_order_acquire)) flags_.pop_front();
   auto done = std::make_shared<std::atomic<bool>>(false);
   flags_.push_back(done);
@@ -84,20 +84,17 @@ RequestPtr DirectCommunicator::isend(const void* data, size_t bytes, int peer, i
   payload->bytes = bytes;
   payload->flag = reinterpret_cast<uint64_t>(done.get());
   record_sent(bytes);
-  RequestPtr descriptor = inner_.isend(payload.get(), sizeof *payload, peer, tag);
+  RequestPtr descriptor = inner().isend(payload.get(), sizeof *payload, peer, tag);
   return std::make_unique<SendRequest>(std::move(descriptor), std::move(payload), std::move(done));
 }
 
 RequestPtr DirectCommunicator::irecv(void* data, size_t bytes, int peer, int tag) {
-  if (bytes == 0 || !device_.is_device_pointer(data)) {
-    record_received(bytes);
-    return inner_.irecv(data, bytes, peer, tag);
-  }
+  if (bytes == 0 || !device_.is_device_pointer(data)) return ForwardingCommunicator::irecv(data, bytes, peer, tag);
   return std::make_unique<ReceiveRequest>(*this, data, bytes, peer, tag);
 }
 
-std::unique_ptr<Communicator> DirectCommunicator::split(int, int) {
-  CONCORD_THROW(InvalidArgument, "DirectCommunicator::split: split the in-process communicator and wrap the result");
+std::unique_ptr<Communicator> DirectCommunicator::wrap(std::unique_ptr<Communicator> child) {
+  return std::make_unique<DirectCommunicator>(std::move(child), device_);
 }
 
 DevicePointerSupport DirectCommunicator::device_pointer_support() const {

@@ -1,10 +1,11 @@
-// StagingCommunicator: a transport that takes device pointers by moving their bytes through
-// the device interface -- what a CUDA-aware MPI does inside when it has no GPUDirect
+// StagingCommunicator: a transport decorator (transport/forwarding_communicator.h) that takes
+// device pointers by moving their bytes through the device interface -- what a CUDA-aware MPI does inside when it has no GPUDirect
 // (Awan et al., CCGrid 2019, "Scalable Distributed DNN Training using TensorFlow and
 // CUDA-Aware MPI": device buffers staged through pinned host memory). It wraps any
 // Communicator (MPI, in-process) and is itself one, reporting device pointers as
-// supported (DevicePointerTransport), so the device-pointer algorithms
-// (device/allreduce_device_ring.h) run over it exactly as over a CUDA-aware MPI:
+// supported (DevicePointerTransport), so the algorithms that run on device buffers
+// (AllreduceRing with the device's kernels, algorithms/kernels.h) run over it exactly as
+// over a CUDA-aware MPI:
 //   isend(device pointer): d2h copy into a pinned bounce buffer on the send stream; the
 //     message is posted once the copy's event completes. Sends are posted in the order
 //     they were issued (MPI's non-overtaking rule holds across the wrapper).
@@ -12,7 +13,8 @@
 //     copy on the receive stream moves it to the device; test() is true once that copy
 //     is done, so a completed receive's bytes are in device memory (CUDA-aware MPI
 //     semantics).
-// Host pointers pass straight through. Uses: the GPU-reduction variant of the staged
+// Host pointers pass straight through (in issue order with the staged sends); everything
+// else is the wrapped communicator's. Uses: the GPU-reduction variant of the staged
 // allreduce ("staged_gpu": the ring's peer chunks are copied up and reduced by the
 // device's kernel) on any MPI, and the tests of the CUDA-aware path on the strict
 // emulated device (docs/algorithms.md, "Device buffers").
@@ -24,12 +26,12 @@
 #include <vector>
 
 #include "device/device.h"
-#include "transport/communicator.h"
 #include "transport/device_pointers.h"
+#include "transport/forwarding_communicator.h"
 
 namespace concord {
 
-class StagingCommunicator : public Communicator, public DevicePointerTransport {
+class StagingCommunicator : public ForwardingCommunicator, public DevicePointerTransport {
  public:
   /// Wraps `inner` (which must outlive this object) for device memory of `device`.
   StagingCommunicator(Communicator& inner, Device& device);
@@ -38,24 +40,13 @@ class StagingCommunicator : public Communicator, public DevicePointerTransport {
   /// Waits for the copies in flight (requests must be complete or abandoned).
   ~StagingCommunicator() override;
 
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
   /// As PointToPoint::isend; `data` may be device memory of the device. The returned
   /// request must not outlive this communicator. Throws DeviceError when a copy fails.
   RequestPtr isend(const void* data, size_t bytes, int peer, int tag) override;
   /// As PointToPoint::irecv; `data` may be device memory of the device.
   RequestPtr irecv(void* data, size_t bytes, int peer, int tag) override;
-  /// Control collectives carry host memory: the inner communicator's.
-  std::vector<std::vector<uint8_t>> gather_bytes(const std::vector<uint8_t>& mine, int root) override {
-    return inner_.gather_bytes(mine, root);
-  }
-  void broadcast_bytes(std::vector<uint8_t>& data, int root) override { inner_.broadcast_bytes(data, root); }
-  void barrier() override { inner_.barrier(); }
-  void allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) override {
-    inner_.allreduce_bits(words, bitwise_and);
-  }
-  /// The inner communicator's split, wrapped for the same device.
-  std::unique_ptr<Communicator> split(int color, int key) override;
+  /// None: the wrapped transport's native collectives would be handed device pointers.
+  NativeCollectives* native() override { return nullptr; }
   /// Supported, "staged through pinned host memory by Concord (<device name>)".
   DevicePointerSupport device_pointer_support() const override;
 
@@ -64,6 +55,7 @@ class StagingCommunicator : public Communicator, public DevicePointerTransport {
   void pump();
 
  private:
+  std::unique_ptr<Communicator> wrap(std::unique_ptr<Communicator> child) override;
   struct PendingSend;
   class SendRequest;
   class ReceiveRequest;
@@ -71,8 +63,6 @@ class StagingCommunicator : public Communicator, public DevicePointerTransport {
   void* acquire(size_t bytes);
   void release(void* data);
 
-  std::unique_ptr<Communicator> owned_;
-  Communicator& inner_;
   Device& device_;
   std::unique_ptr<Stream> down_;                    // d2h of sends
   std::unique_ptr<Stream> up_;                      // h2d of receives

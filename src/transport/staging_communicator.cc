@@ -1,4 +1,4 @@
-#include "device/staging_communicator.h"
+#include "transport/staging_communicator.h"
 
 #include <bit>
 
@@ -36,7 +36,7 @@ class StagingCommunicator::ReceiveRequest : public TransportRequest {
  public:
   ReceiveRequest(StagingCommunicator& owner, void* data, size_t bytes, int peer, int tag)
       : owner_(owner), data_(data), bytes_(bytes), bounce_(owner.acquire(bytes)) {
-    received_ = owner_.inner_.irecv(bounce_, bytes, peer, tag);
+    received_ = owner_.inner().irecv(bounce_, bytes, peer, tag);
   }
   bool test() override {
     owner_.pump();  // a rank that only waits for receives still sends what it owes
@@ -65,14 +65,13 @@ class StagingCommunicator::ReceiveRequest : public TransportRequest {
 };
 
 StagingCommunicator::StagingCommunicator(Communicator& inner, Device& device)
-    : inner_(inner), device_(device), down_(device.create_stream()), up_(device.create_stream()) {
-  set_max_message_bytes(inner.max_message_bytes());
-}
+    : ForwardingCommunicator(inner), device_(device), down_(device.create_stream()), up_(device.create_stream()) {}
 
 StagingCommunicator::StagingCommunicator(std::unique_ptr<Communicator> inner, Device& device)
-    : StagingCommunicator(*inner, device) {
-  owned_ = std::move(inner);
-}
+    : ForwardingCommunicator(std::move(inner)),
+      device_(device),
+      down_(device.create_stream()),
+      up_(device.create_stream()) {}
 
 StagingCommunicator::~StagingCommunicator() {
   try {
@@ -103,10 +102,7 @@ RequestPtr StagingCommunicator::isend(const void* data, size_t bytes, int peer, 
 
 RequestPtr StagingCommunicator::irecv(void* data, size_t bytes, int peer, int tag) {
   pump();
-  if (bytes == 0 || !device_.is_device_pointer(data)) {
-    record_received(bytes);
-    return inner_.irecv(data, bytes, peer, tag);
-  }
+  if (bytes == 0 || !device_.is_device_pointer(data)) return ForwardingCommunicator::irecv(data, bytes, peer, tag);
   return std::make_unique<ReceiveRequest>(*this, data, bytes, peer, tag);
 }
 
@@ -114,18 +110,14 @@ void StagingCommunicator::pump() {
   while (!queue_.empty()) {
     PendingSend& head = *queue_.front();
     if (head.copied != nullptr && !head.copied->query()) return;
-    head.posted = inner_.isend(head.source, head.bytes, head.peer, head.tag);
+    head.posted = inner().isend(head.source, head.bytes, head.peer, head.tag);
     record_sent(head.bytes);
     queue_.pop_front();
   }
 }
 
-std::unique_ptr<Communicator> StagingCommunicator::split(int color, int key) {
-  std::unique_ptr<Communicator> child = inner_.split(color, key);
-  if (child == nullptr) return nullptr;
-  auto wrapped = std::make_unique<StagingCommunicator>(std::move(child), device_);
-  adopt(*wrapped);
-  return wrapped;
+std::unique_ptr<Communicator> StagingCommunicator::wrap(std::unique_ptr<Communicator> child) {
+  return std::make_unique<StagingCommunicator>(std::move(child), device_);
 }
 
 DevicePointerSupport StagingCommunicator::device_pointer_support() const {
