@@ -37,7 +37,7 @@
 #include "device/cuda_status.h"
 #include "device/device_capabilities.h"
 #include "device/device_registry.h"
-#include "device/direct_communicator.h"
+#include "transport/direct_communicator.h"
 #include "device/emulated_device.h"
 #include "transport/inprocess_communicator.h"
 
