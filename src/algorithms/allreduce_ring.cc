@@ -1,9 +1,8 @@
 #include "algorithms/allreduce_ring.h"
 
 #include <algorithm>
-#include <cstring>
 
-#include "common/reduce.h"
+#include "common/enforce.h"
 #include "transport/tags.h"
 
 namespace concord {
@@ -13,13 +12,22 @@ constexpr int kDataTag = tags::kAllreduceRing;
 }  // namespace
 
 AllreduceRing::AllreduceRing(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes)
-    : comm_(comm), scratch_(scratch), chunk_bytes_(std::max<size_t>(chunk_bytes, 1)), ring_{comm.rank(), comm.size()} {}
+    : comm_(comm),
+      host_kernels_(std::make_unique<HostKernels>(scratch)),
+      kernels_(*host_kernels_),
+      chunk_bytes_(std::max<size_t>(chunk_bytes, 1)),
+      ring_{comm.rank(), comm.size()} {}
+
+AllreduceRing::AllreduceRing(Communicator& comm, Kernels& kernels, size_t chunk_bytes)
+    : comm_(comm), kernels_(kernels), chunk_bytes_(std::max<size_t>(chunk_bytes, 1)), ring_{comm.rank(), comm.size()} {}
 
 void AllreduceRing::start(void* data, size_t count, DataType dtype, ReduceOp op) {
   start_out_of_place(data, data, count, dtype, op);
 }
 
 void AllreduceRing::start_out_of_place(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) {
+  CONCORD_ENFORCE(op != ReduceOp::kAdasum, InvalidArgument,
+                  "ring allreduce: adasum is not element-wise (the adasum algorithm runs it)");
   data_ = static_cast<uint8_t*>(output);
   input_ = static_cast<const uint8_t*>(input);
   count_ = count;
@@ -28,26 +36,31 @@ void AllreduceRing::start_out_of_place(const void* input, void* output, size_t c
   element_size_ = dtype_size(dtype);
   step_ = 0;
   next_chunk_ = 0;
-  gather_receives_posted_ = false;
+  next_receive_step_ = 0;
+  slot_readers_[0] = slot_readers_[1] = 0;
+  pending_.clear();
   sends_.clear();
   reduce_scatter_sends_.clear();
   receives_.clear();
   receives_.resize(2 * ring_.steps());
   final_.reset(count * element_size_);
-  if (ring_.size == 1 || count == 0) {  // nothing to exchange: done at once
+  if (ring_.size == 1 || count == 0) {  // nothing to exchange: done once the copy is
     step_ = 2 * ring_.steps();          // (progress() must not look at the empty receives_)
-    if (input_ != data_ && count > 0) std::memcpy(data_, input_, count * element_size_);
-    final_.finish();
+    chunks_ = 0;
+    reduce_scatter_sends_left_ = 0;
+    if (input_ != data_ && count > 0) pending_.push_back({-1, 0, kernels_.copy(data_, input_, count * element_size_)});
     return;
   }
 
   const size_t largest_segment = patterns::segment(count, ring_.size, 0).count * element_size_;
   chunks_ = static_cast<int>(std::max<size_t>(1, (largest_segment + chunk_bytes_ - 1) / chunk_bytes_));
   slot_bytes_ = largest_segment;
-  if (input_ == data_) scratch_.get(2 * slot_bytes_);
-  post_receives(0);
-  if (ring_.steps() > 1) post_receives(1);
-  for (int c = 0; c < chunks_; ++c) post_send(0, c);
+  if (input_ == data_) kernels_.scratch(2 * slot_bytes_);  // grown before any receive lands in it
+  reduce_scatter_sends_left_ = ring_.steps() * chunks_;
+  // Receives of the first two steps go out before any send (both scratch halves are free).
+  for (; next_receive_step_ < std::min(2, ring_.steps()); ++next_receive_step_) post_receives(next_receive_step_);
+  for (int c = 0; c < chunks_; ++c) pending_.push_back({0, c, 0});  // step 0 reads the input itself
+  post_ready_sends();
 }
 
 AllreduceRing::Chunk AllreduceRing::chunk(int segment, int index) const {
@@ -58,12 +71,13 @@ AllreduceRing::Chunk AllreduceRing::chunk(int segment, int index) const {
 
 uint8_t* AllreduceRing::receive_slot(int step, int index) {
   const int segment = ring_.reduce_scatter_recv(step);
-  // Out of place the received partial lands where its reduction goes: the output's lines
-  // are then in cache when the reduction writes them (no second, uncached write stream).
+  // Out of place the received partial lands where its reduction goes: on the host the
+  // output's lines are then in cache when the reduction writes them (no second, uncached
+  // write stream), and no scratch is needed.
   if (input_ != data_) return data_ + chunk(segment, index).offset;
   const auto seg = patterns::segment(count_, ring_.size, segment);
   const auto sub = patterns::segment(seg.count, chunks_, index);
-  return scratch_.get(2 * slot_bytes_) + (step % 2) * slot_bytes_ + sub.offset * element_size_;
+  return kernels_.scratch(2 * slot_bytes_) + (step % 2) * slot_bytes_ + sub.offset * element_size_;
 }
 
 void AllreduceRing::post_receives(int step) {
@@ -79,52 +93,77 @@ void AllreduceRing::post_receives(int step) {
   }
 }
 
-void AllreduceRing::post_send(int step, int index) {
-  if (in_reduce_scatter(step)) {
-    // Step 0 sends a segment this rank has not reduced yet: straight from the input.
-    const Chunk piece = chunk(ring_.reduce_scatter_send(step), index);
-    const uint8_t* source = step == 0 ? input_ : data_;
-    reduce_scatter_sends_.post(comm_.isend(source + piece.offset, piece.bytes, ring_.right(), kDataTag));
-  } else {
-    const Chunk piece = chunk(ring_.allgather_send(step - ring_.steps()), index);
-    sends_.post(comm_.isend(data_ + piece.offset, piece.bytes, ring_.right(), kDataTag));
+bool AllreduceRing::post_ready_sends() {
+  while (!pending_.empty()) {
+    const PendingSend send = pending_.front();
+    if (!kernels_.done(send.ready)) return false;
+    pending_.pop_front();
+    if (send.step < 0) continue;  // the copy of a one-rank out-of-place call
+    if (in_reduce_scatter(send.step)) {
+      // Step 0 sends a segment this rank has not reduced yet: straight from the input.
+      const Chunk piece = chunk(ring_.reduce_scatter_send(send.step), send.chunk);
+      const uint8_t* source = send.step == 0 ? input_ : data_;
+      reduce_scatter_sends_.post(comm_.isend(source + piece.offset, piece.bytes, ring_.right(), kDataTag));
+      --reduce_scatter_sends_left_;
+    } else {
+      const Chunk piece = chunk(ring_.allgather_send(send.step - ring_.steps()), send.chunk);
+      // The first allgather step sends this rank's own segment: its last kernel is done.
+      if (send.step == ring_.steps()) final_.add(piece.offset, piece.bytes);
+      sends_.post(comm_.isend(data_ + piece.offset, piece.bytes, ring_.right(), kDataTag));
+    }
   }
+  return true;
 }
 
 Progress AllreduceRing::progress() {
   const int total_steps = 2 * ring_.steps();
+  post_ready_sends();
   while (step_ < total_steps) {
-    if (!in_reduce_scatter(step_) && !gather_receives_posted_) {
+    if (in_reduce_scatter(step_)) {
+      // Receives of the current and the next step, once no kernel reads their half.
+      while (next_receive_step_ < ring_.steps() && next_receive_step_ <= step_ + 1) {
+        if (!kernels_.done(slot_readers_[next_receive_step_ % 2])) break;
+        post_receives(next_receive_step_++);
+      }
+      if (next_receive_step_ <= step_) return Progress::kInProgress;
+    } else if (next_receive_step_ < total_steps) {
       // The allgather receives overwrite the segments the reduce-scatter sent from.
-      if (!reduce_scatter_sends_.reap()) return Progress::kInProgress;
+      if (reduce_scatter_sends_left_ > 0 || !reduce_scatter_sends_.reap()) {
+        post_ready_sends();
+        sends_.reap();
+        return Progress::kInProgress;
+      }
       for (int step = ring_.steps(); step < total_steps; ++step) post_receives(step);
-      gather_receives_posted_ = true;
+      next_receive_step_ = total_steps;
     }
     if (!reap_one(receives_[step_][next_chunk_])) {
       sends_.reap();
       return Progress::kInProgress;
     }
+    Kernels::Ticket ready = 0;
     if (in_reduce_scatter(step_)) {
       const Chunk piece = chunk(ring_.reduce_scatter_recv(step_), next_chunk_);
       // Each segment is reduced once per rank: output = op(input, received).
-      reduce_into(data_ + piece.offset, input_ + piece.offset, receive_slot(step_, next_chunk_),
-                  piece.bytes / element_size_, dtype_, op_);
-      // The last reduce-scatter step completes this rank's own segment.
-      if (step_ + 1 == ring_.steps()) final_.add(piece.offset, piece.bytes);
+      ready = kernels_.reduce(data_ + piece.offset, input_ + piece.offset, receive_slot(step_, next_chunk_),
+                              piece.bytes / element_size_, dtype_, op_);
+      if (input_ == data_ && next_chunk_ + 1 == chunks_) slot_readers_[step_ % 2] = ready;
     } else {
       const Chunk piece = chunk(ring_.allgather_recv(step_ - ring_.steps()), next_chunk_);
       final_.add(piece.offset, piece.bytes);
     }
-    if (step_ + 1 < total_steps) post_send(step_ + 1, next_chunk_);
+    if (step_ + 1 < total_steps) pending_.push_back({step_ + 1, next_chunk_, ready});
+    post_ready_sends();
     if (++next_chunk_ == chunks_) {
       receives_[step_].clear();
       next_chunk_ = 0;
       ++step_;
-      if (step_ + 1 < ring_.steps()) post_receives(step_ + 1);
     }
   }
+  if (!post_ready_sends()) return Progress::kInProgress;
   const bool sends_done = reduce_scatter_sends_.reap() & sends_.reap();
-  return sends_done ? Progress::kDone : Progress::kInProgress;
+  if (!sends_done) return Progress::kInProgress;
+  final_.finish();
+  return Progress::kDone;
 }
 
 }  // namespace concord

@@ -57,8 +57,14 @@ class Stream {
   /// Many small copies of one kind in one launch (packing tensors into the fusion buffer
   /// and out of it). Spans must not overlap each other's destinations.
   virtual void copy_batch(const std::vector<CopySpan>& spans, CopyKind kind) = 0;
-  /// dst[i] = op(dst[i], src[i]) on device memory (common/reduce.h's reduce_inplace rules).
-  virtual void reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) = 0;
+  /// dst[i] = op(a[i], src[i]) on device memory (common/reduce.h's reduce_into rules: dst
+  /// may be a, or src -- a received operand reduced where it lies -- but overlap neither
+  /// otherwise).
+  virtual void reduce_into(void* dst, const void* a, const void* src, size_t count, DataType dtype, ReduceOp op) = 0;
+  /// dst[i] = op(dst[i], src[i]): reduce_into(dst, dst, src, ...).
+  void reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) {
+    reduce_into(dst, dst, src, count, dtype, op);
+  }
   /// dst[i] = src[i] * factor on device memory (common/reduce.h's scale_buffer rules).
   virtual void scale(void* dst, const void* src, size_t count, DataType dtype, double factor) = 0;
   /// Captures the work enqueued so far in `event`.

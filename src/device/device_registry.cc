@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "algorithms/allreduce_ring.h"
+#include "algorithms/device_kernels.h"
 #include "common/enforce.h"
-#include "device/allreduce_device_ring.h"
 #include "device/allreduce_nccl.h"
 #include "device/allreduce_staged.h"
 #include "transport/staging_communicator.h"
@@ -22,11 +22,15 @@ Problem chunk_problem(const Problem& problem, size_t chunk_bytes) {
   return chunk;
 }
 
-// "staged_gpu": the device ring over a StagingCommunicator this instance owns.
-class AllreduceStagedGpu : public AllreduceAlgorithm {
+// AllreduceRing on device buffers with the device's kernels, over `comm` (which takes
+// device pointers: "cuda_aware") or over a StagingCommunicator this instance owns around
+// it ("staged_gpu").
+class DeviceRing : public AllreduceAlgorithm {
  public:
-  AllreduceStagedGpu(Communicator& comm, Device& device, size_t chunk_bytes)
-      : staging_(comm, device), ring_(staging_, device, chunk_bytes) {}
+  DeviceRing(Communicator& comm, Device& device, size_t chunk_bytes, bool staged)
+      : staging_(staged ? std::make_unique<StagingCommunicator>(comm, device) : nullptr),
+        kernels_(device),
+        ring_(staged ? *staging_ : comm, kernels_, chunk_bytes) {}
   void start(void* data, size_t count, DataType dtype, ReduceOp op) override { ring_.start(data, count, dtype, op); }
   void start_out_of_place(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) override {
     ring_.start_out_of_place(input, output, count, dtype, op);
@@ -35,8 +39,9 @@ class AllreduceStagedGpu : public AllreduceAlgorithm {
   void take_final_ranges(std::vector<ByteRange>& out) override { ring_.take_final_ranges(out); }
 
  private:
-  StagingCommunicator staging_;
-  AllreduceDeviceRing ring_;
+  std::unique_ptr<StagingCommunicator> staging_;
+  DeviceKernels kernels_;
+  AllreduceRing ring_;
 };
 
 std::string declines_adasum(const Problem& problem) {
@@ -121,7 +126,7 @@ const std::vector<DeviceAllreduceEntry>& device_allreduce_algorithms() {
          return device_ring_seconds(problem.problem, params, staging, /*staged=*/true);
        },
        [](const AlgorithmContext& ctx, Device& device, size_t chunk_bytes) -> std::unique_ptr<AllreduceAlgorithm> {
-         return std::make_unique<AllreduceStagedGpu>(ctx.comm, device, chunk_bytes);
+         return std::make_unique<DeviceRing>(ctx.comm, device, chunk_bytes, /*staged=*/true);
        }},
       {"cuda_aware",
        "ring with device pointers passed to a CUDA-aware transport (MPIX_Query_cuda_support), reduced by the "
@@ -137,7 +142,7 @@ const std::vector<DeviceAllreduceEntry>& device_allreduce_algorithms() {
          return device_ring_seconds(problem.problem, params, staging, /*staged=*/false);
        },
        [](const AlgorithmContext& ctx, Device& device, size_t chunk_bytes) -> std::unique_ptr<AllreduceAlgorithm> {
-         return std::make_unique<AllreduceDeviceRing>(ctx.comm, device, chunk_bytes);
+         return std::make_unique<DeviceRing>(ctx.comm, device, chunk_bytes, /*staged=*/false);
        }},
       {"nccl",
        "NCCL's allreduce on the device's stream (one NCCL communicator per instance, its unique id broadcast "

@@ -5,7 +5,7 @@
 //                 host -> device (device/allreduce_staged.h);
 //   "staged_gpu"  the device ring over StagingCommunicator: every message staged through
 //                 pinned host memory, peer chunks copied up and reduced by the device's
-//                 kernel (device/allreduce_device_ring.h, transport/staging_communicator.h);
+//                 kernel (AllreduceRing with DeviceKernels, transport/staging_communicator.h);
 //   "cuda_aware"  the device ring straight on a transport that takes device pointers
 //                 (a CUDA-aware MPI: MPIX_Query_cuda_support); declines otherwise;
 //   "nccl"        NCCL's allreduce (device/allreduce_nccl.h) where NCCL is built, loads and
@@ -77,7 +77,7 @@ double staged_seconds(const Problem& problem, const CostParams& params, const St
 /// minimising staged_seconds().
 size_t staged_chunk_bytes(const Problem& problem, const CostParams& params, const StagingParams& staging);
 
-/// The device ring's predicted time (AllreduceDeviceRing, messages of problem.chunk_bytes):
+/// The ring's predicted time on device buffers (messages of problem.chunk_bytes):
 /// AllreduceRing's cost with the reduction priced at kernel_gamma plus one kernel_alpha per
 /// reduce-scatter step; `staged` adds, per step, a d2h copy before the send and an h2d
 /// copy after the receive (copy_alpha each), and the copy bytes where they exceed the

@@ -104,10 +104,13 @@ void EmulatedStream::copy_batch(const std::vector<CopySpan>& spans, CopyKind kin
   });
 }
 
-void EmulatedStream::reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) {
+void EmulatedStream::reduce_into(void* dst, const void* a, const void* src, size_t count, DataType dtype,
+                                 ReduceOp op) {
   dtype_size(dtype);  // unknown codes throw here, on the caller's thread
   if (count == 0) return;
-  enqueue([this, dst, src, count, dtype, op] { reduce_inplace(device(dst), device(src), count, dtype, op); });
+  enqueue([this, dst, a, src, count, dtype, op] {
+    concord::reduce_into(device(dst), device(a), device(src), count, dtype, op);
+  });
 }
 
 void EmulatedStream::scale(void* dst, const void* src, size_t count, DataType dtype, double factor) {

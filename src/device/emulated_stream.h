@@ -47,7 +47,7 @@ class EmulatedStream : public Stream {
 
   void copy(void* dst, const void* src, size_t bytes, CopyKind kind) override;
   void copy_batch(const std::vector<CopySpan>& spans, CopyKind kind) override;
-  void reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) override;
+  void reduce_into(void* dst, const void* a, const void* src, size_t count, DataType dtype, ReduceOp op) override;
   void scale(void* dst, const void* src, size_t count, DataType dtype, double factor) override;
   void record(Event& event) override;
   void wait(Event& event) override;

@@ -1,5 +1,5 @@
 // Shared by the device-buffer allreduce suites (test_allreduce_staged.cc,
-// test_allreduce_device_ring.cc): the case list (P x size x dtype x op) and a driver that
+// test_allreduce_ring_device.cc): the case list (P x size x dtype x op) and a driver that
 // counts the final ranges an algorithm reports.
 #pragma once
 

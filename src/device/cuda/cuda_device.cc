@@ -71,9 +71,9 @@ class CudaStream : public Stream {
     }
     check(launch_copy_batch(spans.data(), spans.size(), stream_), "batched copy kernel");
   }
-  void reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op) override {
+  void reduce_into(void* dst, const void* a, const void* src, size_t count, DataType dtype, ReduceOp op) override {
     dtype_size(dtype);  // unknown codes throw InvalidArgument
-    check(launch_reduce(dst, src, count, dtype, op, stream_), "reduce kernel");
+    check(launch_reduce(dst, a, src, count, dtype, op, stream_), "reduce kernel");
   }
   void scale(void* dst, const void* src, size_t count, DataType dtype, double factor) override {
     dtype_size(dtype);

@@ -19,18 +19,19 @@ unsigned blocks_for(size_t count) {
   return static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8);
 }
 
+// dst may be a or src (no __restrict__): each element is read before it is written.
 template <typename T, typename Combine>
-__global__ void reduce_kernel(T* __restrict__ dst, const T* __restrict__ src, size_t count) {
+__global__ void reduce_kernel(T* dst, const T* a, const T* src, size_t count) {
   const Combine combine;
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count; i += size_t{gridDim.x} * blockDim.x)
-    dst[i] = combine(dst[i], src[i]);
+    dst[i] = combine(a[i], src[i]);
 }
 
 template <typename Half, typename Combine>
-__global__ void reduce_half_kernel(uint16_t* __restrict__ dst, const uint16_t* __restrict__ src, size_t count) {
+__global__ void reduce_half_kernel(uint16_t* dst, const uint16_t* a, const uint16_t* src, size_t count) {
   const Combine combine;
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < count; i += size_t{gridDim.x} * blockDim.x)
-    dst[i] = combine_half<Half>(dst[i], src[i], combine);
+    dst[i] = combine_half<Half>(a[i], src[i], combine);
 }
 
 template <typename T, typename Compute>
@@ -66,34 +67,36 @@ __global__ void copy_batch_kernel(SpanBatch batch, unsigned n) {
 }
 
 template <typename T>
-cudaError_t reduce_typed(void* dst, const void* src, size_t n, ReduceOp op, cudaStream_t stream) {
+cudaError_t reduce_typed(void* dst, const void* a, const void* src, size_t n, ReduceOp op, cudaStream_t stream) {
   auto* d = static_cast<T*>(dst);
+  const auto* l = static_cast<const T*>(a);
   const auto* s = static_cast<const T*>(src);
   switch (op) {
     case ReduceOp::kSum:
-    case ReduceOp::kAverage: reduce_kernel<T, Sum<T>><<<blocks_for(n), kThreads, 0, stream>>>(d, s, n); break;
-    case ReduceOp::kProduct: reduce_kernel<T, Product<T>><<<blocks_for(n), kThreads, 0, stream>>>(d, s, n); break;
-    case ReduceOp::kMin: reduce_kernel<T, Min<T>><<<blocks_for(n), kThreads, 0, stream>>>(d, s, n); break;
-    case ReduceOp::kMax: reduce_kernel<T, Max<T>><<<blocks_for(n), kThreads, 0, stream>>>(d, s, n); break;
+    case ReduceOp::kAverage: reduce_kernel<T, Sum<T>><<<blocks_for(n), kThreads, 0, stream>>>(d, l, s, n); break;
+    case ReduceOp::kProduct: reduce_kernel<T, Product<T>><<<blocks_for(n), kThreads, 0, stream>>>(d, l, s, n); break;
+    case ReduceOp::kMin: reduce_kernel<T, Min<T>><<<blocks_for(n), kThreads, 0, stream>>>(d, l, s, n); break;
+    case ReduceOp::kMax: reduce_kernel<T, Max<T>><<<blocks_for(n), kThreads, 0, stream>>>(d, l, s, n); break;
     default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
 }
 
 template <typename Half>
-cudaError_t reduce_half(void* dst, const void* src, size_t n, ReduceOp op, cudaStream_t stream) {
+cudaError_t reduce_half(void* dst, const void* a, const void* src, size_t n, ReduceOp op, cudaStream_t stream) {
   auto* d = static_cast<uint16_t*>(dst);
+  const auto* l = static_cast<const uint16_t*>(a);
   const auto* s = static_cast<const uint16_t*>(src);
   switch (op) {
     case ReduceOp::kSum:
     case ReduceOp::kAverage:
-      reduce_half_kernel<Half, Sum<float>><<<blocks_for(n), kThreads, 0, stream>>>(d, s, n);
+      reduce_half_kernel<Half, Sum<float>><<<blocks_for(n), kThreads, 0, stream>>>(d, l, s, n);
       break;
     case ReduceOp::kProduct:
-      reduce_half_kernel<Half, Product<float>><<<blocks_for(n), kThreads, 0, stream>>>(d, s, n);
+      reduce_half_kernel<Half, Product<float>><<<blocks_for(n), kThreads, 0, stream>>>(d, l, s, n);
       break;
-    case ReduceOp::kMin: reduce_half_kernel<Half, Min<float>><<<blocks_for(n), kThreads, 0, stream>>>(d, s, n); break;
-    case ReduceOp::kMax: reduce_half_kernel<Half, Max<float>><<<blocks_for(n), kThreads, 0, stream>>>(d, s, n); break;
+    case ReduceOp::kMin: reduce_half_kernel<Half, Min<float>><<<blocks_for(n), kThreads, 0, stream>>>(d, l, s, n); break;
+    case ReduceOp::kMax: reduce_half_kernel<Half, Max<float>><<<blocks_for(n), kThreads, 0, stream>>>(d, l, s, n); break;
     default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
@@ -115,18 +118,19 @@ cudaError_t scale_half(void* dst, const void* src, size_t n, float factor, cudaS
 
 }  // namespace
 
-cudaError_t launch_reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op, cudaStream_t stream) {
+cudaError_t launch_reduce(void* dst, const void* a, const void* src, size_t count, DataType dtype, ReduceOp op,
+                          cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
   switch (dtype) {
-    case DataType::kFloat32: return reduce_typed<float>(dst, src, count, op, stream);
-    case DataType::kFloat64: return reduce_typed<double>(dst, src, count, op, stream);
-    case DataType::kInt32: return reduce_typed<int32_t>(dst, src, count, op, stream);
-    case DataType::kInt64: return reduce_typed<int64_t>(dst, src, count, op, stream);
-    case DataType::kInt16: return reduce_typed<int16_t>(dst, src, count, op, stream);
-    case DataType::kInt8: return reduce_typed<int8_t>(dst, src, count, op, stream);
-    case DataType::kUInt8: return reduce_typed<uint8_t>(dst, src, count, op, stream);
-    case DataType::kFloat16: return reduce_half<Float16>(dst, src, count, op, stream);
-    case DataType::kBFloat16: return reduce_half<BFloat16>(dst, src, count, op, stream);
+    case DataType::kFloat32: return reduce_typed<float>(dst, a, src, count, op, stream);
+    case DataType::kFloat64: return reduce_typed<double>(dst, a, src, count, op, stream);
+    case DataType::kInt32: return reduce_typed<int32_t>(dst, a, src, count, op, stream);
+    case DataType::kInt64: return reduce_typed<int64_t>(dst, a, src, count, op, stream);
+    case DataType::kInt16: return reduce_typed<int16_t>(dst, a, src, count, op, stream);
+    case DataType::kInt8: return reduce_typed<int8_t>(dst, a, src, count, op, stream);
+    case DataType::kUInt8: return reduce_typed<uint8_t>(dst, a, src, count, op, stream);
+    case DataType::kFloat16: return reduce_half<Float16>(dst, a, src, count, op, stream);
+    case DataType::kBFloat16: return reduce_half<BFloat16>(dst, a, src, count, op, stream);
     case DataType::kBool: break;  // not reducible: the runtime refuses bool reductions at enqueue
   }
   return cudaErrorInvalidValue;

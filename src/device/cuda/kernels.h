@@ -14,8 +14,10 @@
 
 namespace concord::cuda {
 
-/// dst[i] = op(dst[i], src[i]), i < count (kAverage as kSum). Device pointers.
-cudaError_t launch_reduce(void* dst, const void* src, size_t count, DataType dtype, ReduceOp op, cudaStream_t stream);
+/// dst[i] = op(a[i], src[i]), i < count (kAverage as kSum). Device pointers; dst may be a or
+/// src (reduce_into()'s rules).
+cudaError_t launch_reduce(void* dst, const void* a, const void* src, size_t count, DataType dtype, ReduceOp op,
+                          cudaStream_t stream);
 
 /// dst[i] = src[i] * factor, i < count (dst may equal src). Device pointers.
 cudaError_t launch_scale(void* dst, const void* src, size_t count, DataType dtype, double factor, cudaStream_t stream);

@@ -1,4 +1,5 @@
-// The device ring (src/device/allreduce_device_ring.h) -- the "cuda_aware" and "staged_gpu"
+// AllreduceRing (src/algorithms/allreduce_ring.h) on device buffers with the device's kernels
+// (DeviceKernels, src/algorithms/device_kernels.h) -- the "cuda_aware" and "staged_gpu"
 // device-buffer allreduces -- on the strict emulated device: every rank's tensor and the
 // ring's receive scratch are "device memory" the host cannot touch, the transport takes
 // device pointers (StagingCommunicator over the in-process transport, moving the bytes
@@ -12,11 +13,11 @@
 #include <vector>
 
 #include "algorithms/allreduce_ring.h"
+#include "algorithms/device_kernels.h"
 #include "allreduce_check.h"
-#include "device/allreduce_device_ring.h"
 #include "device/emulated_device.h"
-#include "transport/staging_communicator.h"
 #include "device_cases.h"
+#include "transport/staging_communicator.h"
 
 namespace concord {
 namespace {
@@ -33,14 +34,14 @@ using testing_util::fill_input;
 using testing_util::first_difference;
 using testing_util::run_ranks;
 
-class AllreduceDeviceRingTest : public testing::TestWithParam<DeviceCase> {};
+class AllreduceRingOnDeviceTest : public testing::TestWithParam<DeviceCase> {};
 
-TEST_P(AllreduceDeviceRingTest, EqualsHostRingBitForBit) {
+TEST_P(AllreduceRingOnDeviceTest, EqualsHostRingBitForBit) {
   const auto [P, n, dtype, op] = GetParam();
   const size_t element = dtype_size(dtype);
   const size_t bytes = n * element;
   const size_t chunk_bytes = 300;  // several chunks per segment, not a multiple of 8
-  const std::string what = cat("device ring P=", P, " n=", n, " ", dtype_name(dtype), " ", reduce_op_name(op));
+  const std::string what = cat("ring on device memory P=", P, " n=", n, " ", dtype_name(dtype), " ", reduce_op_name(op));
   std::vector<std::vector<uint8_t>> inputs(P), in_place(P), out_of_place(P), host(P);
   for (int r = 0; r < P; ++r) {
     inputs[r].resize(bytes);
@@ -55,7 +56,8 @@ TEST_P(AllreduceDeviceRingTest, EqualsHostRingBitForBit) {
     StagingCommunicator transport(comm, device);
     DeviceBuffer buffer(device, bytes), input(device, bytes);
     auto stream = device.create_stream();
-    AllreduceDeviceRing ring(transport, device, chunk_bytes);
+    DeviceKernels kernels(device);
+    AllreduceRing ring(transport, kernels, chunk_bytes);
     for (int repeat = 0; repeat < 2; ++repeat) {  // the instance is reused: in place, then out of place
       stream->copy(repeat == 0 ? buffer.data() : input.data(), inputs[r].data(), bytes, CopyKind::kHostToDevice);
       stream->synchronize();
@@ -85,15 +87,16 @@ TEST_P(AllreduceDeviceRingTest, EqualsHostRingBitForBit) {
   expect_allreduce_results(inputs, in_place, n, dtype, op, what);
 }
 
-INSTANTIATE_TEST_SUITE_P(Emulated, AllreduceDeviceRingTest, testing::ValuesIn(device_cases(10007, 3001)),
+INSTANTIATE_TEST_SUITE_P(Emulated, AllreduceRingOnDeviceTest, testing::ValuesIn(device_cases(10007, 3001)),
                          [](const auto& info) { return device_case_name(info.param); });
 
-TEST(AllreduceDeviceRing, AdasumIsRejected) {
+TEST(AllreduceRingOnDevice, AdasumIsRejected) {
   const std::string error = run_ranks(2, [&](Communicator& comm, const AbortFlag&) {
     EmulatedDevice device;
     StagingCommunicator transport(comm, device);
     DeviceBuffer buffer(device, 64);
-    AllreduceDeviceRing ring(transport, device, 256);
+    DeviceKernels kernels(device);
+    AllreduceRing ring(transport, kernels, 256);
     EXPECT_THROW(ring.start(buffer.data(), 16, DataType::kFloat32, ReduceOp::kAdasum), InvalidArgument);
   });
   EXPECT_EQ(error, "");
