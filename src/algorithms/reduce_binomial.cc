@@ -9,7 +9,7 @@
 namespace concord {
 namespace {
 
-constexpr int kDataTag = tags::kHierarchicalReduce;
+constexpr int kDataTag = tags::kReduceBinomial;
 
 int ceil_log2(int n) {
   int bits = 0;

@@ -3,13 +3,13 @@
 // be in flight on the same communicator at once; messages between one pair with one tag
 // are matched in the order they were sent (MPI's non-overtaking rule), so an algorithm
 // reuses its tag across calls. Layout:
-//   1 .. 99           dense collectives (src/algorithms), one tag or tag pair per algorithm
-//   90 .. 92          the KVStore's key check (src/kvstore/key_check.h, key_digest.h)
+//   1 .. 89           dense collectives (src/algorithms), one tag or tag pair per algorithm
+//   90 .. 99          the KVStore's key check (src/kvstore/key_check.h, key_digest.h)
 //   0x3A4E            the negotiator's wake messages (src/control/wake_channel.h)
 //   0x5300 .. 0x53ff  sparse collectives (src/sparse)
 //   1 << 29           the in-process transport's control collectives (never seen by MPI)
 // A new algorithm takes the next free value of its range here; tests/unit/test_tags.cc
-// checks that no two tags are equal.
+// checks that no two tags are equal and that each lies in its range.
 #pragma once
 
 #include <array>
@@ -25,8 +25,7 @@ inline constexpr int kAllreduceRecursiveDoubling = 12;
 inline constexpr int kReduceScatterRing = 13;
 inline constexpr int kReduceScatterHalving = 14;
 inline constexpr int kAllgatherRecursiveDoubling = 15;
-inline constexpr int kHierarchicalReduce = 21;
-inline constexpr int kHierarchicalBroadcast = 22;
+inline constexpr int kReduceBinomial = 21;  // the reduce phase of the hierarchical allreduce
 inline constexpr int kTreeUp = 40;
 inline constexpr int kTreeDown = 41;
 inline constexpr int kDoubleTreeUp[2] = {42, 44};
@@ -64,8 +63,7 @@ inline constexpr std::array kAll = {kAllreduceRing,
                                     kReduceScatterRing,
                                     kReduceScatterHalving,
                                     kAllgatherRecursiveDoubling,
-                                    kHierarchicalReduce,
-                                    kHierarchicalBroadcast,
+                                    kReduceBinomial,
                                     kTreeUp,
                                     kTreeDown,
                                     kDoubleTreeUp[0],

@@ -85,5 +85,19 @@ TEST(Tags, EveryTagIsDistinct) {
     if (tag != tags::kInProcessControl) EXPECT_LE(tag, 32767) << "tag " << tag << " is above MPI's guaranteed range";
 }
 
+// The ranges of the layout in tags.h do not overlap: dense collectives 1..89, the KVStore's
+// key check 90..99, the sparse collectives 0x5300..0x53ff.
+TEST(Tags, EachLiesInItsRange) {
+  for (int tag : {tags::kKeyCheckHeader, tags::kKeyCheckVerdict, tags::kKeyDigest})
+    EXPECT_TRUE(tag >= 90 && tag <= 99) << "KVStore tag " << tag << " outside 90..99";
+  for (int tag : {tags::kSparseCountExchange, tags::kSparseRotation, tags::kSparseBalance, tags::kSparseTreeReduce})
+    EXPECT_TRUE(tag >= 0x5300 && tag <= 0x53ff) << "sparse tag " << tag << " outside 0x5300..0x53ff";
+  const std::set<int> others = {tags::kKeyCheckHeader,      tags::kKeyCheckVerdict, tags::kKeyDigest,
+                                tags::kWake,                tags::kSparseCountExchange, tags::kSparseRotation,
+                                tags::kSparseBalance,       tags::kSparseTreeReduce,    tags::kInProcessControl};
+  for (int tag : tags::kAll)
+    if (others.count(tag) == 0) EXPECT_TRUE(tag >= 1 && tag <= 89) << "dense collective tag " << tag << " outside 1..89";
+}
+
 }  // namespace
 }  // namespace concord
