@@ -106,7 +106,7 @@ std::string BenchContext::tuned_allreduce(const Problem& problem) {
   std::vector<TuneCandidate> candidates;
   for (const auto& entry : allreduce_algorithms()) {
     if (!entry.declines(problem).empty()) continue;
-    candidates.push_back(TuneCandidate{entry.name, 2 * entry.cost(problem).seconds(cost_), [&, name = entry.name] {
+    candidates.push_back(TuneCandidate{entry.name, 2 * entry.seconds(problem, cost_), [&, name = entry.name] {
                                          run_in_and_out_of_place(instance(allreduce_algorithms(), name), zeros.data(),
                                                                  output.data(), problem.count, problem.dtype,
                                                                  problem.op);

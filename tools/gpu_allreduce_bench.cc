@@ -1,5 +1,5 @@
-// concord-gpubench-allreduce: device-buffer allreduce on one machine, every variant of
-// device/device_registry.h side by side with the host-memory allreduce (the algorithm the
+// concord-gpubench-allreduce: device-buffer allreduce on one machine, every registry row on
+// device buffers (algorithms/registry.h) side by side with the host-memory allreduce (the algorithm the
 // cost model picks, on pinned host memory), 1 KiB .. 256 MiB (powers of 4) at several
 // ranks (docs/performance.md, "GPU data path"; scripts/gpu_check.sh runs it).
 //
@@ -35,8 +35,7 @@
 #include "algorithms/registry.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda_status.h"
-#include "device/device_capabilities.h"
-#include "device/device_registry.h"
+#include "algorithms/device_capabilities.h"
 #include "transport/direct_communicator.h"
 #include "device/emulated_device.h"
 #include "transport/inprocess_communicator.h"
@@ -101,6 +100,8 @@ void bench_rank(Communicator& comm, const Options& options, int gpus, Device* sh
   AlgorithmContext ctx{comm, scratch, AllreduceRing::kDefaultChunkBytes, {}};
   ScratchBuffer direct_scratch;
   AlgorithmContext direct_ctx{direct, direct_scratch, AllreduceRing::kDefaultChunkBytes, {}};
+  AlgorithmContext device_ctx = ctx, direct_device_ctx = direct_ctx;  // for the rows on device buffers
+  device_ctx.device = direct_device_ctx.device = device;
   const auto report = [&](size_t bytes, const std::string& name, const std::vector<double>& times,
                           const std::string& skipped) {
     if (r != 0) return;
@@ -129,11 +130,13 @@ void bench_rank(Communicator& comm, const Options& options, int gpus, Device* sh
       for (int i = 0; i < options.iterations; ++i) times.push_back(run_once(comm, *algorithm, host, count));
       report(bytes, "host:" + entry.name, times, "");
     }
-    for (const auto& entry : device_allreduce_algorithms()) {
+    for (const auto& entry : allreduce_algorithms()) {
+      if (entry.memory != MemoryKind::kDevice) continue;
       const bool over_direct = entry.name == "cuda_aware";
-      const AlgorithmContext& context = over_direct ? direct_ctx : ctx;
-      const DeviceProblem problem{make_problem(context, count, DataType::kFloat32, ReduceOp::kSum),
-                                  over_direct ? direct_caps : caps};
+      const AlgorithmContext& context = over_direct ? direct_device_ctx : device_ctx;
+      Problem problem = make_problem(context, count, DataType::kFloat32, ReduceOp::kSum);
+      problem.memory = MemoryKind::kDevice;
+      problem.device = over_direct ? &direct_caps : &caps;
       std::string skipped = entry.declines(problem);
       if (skipped.empty() && entry.name == "nccl" && P > gpus) {
         skipped = "NCCL needs one GPU per rank (" + std::to_string(P) + " ranks, " + std::to_string(gpus) + " GPUs)";
@@ -142,9 +145,7 @@ void bench_rank(Communicator& comm, const Options& options, int gpus, Device* sh
         report(bytes, entry.name, {}, skipped);
         continue;
       }
-      size_t chunk = 0;
-      entry.seconds(problem, ctx.cost_params, StagingParams{}, &chunk);
-      auto algorithm = entry.create(context, *device, chunk);
+      auto algorithm = entry.create(context);
       std::vector<float> values(count);
       fill(values, r);
       stream->copy(buffer.data(), values.data(), bytes, CopyKind::kHostToDevice);

@@ -1,8 +1,10 @@
-#include "device/allreduce_nccl.h"
+#include "algorithms/allreduce_nccl.h"
 
 #include <cstring>
 #include <vector>
 
+#include "algorithms/allreduce_ring.h"
+#include "algorithms/device_capabilities.h"
 #include "common/enforce.h"
 
 namespace concord {
@@ -53,6 +55,19 @@ Progress AllreduceNccl::progress() {
   if (running_ && !done_->query()) return Progress::kInProgress;
   running_ = false;
   return Progress::kDone;
+}
+
+std::string AllreduceNccl::declines(const Problem& problem) {
+  if (problem.device == nullptr) return "NCCL unavailable: no device capabilities given";
+  if (!problem.device->nccl.available) return "NCCL unavailable: " + problem.device->nccl.reason;
+  return nccl::declines(problem.dtype, problem.op);
+}
+
+double AllreduceNccl::seconds(const Problem& problem, const CostParams& params) {
+  if (problem.ranks == 1 || problem.count == 0) return params.staging.kernel_alpha;
+  CostParams on_device = params;
+  on_device.gamma = params.staging.kernel_gamma;
+  return AllreduceRing::cost(problem).seconds(on_device) + params.staging.kernel_alpha;
 }
 
 }  // namespace concord

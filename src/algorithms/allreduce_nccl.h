@@ -1,5 +1,5 @@
-// AllreduceNccl: NCCL's allreduce as one more device-buffer algorithm ("nccl" in
-// device/device_registry.h). One NCCL communicator per instance -- the runtime keeps one
+// AllreduceNccl: NCCL's allreduce as one more algorithm on device buffers (the "nccl" row
+// of the registry, algorithms/registry.h). One NCCL communicator per instance -- the runtime keeps one
 // instance per Concord communicator -- created lazily on the first start(): rank 0 makes
 // the ncclUniqueId, Concord's control collectives (broadcast_bytes) hand it to every rank,
 // each calls ncclCommInitRank with its Concord rank and its CUDA device. Each operation is
@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/cost_model.h"
 #include "device/device.h"
 #include "device/nccl/nccl_api.h"
 #include "transport/communicator.h"
@@ -38,6 +39,23 @@ class AllreduceNccl : public AllreduceAlgorithm {
 
   /// The NCCL communicator (null before the first start()).
   nccl::Comm nccl_comm() const { return comm_nccl_; }
+
+  /// Registry row: name, description, memory kind.
+  static constexpr const char* kName = "nccl";
+  static constexpr const char* kDescription =
+      "NCCL's allreduce on the device's stream (one NCCL communicator per instance, its unique id broadcast "
+      "over the control collectives); needs one GPU per rank";
+  static constexpr MemoryKind kMemory = MemoryKind::kDevice;
+  /// Why NCCL cannot run `problem` ("" when it can): NCCL unavailable on some rank
+  /// (problem.device), or a dtype/op NCCL lacks (nccl::declines).
+  static std::string declines(const Problem& problem);
+  /// Nothing goes through Concord's transport: NCCL moves the bytes itself.
+  static Cost cost(const Problem&) { return Cost{}; }
+  /// The ring's messages and bytes reduced on the device, and one kernel_alpha for the
+  /// whole operation (NCCL runs every step inside one kernel, so there is no per-step
+  /// launch). An ASSUMPTION like the other device constants: NCCL's own protocols (LL,
+  /// LL128, Simple) and NVLink bandwidths are not modelled.
+  static double seconds(const Problem& problem, const CostParams& params);
 
  private:
   void ensure_comm();

@@ -1,10 +1,98 @@
-#include "device/allreduce_staged.h"
+#include "algorithms/allreduce_staged.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include "algorithms/registry.h"
 #include "common/enforce.h"
 
 namespace concord {
+namespace {
+
+// The problem one chunk of `chunk_bytes` poses to the host algorithm.
+Problem chunk_problem(const Problem& problem, size_t chunk_bytes) {
+  Problem chunk = problem;
+  chunk.memory = MemoryKind::kHost;  // the chunk is reduced in pinned host memory
+  chunk.native_available = false;    // MPI_Allreduce is not an inner algorithm (it may not take every dtype)
+  chunk.count = std::min(problem.count, std::max<size_t>(chunk_bytes / problem.element_size, 1));
+  return chunk;
+}
+
+}  // namespace
+
+AllreduceStaged::AllreduceStaged(const AlgorithmContext& context)
+    : AllreduceStaged(*context.device, nullptr, context.chunk_bytes) {
+  context_ = std::make_unique<AlgorithmContext>(context);
+}
+
+void AllreduceStaged::choose_inner(size_t count, DataType dtype, ReduceOp op) {
+  const size_t chunk_bytes = chunk_bytes_for(make_problem(*context_, count, dtype, op), context_->cost_params);
+  if (inner_ != nullptr && chunk_bytes == chunk_bytes_) return;
+  // The inner algorithm is chosen per chunk size; every rank computes the same.
+  Problem chunk = make_problem(*context_, std::max<size_t>(chunk_bytes / 4, 1), DataType::kFloat32, ReduceOp::kSum);
+  chunk.native_available = false;
+  inner_ = select_algorithm(allreduce_algorithms(), chunk, context_->cost_params).create(*context_);
+  chunk_bytes_ = chunk_bytes;
+}
+
+std::string AllreduceStaged::declines(const Problem& problem) {
+  if (problem.op == ReduceOp::kAdasum) return "adasum is not element-wise (host buffers only)";
+  return "";
+}
+
+Cost AllreduceStaged::cost(const Problem& problem) {
+  Cost total;
+  if (problem.count == 0) return total;
+  const CostParams defaults;
+  const Problem full = chunk_problem(problem, chunk_bytes_for(problem, defaults));
+  const auto& inner = select_algorithm(allreduce_algorithms(), full, defaults);
+  const size_t chunks = (problem.count + full.count - 1) / full.count;
+  Problem last = full;
+  last.count = problem.count - (chunks - 1) * full.count;
+  for (const auto& [piece, times] : {std::pair{full, chunks - 1}, std::pair{last, size_t{1}}}) {
+    const Cost one = inner.cost(piece);
+    total.rounds += static_cast<double>(times) * one.rounds;
+    total.wire_bytes += static_cast<double>(times) * one.wire_bytes;
+    total.inter_rounds += static_cast<double>(times) * one.inter_rounds;
+    total.inter_wire_bytes += static_cast<double>(times) * one.inter_wire_bytes;
+    total.reduce_bytes += static_cast<double>(times) * one.reduce_bytes;
+    total.max_messages_sent += times * one.max_messages_sent;
+    total.max_bytes_sent += times * one.max_bytes_sent;
+    total.total_messages_sent += times * one.total_messages_sent;
+    total.total_bytes_sent += times * one.total_bytes_sent;
+  }
+  return total;
+}
+
+double AllreduceStaged::seconds(const Problem& problem, const CostParams& params, size_t chunk_bytes) {
+  if (problem.count == 0) return 0;
+  const StagingParams& staging = params.staging;
+  const Problem chunk = chunk_problem(problem, chunk_bytes);
+  const double chunks = std::ceil(static_cast<double>(problem.count) / static_cast<double>(chunk.count));
+  const auto& inner = select_algorithm(allreduce_algorithms(), chunk, params);
+  const double reduce = inner.seconds(chunk, params);
+  const double copy = staging.copy_alpha + static_cast<double>(chunk.bytes()) * staging.copy_beta;
+  // Fill and drain, then each chunk costs the slower of its reduction and its copies.
+  return 2 * copy + chunks * reduce + (chunks - 1) * std::max(0.0, copy - reduce);
+}
+
+double AllreduceStaged::seconds(const Problem& problem, const CostParams& params) {
+  return seconds(problem, params, chunk_bytes_for(problem, params));
+}
+
+size_t AllreduceStaged::chunk_bytes_for(const Problem& problem, const CostParams& params) {
+  const size_t whole = std::max<size_t>(problem.bytes(), 1);
+  size_t best = whole;
+  double best_seconds = seconds(problem, params, whole);
+  for (size_t chunk = size_t{64} << 10; chunk < whole && chunk <= (size_t{64} << 20); chunk *= 2) {
+    const double candidate = seconds(problem, params, chunk);
+    if (candidate < best_seconds) {
+      best_seconds = candidate;
+      best = chunk;
+    }
+  }
+  return best;
+}
 
 AllreduceStaged::AllreduceStaged(Device& device, std::unique_ptr<AllreduceAlgorithm> inner, size_t chunk_bytes)
     : device_(device),
@@ -35,6 +123,7 @@ size_t AllreduceStaged::chunk_count(size_t chunk) const {
 void AllreduceStaged::start(void* data, size_t count, DataType dtype, ReduceOp op) {
   CONCORD_ENFORCE(inner_running_ == false && next_final_ == chunks_, InternalError,
                   "AllreduceStaged::start while an operation is in progress");
+  if (context_ != nullptr) choose_inner(count, dtype, op);
   data_ = static_cast<uint8_t*>(data);
   dtype_ = dtype;
   op_ = op;

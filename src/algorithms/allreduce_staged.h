@@ -24,9 +24,12 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/cost_model.h"
 #include "device/device.h"
 
 namespace concord {
+
+struct AlgorithmContext;  // algorithms/registry.h
 
 class AllreduceStaged : public AllreduceAlgorithm {
  public:
@@ -34,6 +37,11 @@ class AllreduceStaged : public AllreduceAlgorithm {
   /// rank) in chunks of `chunk_bytes` (rounded down to whole elements, at least one).
   /// `device` must outlive this object.
   AllreduceStaged(Device& device, std::unique_ptr<AllreduceAlgorithm> inner, size_t chunk_bytes);
+  /// The registry's row: each call is cut into chunk_bytes_for() chunks of its problem and
+  /// reduced by the host algorithm the cost model ranks best for one chunk (the same on
+  /// every rank), created from `context` (its communicator, scratch and cost model) on
+  /// context.device, which must be set; both must outlive this object.
+  explicit AllreduceStaged(const AlgorithmContext& context);
   ~AllreduceStaged() override;
 
   /// `data` is device memory of `device`; the rest as AllreduceAlgorithm::start.
@@ -47,13 +55,37 @@ class AllreduceStaged : public AllreduceAlgorithm {
 
   static constexpr int kSlots = 3;
 
+  /// Registry row: name, description, memory kind.
+  static constexpr const char* kName = "staged";
+  static constexpr const char* kDescription =
+      "device -> pinned host in chunks, host allreduce per chunk (best by the cost model; CPU reduction), "
+      "host -> device; copies overlap the reduction";
+  static constexpr MemoryKind kMemory = MemoryKind::kDevice;
+  /// Adasum (not element-wise) only.
+  static std::string declines(const Problem& problem);
+  /// The inner host algorithm's messages and bytes on every chunk (the chunking and inner
+  /// algorithm the default cost model chooses).
+  static Cost cost(const Problem& problem);
+  /// The predicted time with chunk_bytes_for()'s chunks.
+  static double seconds(const Problem& problem, const CostParams& params);
+  /// The predicted time with chunks of `chunk_bytes`: C chunks each reduced by the best
+  /// host algorithm, the copy of each chunk overlapped with the previous chunk's reduction
+  /// except for one chunk down and one up (fill and drain).
+  static double seconds(const Problem& problem, const CostParams& params, size_t chunk_bytes);
+  /// The chunk size (a power of two from 64 KiB to 64 MiB, or the whole message when
+  /// smaller) minimising seconds().
+  static size_t chunk_bytes_for(const Problem& problem, const CostParams& params);
+
  private:
+  // Registry row: the chunk size and inner algorithm for a call (see the constructor).
+  void choose_inner(size_t count, DataType dtype, ReduceOp op);
   void issue_d2h(size_t chunk);
   size_t chunk_offset(size_t chunk) const { return chunk * chunk_elements_ * element_; }
   size_t chunk_count(size_t chunk) const;
   uint8_t* slot(size_t chunk) const { return static_cast<uint8_t*>(staging_) + (chunk % kSlots) * slot_bytes_; }
 
   Device& device_;
+  std::unique_ptr<AlgorithmContext> context_;  // the registry row's; null: fixed inner and chunk size
   std::unique_ptr<AllreduceAlgorithm> inner_;
   size_t chunk_bytes_;
   std::unique_ptr<Stream> down_;  // d2h

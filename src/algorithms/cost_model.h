@@ -18,6 +18,21 @@
 
 namespace concord {
 
+struct DeviceCapabilities;  // algorithms/device_capabilities.h
+
+/// Host <-> device copy and device kernel constants, in seconds, for the algorithms on
+/// device buffers. The defaults are ASSUMPTIONS, not measurements (no GPU was available
+/// when they were written): PCIe 4.0 x16 with pinned memory, about 25 GB/s each way, 10 us
+/// to issue and complete one asynchronous copy; a reduce kernel reading two and writing one
+/// byte per byte at about 1.5 TB/s of HBM (2e-12 s per byte reduced) plus 5 us launch and
+/// completion. Not in the cost-model file: equal on every rank by construction.
+struct StagingParams {
+  double copy_alpha = 10e-6;      ///< per copy, s
+  double copy_beta = 1.0 / 25e9;  ///< per byte, s/B
+  double kernel_alpha = 5e-6;     ///< per reduce kernel, s
+  double kernel_gamma = 2e-12;    ///< per byte reduced on the device, s/B
+};
+
 /// Machine constants, in seconds. Measured by `concord-calibrate` (tools/calibrate.cc),
 /// stored as JSON and overridable by CONCORD_COST_* variables. The intra-node and MPI
 /// defaults are concord-calibrate's values at 2 ranks on the project's 2-core CI machine
@@ -34,6 +49,8 @@ struct CostParams {
   /// MPI_Allreduce of 8 bytes and of a 64 MiB message.
   double mpi_alpha = 1.0e-6;
   double mpi_beta = 5.7e-10;
+  /// Copies and kernels of device buffers (defaults only; see StagingParams).
+  StagingParams staging = {};
 
   /// The largest cost-model file load() reads (bytes): the constants take ~200 bytes, each
   /// configuration's autotune table (autotune.h) ~3 KiB; AutotuneTable::save keeps the file
@@ -62,6 +79,10 @@ struct CostParams {
   static CostParams decode(const std::string& text);
 };
 
+/// Where a collective's buffer lives: each registry row runs on one kind (the host
+/// algorithms on host memory; "staged", "staged_gpu", "cuda_aware", "nccl" on device memory).
+enum class MemoryKind { kHost, kDevice };
+
 /// What an algorithm is asked to do. For allreduce and reduce-scatter `count` elements of
 /// `element_size` bytes each; for allgather `count` is the total output bytes
 /// (element_size 1); for broadcast the message bytes; for alltoall each rank's total send
@@ -76,6 +97,11 @@ struct Problem {
   size_t chunk_bytes = size_t{1} << 19;  ///< pipelining unit (CONCORD_RING_CHUNK_BYTES)
   bool native_available = false;         ///< the transport offers MPI_Allreduce
   bool uniform_nodes = true;             ///< every node holds the same number of ranks
+  MemoryKind memory = MemoryKind::kHost;  ///< where the buffer lives
+  /// For device buffers: what the communicator and device offer, agreed on every rank
+  /// (agree_device_capabilities()); null means nothing (every device row that needs a
+  /// capability declines).
+  const DeviceCapabilities* device = nullptr;
 
   size_t bytes() const { return count * element_size; }
 };

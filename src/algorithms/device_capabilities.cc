@@ -1,4 +1,4 @@
-#include "device/device_capabilities.h"
+#include "algorithms/device_capabilities.h"
 
 #include <vector>
 

@@ -1,7 +1,8 @@
-// What the device-buffer allreduce algorithms (device/device_registry.h) may rely on for one
-// communicator and device: whether the transport takes device pointers (a CUDA-aware MPI,
-// transport/device_pointers.h) and whether NCCL can run (device/nccl/nccl_api.h). Selection must be the same on every rank, so the local
-// answers are agreed on (a bitwise AND over the ranks) before any algorithm is chosen.
+// What the registry's allreduce rows on device buffers (algorithms/registry.h) may rely on for
+// one communicator and device (Problem::device): whether the transport takes device pointers
+// (a CUDA-aware MPI, transport/device_pointers.h) and whether NCCL can run
+// (device/nccl/nccl_api.h). Selection must be the same on every rank, so the local answers
+// are agreed on (a bitwise AND over the ranks) before any algorithm is chosen.
 #pragma once
 
 #include <string>

@@ -35,6 +35,11 @@ Kernels::Ticket DeviceKernels::copy(void* dst, const void* src, size_t bytes) {
   return record();
 }
 
+Kernels::Ticket DeviceKernels::copy_batch(const std::vector<CopySpan>& spans) {
+  stream_->copy_batch(spans, CopyKind::kDeviceToDevice);
+  return record();
+}
+
 Kernels::Ticket DeviceKernels::scale(void* dst, const void* src, size_t count, DataType dtype, double factor) {
   stream_->scale(dst, src, count, dtype, factor);
   return record();

@@ -25,6 +25,7 @@ class DeviceKernels : public Kernels {
 
   Ticket reduce(void* dst, const void* a, const void* src, size_t count, DataType dtype, ReduceOp op) override;
   Ticket copy(void* dst, const void* src, size_t bytes) override;
+  Ticket copy_batch(const std::vector<CopySpan>& spans) override;
   Ticket scale(void* dst, const void* src, size_t count, DataType dtype, double factor) override;
   bool done(Ticket ticket) override;
   void synchronize() override;

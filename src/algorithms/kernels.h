@@ -13,9 +13,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "algorithms/algorithm.h"
 #include "concord/types.h"
+#include "device/device.h"  // CopySpan
 
 namespace concord {
 
@@ -31,6 +33,9 @@ class Kernels {
   virtual Ticket reduce(void* dst, const void* a, const void* src, size_t count, DataType dtype, ReduceOp op) = 0;
   /// Copies `bytes` bytes within this memory kind; the ranges must not overlap.
   virtual Ticket copy(void* dst, const void* src, size_t bytes) = 0;
+  /// Copies every span (within this memory kind; destinations must not overlap) in as few
+  /// launches as the implementation can: packing tensors into a fusion buffer and out.
+  virtual Ticket copy_batch(const std::vector<CopySpan>& spans) = 0;
   /// dst[i] = src[i] * factor (common/reduce.h's scale_buffer rules; dst may equal src).
   virtual Ticket scale(void* dst, const void* src, size_t count, DataType dtype, double factor) = 0;
   /// True once the work `ticket` names, and everything posted before it, has completed.
@@ -42,6 +47,11 @@ class Kernels {
   /// unspecified; valid until the next call with more bytes, which may move it only after
   /// synchronize() (so work posted on the old buffer is complete).
   virtual uint8_t* scratch(size_t bytes) = 0;
+
+  /// Every non-empty span copied, multiplied by `factor` (elements of `dtype`) unless it
+  /// is 1: one copy_batch, or one scale per span. Returns the ticket of the last work
+  /// posted (0 when there was nothing to do).
+  Ticket copy_scaled(const std::vector<CopySpan>& spans, DataType dtype, double factor);
 };
 
 /// The CPU kernels on host memory: every call runs at once (tickets are always done);
@@ -52,6 +62,7 @@ class HostKernels : public Kernels {
   explicit HostKernels(ScratchBuffer& scratch) : scratch_(scratch) {}
   Ticket reduce(void* dst, const void* a, const void* src, size_t count, DataType dtype, ReduceOp op) override;
   Ticket copy(void* dst, const void* src, size_t bytes) override;
+  Ticket copy_batch(const std::vector<CopySpan>& spans) override;
   Ticket scale(void* dst, const void* src, size_t count, DataType dtype, double factor) override;
   bool done(Ticket) override { return true; }
   void synchronize() override {}

@@ -10,8 +10,11 @@
 #include "algorithms/allreduce_hierarchical.h"
 #include "algorithms/allreduce_mpi.h"
 #include "algorithms/allreduce_overlapped_tree.h"
+#include "algorithms/allreduce_nccl.h"
 #include "algorithms/allreduce_recursive_doubling.h"
 #include "algorithms/allreduce_ring.h"
+#include "algorithms/allreduce_ring_device.h"
+#include "algorithms/allreduce_staged.h"
 #include "algorithms/allreduce_tree.h"
 #include "algorithms/alltoall_pairwise.h"
 #include "algorithms/broadcast_binomial.h"
@@ -28,14 +31,35 @@ namespace {
 std::string always(const Problem&) { return ""; }
 
 // The registry row of algorithm A, from what A says about itself: A::kName,
-// A::kDescription, A::cost and, when A has one, A::declines (otherwise it supports every
-// problem). Only how to construct it is given here.
+// A::kDescription, A::cost and, when A has them, A::declines (otherwise it supports every
+// problem on its memory), A::kMemory (otherwise host memory) and A::seconds (otherwise
+// cost().seconds()). Only how to construct it is given here.
 template <typename A, typename Base>
 RegistryEntry<Base> describe(std::function<std::unique_ptr<Base>(const AlgorithmContext&)> create) {
   RegistryEntry<Base> entry{A::kName, A::kDescription, always, A::cost, std::move(create)};
-  if constexpr (requires(const Problem& p) { A::declines(p); }) entry.declines = A::declines;
+  if constexpr (requires { A::kMemory; }) entry.memory = A::kMemory;
+  std::function<std::string(const Problem&)> own = always;
+  if constexpr (requires(const Problem& p) { A::declines(p); }) own = A::declines;
+  entry.declines = [memory = entry.memory, own](const Problem& problem) -> std::string {
+    if (problem.memory != memory) return memory == MemoryKind::kHost ? "host buffers only" : "device buffers only";
+    return own(problem);
+  };
   if constexpr (requires(const Problem& p) { A::sent_by(p, 0); }) entry.sent_by = A::sent_by;
+  if constexpr (requires(const Problem& p, const CostParams& c) { A::seconds(p, c); }) {
+    entry.seconds = [](const Problem& problem, const CostParams& params) { return A::seconds(problem, params); };
+  } else {
+    entry.seconds = [](const Problem& problem, const CostParams& params) { return A::cost(problem).seconds(params); };
+  }
   return entry;
+}
+
+// describe() for a row on device buffers, constructed from (comm, device, chunk_bytes).
+template <typename A>
+AllreduceEntry on_device() {
+  return describe<A, AllreduceAlgorithm>([](const AlgorithmContext& ctx) -> std::unique_ptr<AllreduceAlgorithm> {
+    CONCORD_ENFORCE(ctx.device != nullptr, InvalidArgument, "algorithm '", A::kName, "' runs on device buffers: no device");
+    return std::make_unique<A>(ctx.comm, *ctx.device, ctx.chunk_bytes);
+  });
 }
 
 // describe() for an algorithm constructed from (comm, scratch, chunk_bytes).
@@ -93,6 +117,20 @@ const std::vector<AllreduceEntry>& allreduce_algorithms() {
         NativeCollectives* native = ctx.comm.native();
         CONCORD_ENFORCE(native != nullptr, InvalidArgument, "algorithm 'mpi': the transport has no native allreduce");
         return std::make_unique<AllreduceMpi>(*native);
+      }),
+      // Device buffers (docs/algorithms.md, "Device buffers").
+      describe<AllreduceStaged, Base>([](const AlgorithmContext& ctx) -> std::unique_ptr<Base> {
+        CONCORD_ENFORCE(ctx.device != nullptr, InvalidArgument, "algorithm 'staged' runs on device buffers: no device");
+        return std::make_unique<AllreduceStaged>(ctx);
+      }),
+      on_device<AllreduceStagedGpu>(),
+      on_device<AllreduceCudaAware>(),
+      describe<AllreduceNccl, Base>([](const AlgorithmContext& ctx) -> std::unique_ptr<Base> {
+        CONCORD_ENFORCE(ctx.device != nullptr, InvalidArgument, "algorithm 'nccl' runs on device buffers: no device");
+        nccl::Status status;
+        nccl::Api* api = nccl::library(&status);
+        CONCORD_ENFORCE(api != nullptr, InvalidArgument, "nccl allreduce: ", status.summary());
+        return std::make_unique<AllreduceNccl>(ctx.comm, *ctx.device, *api);
       }),
   };
   return entries;
@@ -164,17 +202,21 @@ const RegistryEntry<AlgorithmType>& select_algorithm(const std::vector<RegistryE
   }
   const RegistryEntry<AlgorithmType>* best = nullptr;
   double best_seconds = 0;
+  std::string reasons;
   for (const auto& entry : entries) {
     const Problem mine = entry_problem(entry);
-    if (!entry.declines(mine).empty()) continue;
-    const double seconds = entry.cost(mine).seconds(params);
+    if (const std::string reason = entry.declines(mine); !reason.empty()) {
+      reasons += "; " + entry.name + ": " + reason;
+      continue;
+    }
+    const double seconds = entry.seconds(mine, params);
     if (best == nullptr || seconds < best_seconds) {
       best = &entry;
       best_seconds = seconds;
     }
   }
-  CONCORD_ENFORCE(best != nullptr, InternalError, "no algorithm supports P=", problem.ranks,
-                  " bytes=", problem.bytes());
+  CONCORD_ENFORCE(best != nullptr, InternalError, "no algorithm supports P=", problem.ranks, " bytes=", problem.bytes(),
+                  reasons);
   return *best;
 }
 

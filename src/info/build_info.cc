@@ -11,7 +11,6 @@
 #include "common/config.h"
 #include "concord/version.h"
 #include "device/cuda_status.h"
-#include "device/device_registry.h"
 #include "device/nccl/nccl_api.h"
 #include "sparse/sparse_allreduce.h"
 #include "transport/device_pointers.h"
@@ -21,11 +20,16 @@ namespace {
 
 using json = nlohmann::ordered_json;  // keys in the documented order
 
-// {"collective", "setting", "algorithms": [{"name", "description"}]} of one registry.
+// {"collective", "setting", "algorithms": [{"name", "description"[, "memory"]}]} of one
+// registry ("memory": "host" or "device", for the registries whose rows say).
 template <typename Entries>
 json collective(const char* name, const char* setting, const Entries& entries) {
   json algorithms = json::array();
-  for (const auto& entry : entries) algorithms.push_back({{"name", entry.name}, {"description", entry.description}});
+  for (const auto& entry : entries) {
+    json row = {{"name", entry.name}, {"description", entry.description}};
+    if constexpr (requires { entry.memory; }) row["memory"] = entry.memory == MemoryKind::kHost ? "host" : "device";
+    algorithms.push_back(row);
+  }
   return {{"collective", name}, {"setting", setting ? json(setting) : json(nullptr)}, {"algorithms", algorithms}};
 }
 
@@ -46,7 +50,6 @@ json document() {
       collective("reduce-scatter", nullptr, reduce_scatter_algorithms()),
       collective("alltoall", nullptr, alltoall_algorithms()),
       collective("reduce (a phase of hierarchical)", nullptr, reduce_algorithms()),
-      collective("device-buffer allreduce", nullptr, device_allreduce_algorithms()),
       collective("sparse allreduce", nullptr, sparse::sparse_allreduce_algorithms()),
   };
   const CudaStatus cuda = cuda_status();

@@ -3,17 +3,12 @@
 // (device/device.h), so the same code runs on a GPU (CudaDevice) and on the strict
 // emulated device, where any host access to device memory crashes the tests.
 //
-// Allreduce of one tensor: the output is the algorithm's buffer (prescale: a scale kernel
-// writes it from the input; out of place: one device-to-device copy), then the device
-// allreduce the registry ranks best (device/device_registry.h: staged, staged_gpu,
-// cuda_aware, nccl, each declining what it cannot run; the capabilities they rely on are
-// agreed over the ranks at the first device allreduce, a collective step every rank
-// reaches at the same response), then the postscale kernel. Fused allreduce: the tensors are packed into a fusion buffer
-// in device memory with one batched copy (Stream::copy_batch; with a prescale, one scale
-// kernel per tensor), reduced there, and copied out with batched copies as their ranges
-// become final (runtime/fused_completion.h); each copy-out batch records an event and its
-// handles complete when that event has completed. The algorithm's own streams start
-// reading the buffer after the host has waited on the packing's event.
+// Allreduce runs the executor's one allreduce path (runtime/executor.cc) with this path's
+// kernels() -- DeviceKernels: the device's copy, scale and reduce kernels on a stream,
+// completion tracked by events -- and its fusion() buffer in device memory; this path
+// supplies the capabilities the registry's rows on device buffers are judged on (staged,
+// staged_gpu, cuda_aware, nccl, each declining what it cannot run), agreed over the ranks
+// at the first device allreduce, a collective step every rank reaches at the same response.
 // Broadcast: device -> pinned host buffer (the root), the host broadcast algorithm, host
 // -> device (the other ranks); stream-ordered copies, the host waits on their completion.
 // Allgather, reduce-scatter and alltoall (fused or not) run the executor's host layout and
@@ -29,17 +24,16 @@
 #pragma once
 
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/device_capabilities.h"
+#include "algorithms/device_kernels.h"
 #include "algorithms/registry.h"
-#include "common/timeline.h"
 #include "control/message.h"
 #include "device/device.h"
-#include "device/device_capabilities.h"
 #include "runtime/collective_memory.h"
 #include "runtime/tensor_queue.h"
 
@@ -49,20 +43,17 @@ class DevicePath : public CollectiveMemory {
  public:
   /// Runs collectives of tensors on `device` (device index `index` of the runtime's
   /// DeviceSet) over `context`'s communicator with its cost model (the same on every
-  /// rank). `timeline` must outlive this object.
-  DevicePath(std::shared_ptr<Device> device, int index, const AlgorithmContext& context, Timeline& timeline);
+  /// rank).
+  DevicePath(std::shared_ptr<Device> device, int index, const AlgorithmContext& context);
   ~DevicePath();
   DevicePath(const DevicePath&) = delete;
   DevicePath& operator=(const DevicePath&) = delete;
 
-  /// Allreduce of `entries` (inputs and outputs in this device's memory; sizes and dtype
-  /// from `response`) with reduction `op` (not kAverage or kAdasum: the caller turns
-  /// kAverage into kSum and a postscale), result = postscale * op(prescale * inputs).
-  /// Completes the handles of fused tensors as their copies out finish and sets
-  /// completed[i]; a single tensor is left to the caller to complete. Throws DeviceError,
-  /// CommError or InvalidArgument (no device allreduce accepts the problem).
-  void allreduce(const Response& response, std::vector<TensorEntry>& entries, std::vector<bool>& completed, ReduceOp op,
-                 double prescale, double postscale);
+  /// What the communicator and this device offer the rows on device buffers, agreed over
+  /// the ranks: collective the first time (every rank reaches its first device allreduce at
+  /// the same response), kept afterwards. Throws CommError on transport failure.
+  const DeviceCapabilities& capabilities();
+  Device& device() const { return device_; }
 
   /// Broadcast of `entry.output` (device memory, `bytes` bytes) from `root` (rank in the
   /// communicator) with the host algorithm `algorithm` on a pinned host copy.
@@ -70,36 +61,28 @@ class DevicePath : public CollectiveMemory {
 
   // CollectiveMemory: pinned host staging, batched d2h / h2d copies, device results.
   bool host_accessible() const override { return false; }
+  Kernels& kernels() override { return kernels_; }
+  uint8_t* fusion(size_t bytes) override;
   uint8_t* staging(size_t bytes, int slot) override;
   void copy_in(const std::vector<CopySpan>& spans, DataType dtype, double factor) override;
   void copy_out(const std::vector<CopySpan>& spans, DataType dtype, double factor) override;
   void* allocate_output(HandleState& handle, size_t bytes) override;
 
  private:
-  // The device allreduce ranked best for `problem` (created on first use, kept per name
-  // and chunk size); `activity` receives its timeline name.
-  AllreduceAlgorithm& algorithm(const Problem& problem, std::string& activity);
   // `bytes` of pinned host memory in `slot` (0 or 1), grown as needed.
   void* host_staging(size_t bytes, int slot = 0);
   // Runs `enqueue` (work on stream_) and waits for the stream, also after a failure.
   void run_and_wait(const std::function<void()>& enqueue);
-  // The device fusion buffer, at least `bytes` long (grown after the stream is idle).
-  uint8_t* device_fusion(size_t bytes);
-  // Opens (name) / closes a timeline activity for every tensor of `response`.
-  void mark(const Response& response, const char* activity);
-  void unmark(const Response& response);
 
   std::shared_ptr<Device> owner_;
   Device& device_;
   int index_;
   AlgorithmContext context_;
-  Timeline& timeline_;
-  std::unique_ptr<Stream> stream_;  // packing, scaling, copies out, broadcast staging
-  std::unique_ptr<Event> packed_;
+  std::unique_ptr<Stream> stream_;  // staging copies (allgather, reduce-scatter, alltoall, broadcast)
+  DeviceKernels kernels_;           // allreduce: packing, scaling, copies out
   DeviceBuffer fusion_buffer_;
   void* host_[2] = {nullptr, nullptr};
   size_t host_bytes_[2] = {0, 0};
-  std::map<std::string, std::unique_ptr<AllreduceAlgorithm>> instances_;  // by "name:chunk bytes"
   // Agreed over the ranks at the first device allreduce (CUDA-aware MPI, NCCL).
   std::optional<DeviceCapabilities> capabilities_;
 };

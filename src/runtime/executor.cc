@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <deque>
 #include <numeric>
 
 #include "algorithms/tree_chunking.h"
@@ -30,7 +31,7 @@ Executor::~Executor() = default;
 DevicePath& Executor::device_path(int index) {
   CONCORD_ENFORCE(devices_ != nullptr, InternalError, "a device tensor reached an executor without devices");
   auto& path = device_paths_[index];
-  if (!path) path = std::make_unique<DevicePath>(devices_->shared(index), index, context_, timeline_);
+  if (!path) path = std::make_unique<DevicePath>(devices_->shared(index), index, context_);
   return *path;
 }
 
@@ -45,19 +46,21 @@ Problem Executor::problem(size_t count, DataType dtype, ReduceOp op) const {
 
 template <typename AlgorithmType>
 AlgorithmType& Executor::algorithm(const std::vector<RegistryEntry<AlgorithmType>>& entries, const Problem& problem,
-                                   const std::string& forced, std::string& activity,
-                                   const ProblemForEntry& problem_for) {
+                                   const std::string& forced, std::string& activity, const ProblemForEntry& problem_for,
+                                   Device* device) {
   const auto& entry = select_algorithm(entries, problem, context_.cost_params, forced, problem_for);
   const size_t chunk_bytes = problem_for ? problem_for(entry.name, problem).chunk_bytes : problem.chunk_bytes;
   std::string key = activity + "_" + entry.name;
   std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::toupper(c); });
   activity = key;
   Instance& slot = instances_[key];
-  if (!slot.algorithm || slot.chunk_bytes != chunk_bytes) {
+  if (!slot.algorithm || slot.chunk_bytes != chunk_bytes || slot.device != device) {
     AlgorithmContext context = context_;
     context.chunk_bytes = chunk_bytes;
+    context.device = device;
     slot.algorithm = entry.create(context);
     slot.chunk_bytes = chunk_bytes;
+    slot.device = device;
   }
   return static_cast<AlgorithmType&>(*slot.algorithm);
 }
@@ -161,87 +164,119 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
   double postscale = response.postscale_factor;
   if (response.op == ReduceOp::kAverage) postscale /= active_ranks(response);
   const ReduceOp op = response.op == ReduceOp::kAverage ? ReduceOp::kSum : response.op;
+  CONCORD_ENFORCE(!response.device || op != ReduceOp::kAdasum, InternalError, "Adasum reached the device data path");
 
-  if (response.device) {
-    CONCORD_ENFORCE(op != ReduceOp::kAdasum, InternalError, "Adasum reached the device data path");
-    return device_path(entries.at(0).input.device).allreduce(response, entries, completed, op, prescale, postscale);
-  }
-  const size_t total = std::accumulate(response.sizes.begin(), response.sizes.end(), size_t{0});
-  uint8_t* buffer = nullptr;
-  const void* source = nullptr;  // what the algorithm reads: == buffer unless out of place
-  if (entries.size() == 1) {     // reduce in the output tensor itself, no fusion buffer
-    TensorEntry& entry = entries[0];
-    buffer = static_cast<uint8_t*>(entry.output.data);
-    source = buffer;
-    if (prescale != 1.0) {  // the scaling pass writes the output: then in place
-      scale_buffer(buffer, entry.input.data, total, dtype, prescale);
-    } else if (op == ReduceOp::kAdasum) {
-      if (entry.input.data != buffer && total > 0) std::memcpy(buffer, entry.input.data, total * element);
-    } else {  // out of place: the algorithm reads the input and writes the output itself
-      source = entry.input.data;
-    }
-  } else {  // pack into the fusion buffer
-    mark(response, "MEMCPY_IN_FUSION_BUFFER");
-    buffer = fusion_buffer_.get(total * element);
-    size_t offset = 0;
-    for (size_t i = 0; i < entries.size(); ++i) {
-      const size_t n = static_cast<size_t>(response.sizes[i]);
-      if (prescale != 1.0) {
-        scale_buffer(buffer + offset, entries[i].input.data, n, dtype, prescale);
-      } else if (n > 0) {
-        std::memcpy(buffer + offset, entries[i].input.data, n * element);
-      }
-      offset += n * element;
-    }
-    unmark(response);
-    source = buffer;
-  }
-
-  if (op == ReduceOp::kAdasum) return adasum(response, entries, buffer, postscale);
-
-  std::string activity = "allreduce";
-  const ProblemForEntry tree_chunks = [this](const std::string& name, const Problem& p) {
-    return tree_chunked_problem(name, p, config_.tree_chunks, context_.cost_params);
-  };
-  const Problem allreduce_problem = problem(total, dtype, op);
-  auto& algorithm =
-      this->algorithm(allreduce_algorithms(), allreduce_problem,
-                      choose("allreduce", allreduce_algorithms(), allreduce_rules_, allreduce_problem, tree_chunks),
-                      activity, tree_chunks);
-  mark(response, activity);
-  algorithm.start_out_of_place(source, buffer, total, dtype, op);
-  if (entries.size() == 1) {  // the result is already in place: complete at the end
-    run_to_completion(algorithm);
-    unmark(response);
-    if (postscale != 1.0) scale_buffer(buffer, buffer, total, dtype, postscale);
-    return;
-  }
-
-  // Fused: per-range completion (runtime/fused_completion.h). Tensor i occupies
-  // sizes[i] * element bytes of the fusion buffer, back to back; as soon as all of them
-  // are final it is copied out and its handle completed, while the algorithm goes on.
-  std::vector<size_t> start(entries.size() + 1, 0), tensor_bytes(entries.size());
+  CollectiveMemory& memory = this->memory(response, entries.at(0));
+  Kernels& kernels = memory.kernels();
+  std::vector<size_t> tensor_bytes(entries.size()), start(entries.size() + 1, 0);
   for (size_t i = 0; i < entries.size(); ++i) {
     tensor_bytes[i] = static_cast<size_t>(response.sizes[i]) * element;
     start[i + 1] = start[i] + tensor_bytes[i];
   }
-  drive_fused(algorithm, tensor_bytes, [&](const std::vector<size_t>& tensors) {
-    for (size_t i : tensors) {
-      if (timeline_.active()) {
-        timeline_.activity_end(response.names[i]);  // the algorithm's activity
-        timeline_.activity_start(response.names[i], "MEMCPY_OUT");
+  const size_t total = start.back() / element;
+  // Host-side failures must not leave device work running into the callers' tensors.
+  try {
+    uint8_t* buffer = nullptr;
+    const void* source = nullptr;  // what the algorithm reads: == buffer unless out of place
+    if (entries.size() == 1) {     // reduce in the output tensor itself, no fusion buffer
+      TensorEntry& entry = entries[0];
+      buffer = static_cast<uint8_t*>(entry.output.data);
+      source = buffer;
+      if (prescale != 1.0) {  // the scaling pass writes the output: then in place
+        kernels.scale(buffer, entry.input.data, total, dtype, prescale);
+      } else if (op == ReduceOp::kAdasum) {
+        if (entry.input.data != buffer) kernels.copy(buffer, entry.input.data, start.back());
+      } else {  // out of place: the algorithm reads the input and writes the output itself
+        source = entry.input.data;
       }
-      const size_t n = static_cast<size_t>(response.sizes[i]);
-      if (postscale != 1.0) {
-        scale_buffer(entries[i].output.data, buffer + start[i], n, dtype, postscale);
-      } else if (n > 0) {
-        std::memcpy(entries[i].output.data, buffer + start[i], n * element);
-      }
-      if (timeline_.active()) timeline_.activity_end(response.names[i]);
-      entries[i].handle->complete();
-      completed[i] = true;
+    } else {  // pack into the fusion buffer
+      mark(response, "MEMCPY_IN_FUSION_BUFFER");
+      buffer = memory.fusion(start.back());
+      std::vector<CopySpan> spans;
+      for (size_t i = 0; i < entries.size(); ++i)
+        spans.push_back(CopySpan{buffer + start[i], entries[i].input.data, tensor_bytes[i]});
+      kernels.copy_scaled(spans, dtype, prescale);
+      source = buffer;
     }
-  });
+    // The algorithm (on its own streams, for device memory) reads what the packing wrote.
+    kernels.synchronize();
+    if (entries.size() > 1) unmark(response);
+
+    if (op == ReduceOp::kAdasum) return adasum(response, entries, buffer, postscale);
+
+    std::string activity = "allreduce";
+    AllreduceAlgorithm& algorithm = allreduce_algorithm(response, entries.at(0), problem(total, dtype, op), activity);
+    mark(response, activity);
+    algorithm.start_out_of_place(source, buffer, total, dtype, op);
+    if (entries.size() == 1) {  // the result is already in place: complete at the end
+      run_to_completion(algorithm);
+      unmark(response);
+      if (postscale != 1.0) kernels.scale(buffer, buffer, total, dtype, postscale);
+      kernels.synchronize();
+      return;
+    }
+
+    // Fused: per-range completion (runtime/fused_completion.h). As soon as all of a
+    // tensor's bytes are final its copy out (scaled) is posted; its handle completes once
+    // that copy is done (at once on the host), while the algorithm goes on.
+    struct CopyOut {
+      Kernels::Ticket done;
+      std::vector<size_t> tensors;
+    };
+    std::deque<CopyOut> copies;
+    const auto complete = [&](bool block) {
+      if (block) kernels.synchronize();
+      while (!copies.empty() && kernels.done(copies.front().done)) {
+        for (size_t i : copies.front().tensors) {
+          if (timeline_.active()) timeline_.activity_end(response.names[i]);
+          entries[i].handle->complete();
+          completed[i] = true;
+        }
+        copies.pop_front();
+      }
+    };
+    drive_fused(
+        algorithm, tensor_bytes,
+        [&](const std::vector<size_t>& tensors) {
+          std::vector<CopySpan> spans;
+          for (size_t i : tensors) {
+            if (timeline_.active()) {
+              timeline_.activity_end(response.names[i]);  // the algorithm's activity
+              timeline_.activity_start(response.names[i], "MEMCPY_OUT");
+            }
+            spans.push_back(CopySpan{entries[i].output.data, buffer + start[i], tensor_bytes[i]});
+          }
+          copies.push_back(CopyOut{kernels.copy_scaled(spans, dtype, postscale), tensors});
+          complete(false);
+        },
+        [&] { complete(false); });
+    complete(true);
+  } catch (...) {
+    try {
+      kernels.synchronize();
+    } catch (...) {
+    }
+    throw;
+  }
+}
+
+AllreduceAlgorithm& Executor::allreduce_algorithm(const Response& response, const TensorEntry& first,
+                                                  const Problem& host_problem, std::string& activity) {
+  Problem problem = host_problem;
+  Device* device = nullptr;
+  if (response.device) {  // the rows on device buffers, judged on the capabilities every rank has
+    DevicePath& path = device_path(first.input.device);
+    problem.memory = MemoryKind::kDevice;
+    problem.device = &path.capabilities();
+    device = &path.device();
+  }
+  const ProblemForEntry tree_chunks = [this](const std::string& name, const Problem& p) {
+    return tree_chunked_problem(name, p, config_.tree_chunks, context_.cost_params);
+  };
+  const char* collective = response.device ? "allreduce_device" : "allreduce";
+  return this->algorithm(allreduce_algorithms(), problem,
+                         choose(collective, allreduce_algorithms(), allreduce_rules_, problem, tree_chunks), activity,
+                         tree_chunks, device);
 }
 
 void Executor::adasum(const Response& response, std::vector<TensorEntry>& entries, uint8_t* buffer, double postscale) {
@@ -348,11 +383,11 @@ void Executor::broadcast(const Response& response, TensorEntry& entry) {
 
 // Used by executor_selection.cc to run the candidates it times.
 template AllreduceAlgorithm& Executor::algorithm(const std::vector<RegistryEntry<AllreduceAlgorithm>>&, const Problem&,
-                                                 const std::string&, std::string&, const ProblemForEntry&);
+                                                 const std::string&, std::string&, const ProblemForEntry&, Device*);
 // Used by executor_alltoall.cc and executor_reducescatter.cc.
 template AlltoallAlgorithm& Executor::algorithm(const std::vector<AlltoallEntry>&, const Problem&, const std::string&,
-                                                std::string&, const ProblemForEntry&);
+                                                std::string&, const ProblemForEntry&, Device*);
 template ReduceScatterAlgorithm& Executor::algorithm(const std::vector<ReduceScatterEntry>&, const Problem&,
-                                                     const std::string&, std::string&, const ProblemForEntry&);
+                                                     const std::string&, std::string&, const ProblemForEntry&, Device*);
 
 }  // namespace concord

@@ -24,11 +24,15 @@
 // (and their scratch) persist across responses.
 // The tree allreduces get their chunk size per response from CONCORD_TREE_CHUNKS
 // (algorithms/tree_chunking.h), the same on every rank.
-// Responses on device memory (Response::device) go to the DevicePath of the tensors'
-// device (runtime/device_path.h), which moves device memory only through the Device
-// interface: allreduce and broadcast are its own; allgather, reduce-scatter and alltoall
-// run the layout and host algorithm below with the DevicePath as their CollectiveMemory
-// (runtime/collective_memory.h: staged through pinned host memory). A device response
+// Responses on device memory (Response::device) reach their tensors through the DevicePath of
+// the tensors' device (runtime/device_path.h), which moves device memory only through the
+// Device interface. Allreduce is written once for both memory kinds: packing, prescale,
+// the algorithm, per-range completion and postscale run on the CollectiveMemory's kernels
+// (runtime/collective_memory.h: the CPU kernels, or the device's on a stream) and fusion
+// buffer, and the algorithm comes from the one registry by the one selection rule below
+// (the rows on device buffers decline host problems and the other way round). Broadcast of device memory is the DevicePath's; allgather, reduce-scatter
+// and alltoall run the layout and host algorithm below with the DevicePath as their
+// CollectiveMemory (staged through pinned host memory). A device response
 // with joined ranks fails on every rank with InvalidArgument (a joined rank has no device
 // tensor to stand in with).
 #pragma once
@@ -83,6 +87,13 @@ class Executor {
   /// op kAdasum: AllreduceAdasum on each tensor of `buffer` (packed as by allreduce())
   /// separately, since its dot products are per tensor; then postscale and copy out.
   void adasum(const Response& response, std::vector<TensorEntry>& entries, uint8_t* buffer, double postscale);
+  // The allreduce algorithm for `problem` (a host-buffer problem) in the memory of
+  // `response`'s tensors (`first` is one of its entries): one selection for every memory
+  // kind, the device rows judged on the device capabilities agreed over the ranks (the
+  // first time, collectively) and memoised apart from host choices; `activity` receives
+  // its timeline name. Collective when it measures.
+  AllreduceAlgorithm& allreduce_algorithm(const Response& response, const TensorEntry& first, const Problem& problem,
+                                          std::string& activity);
   void allgather(const Response& response, std::vector<TensorEntry>& entries);
   void broadcast(const Response& response, TensorEntry& entry);
   // executor_reducescatter.cc
@@ -98,10 +109,12 @@ class Executor {
 
   // The registry's choice for `problem` (each entry judged on problem_for(name, problem)
   // when set), created on first use and kept; re-created when the chosen entry's
-  // chunk_bytes differs from the instance's (CONCORD_TREE_CHUNKS varies it per call).
+  // chunk_bytes differs from the instance's (CONCORD_TREE_CHUNKS varies it per call) or
+  // the device does. `device`: the device of device-buffer problems (AlgorithmContext).
   template <typename AlgorithmType>
   AlgorithmType& algorithm(const std::vector<RegistryEntry<AlgorithmType>>& entries, const Problem& problem,
-                           const std::string& forced, std::string& activity, const ProblemForEntry& problem_for = {});
+                           const std::string& forced, std::string& activity, const ProblemForEntry& problem_for = {},
+                           Device* device = nullptr);
   Problem problem(size_t count, DataType dtype, ReduceOp op) const;
   // The data path of device `index` (created on first use).
   DevicePath& device_path(int index);
@@ -135,12 +148,14 @@ class Executor {
   std::unique_ptr<AllreduceAdasum> adasum_;  // created at the first Adasum allreduce
   ScratchBuffer scratch_;
   ScratchBuffer receive_buffer_;  // alltoall
-  HostMemory host_memory_{fusion_buffer_, receive_buffer_};
+  HostKernels host_kernels_{scratch_};
+  HostMemory host_memory_{fusion_buffer_, receive_buffer_, host_kernels_};
   std::vector<std::vector<uint8_t>> placeholders_;  // joined ranks' buffers, per response
   AlgorithmContext context_;
   struct Instance {
     std::unique_ptr<Algorithm> algorithm;
-    size_t chunk_bytes = 0;  // the AlgorithmContext::chunk_bytes it was created with
+    size_t chunk_bytes = 0;    // the AlgorithmContext::chunk_bytes it was created with
+    Device* device = nullptr;  // the AlgorithmContext::device it was created with
   };
   std::map<std::string, Instance> instances_;  // by "COLLECTIVE_NAME"
   std::vector<SizeRule> allreduce_rules_, allgather_rules_, broadcast_rules_;

@@ -59,7 +59,7 @@ std::string Executor::measure_allreduce(const Problem& problem, const ProblemFor
     const Problem mine = problem_for ? problem_for(entry.name, problem) : problem;
     if (!entry.declines(mine).empty()) continue;
     candidates.push_back(TuneCandidate{
-        entry.name, 2 * entry.cost(mine).seconds(context_.cost_params), [&, name = entry.name] {
+        entry.name, 2 * entry.seconds(mine, context_.cost_params), [&, name = entry.name] {
           std::string activity = "allreduce";
           auto& algorithm = this->algorithm(entries, problem, name, activity, problem_for);
           run_in_and_out_of_place(algorithm, buffer, output.data(), problem.count, problem.dtype, problem.op);

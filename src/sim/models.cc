@@ -4,9 +4,12 @@
 #include "algorithms/allreduce_halving_doubling.h"
 #include "algorithms/allreduce_hierarchical.h"
 #include "algorithms/allreduce_mpi.h"
+#include "algorithms/allreduce_nccl.h"
 #include "algorithms/allreduce_overlapped_tree.h"
 #include "algorithms/allreduce_recursive_doubling.h"
 #include "algorithms/allreduce_ring.h"
+#include "algorithms/allreduce_ring_device.h"
+#include "algorithms/allreduce_staged.h"
 #include "algorithms/allreduce_tree.h"
 #include "algorithms/broadcast_binomial.h"
 #include "algorithms/broadcast_chain.h"
@@ -189,6 +192,11 @@ CostParams params_of(const Topology& topology, double gamma) {
 const std::vector<std::pair<std::string, std::string>>& unmodelled_allreduces() {
   static const std::vector<std::pair<std::string, std::string>> unmodelled = {
       {AllreduceMpi::kName, "the MPI library's own allreduce: its schedule is not Concord's"},
+      // Device buffers: the simulator models the network only, not PCIe copies or kernels.
+      {AllreduceStaged::kName, "device buffers: host copies and kernels are not modelled"},
+      {AllreduceStagedGpu::kName, "device buffers: host copies and kernels are not modelled"},
+      {AllreduceCudaAware::kName, "device buffers: kernels are not modelled"},
+      {AllreduceNccl::kName, "NCCL's own allreduce: its schedule is not Concord's"},
   };
   return unmodelled;
 }

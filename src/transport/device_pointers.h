@@ -32,7 +32,7 @@ class DevicePointerTransport {
 
 /// What `comm` says when it implements DevicePointerTransport; otherwise not supported
 /// ("<transport> moves host memory only"). Local (not collective): ranks may disagree,
-/// callers that select an algorithm by it agree first (device/device_capabilities.h).
+/// callers that select an algorithm by it agree first (algorithms/device_capabilities.h).
 DevicePointerSupport device_pointer_support(const Communicator& comm);
 
 /// Whether the MPI library takes CUDA device pointers, asked at run time through Open

@@ -9,14 +9,13 @@
 
 #include <numeric>
 
+#include "algorithms/device_capabilities.h"
 #include "algorithms/registry.h"
-#include "device/device_capabilities.h"
-#include "device/device_registry.h"
 #include "device/emulated_device.h"
-#include "transport/staging_communicator.h"
 #include "patterns/ring.h"
 #include "transport/device_pointers.h"
 #include "transport/mpi_communicator.h"
+#include "transport/staging_communicator.h"
 #include "unit/allreduce_check.h"
 
 namespace concord {
@@ -87,6 +86,7 @@ TEST_F(AlgorithmsOverMpi, AllreduceEveryAlgorithmMatchesReference) {
   const DataType dtypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt64,
                              DataType::kFloat64};
   for (const auto& entry : allreduce_algorithms()) {
+    if (entry.memory != MemoryKind::kHost) continue;  // DeviceBufferAllreduces below
     for (size_t chunk : {size_t{1} << 19, size_t{4000}}) {
       auto algorithm = create(entry, chunk);  // the same instance serves every call
       for (DataType dtype : dtypes) {
@@ -115,7 +115,7 @@ TEST_F(AlgorithmsOverMpi, AllreduceEveryAlgorithmMatchesReference) {
   }
 }
 
-// Every device-buffer allreduce (src/device/device_registry.h) on the strict emulated
+// Every allreduce row on device buffers (src/algorithms/registry.h) on the strict emulated
 // device: the tensor lives in memory this process cannot touch except through a stream,
 // exactly as on a GPU; results must match the reference and be identical on every rank.
 // Each runs over MPI as it is (an algorithm that declines, e.g. "cuda_aware" where MPI is
@@ -129,14 +129,18 @@ TEST_F(AlgorithmsOverMpi, DeviceAllreduceEveryAlgorithmOnEmulatedDevice) {
   for (Communicator* transport : {static_cast<Communicator*>(comm_.get()), static_cast<Communicator*>(&staging)}) {
     const DeviceCapabilities caps = agree_device_capabilities(*transport, device);
     const char* over = transport == &staging ? "staging transport" : "MPI";
-    for (const auto& entry : device_allreduce_algorithms()) {
-      DeviceProblem declined{problem(1 << 20, 4, DataType::kFloat32, ReduceOp::kSum, size_t{1} << 19), caps};
+    for (const auto& entry : allreduce_algorithms()) {
+      if (entry.memory != MemoryKind::kDevice) continue;
+      Problem declined = problem(1 << 20, 4, DataType::kFloat32, ReduceOp::kSum, size_t{1} << 19);
+      declined.memory = MemoryKind::kDevice;
+      declined.device = &caps;
       if (const std::string reason = entry.declines(declined); !reason.empty()) {
         if (rank == 0) std::printf("[ skipped ] %s over %s: %s\n", entry.name.c_str(), over, reason.c_str());
         continue;
       }
-      AlgorithmContext context{*transport, scratch_, size_t{1} << 19, nodes_};
-      auto algorithm = entry.create(context, device, 4096);
+      AlgorithmContext context{*transport, scratch_, 4096, nodes_};
+      context.device = &device;
+      auto algorithm = entry.create(context);
       for (DataType dtype : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt64}) {
         for (size_t n : {size_t{0}, size_t{1}, static_cast<size_t>(P + 1), size_t{30011}}) {
           const size_t bytes = n * dtype_size(dtype);

@@ -1,17 +1,46 @@
 // Shared by the device-buffer allreduce suites (test_allreduce_staged.cc,
-// test_allreduce_ring_device.cc): the case list (P x size x dtype x op) and a driver that
-// counts the final ranges an algorithm reports.
+// test_allreduce_ring_device.cc, test_device_selection.cc, ...): the case list (P x size x
+// dtype x op), a driver that counts the final ranges an algorithm reports, and a problem on
+// device buffers with its capabilities for the registry's device rows.
 #pragma once
 
 #include <stdexcept>
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/device_capabilities.h"
+#include "algorithms/registry.h"
 #include "common/backoff.h"
 #include "dtype_util.h"
 #include "rank_runner.h"
 
 namespace concord::testing_util {
+
+/// A problem on device buffers and the capabilities it is judged on (Problem::device
+/// points at them in get()).
+struct DeviceProblem {
+  Problem problem;
+  DeviceCapabilities caps;
+  /// The Problem the registry sees: memory kDevice, device = &caps.
+  Problem get() const {
+    Problem p = problem;
+    p.memory = MemoryKind::kDevice;
+    p.device = &caps;
+    return p;
+  }
+};
+
+/// The registry's allreduce row called `name`.
+inline const AllreduceEntry& allreduce_row(const std::string& name) {
+  return find_algorithm(allreduce_algorithms(), name);
+}
+
+/// The registry's choice for `problem` with `staging` as the device constants.
+inline const AllreduceEntry& select_device(const DeviceProblem& problem, CostParams params,
+                                           const StagingParams& staging, const std::string& forced = "") {
+  params.staging = staging;
+  return select_algorithm(allreduce_algorithms(), problem.get(), params, forced);
+}
 
 struct DeviceCase {
   int P;

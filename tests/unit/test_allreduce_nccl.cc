@@ -1,4 +1,4 @@
-// The NCCL algorithm (src/device/allreduce_nccl.h) without a GPU: a fake nccl::Api records
+// The NCCL algorithm (src/algorithms/allreduce_nccl.h) without a GPU: a fake nccl::Api records
 // what Concord asks of NCCL, so the parts that need no GPU are checked -- the ncclUniqueId
 // made once by rank 0 and broadcast over Concord's control collectives to every rank, one
 // ncclCommInitRank per rank (lazily, once per instance), each operation one ncclAllReduce
@@ -12,9 +12,9 @@
 #include <map>
 #include <mutex>
 
-#include "device/allreduce_nccl.h"
-#include "device/device_capabilities.h"
-#include "device/device_registry.h"
+#include "algorithms/allreduce_nccl.h"
+#include "algorithms/device_capabilities.h"
+#include "device_cases.h"
 #include "device/emulated_device.h"
 #include "dtype_util.h"
 #include "rank_runner.h"
@@ -228,15 +228,12 @@ TEST(NcclCapabilities, OneGpuPerRank) {
 TEST(DeviceRegistry, NcclDeclinesWithoutACudaDevice) {
   const std::string error = run_ranks(2, [&](Communicator& comm, const AbortFlag&) {
     EmulatedDevice device;
-    DeviceProblem problem{Problem{}, agree_device_capabilities(comm, device)};
+    testing_util::DeviceProblem problem{Problem{}, agree_device_capabilities(comm, device)};
     problem.problem.ranks = 2;
     problem.problem.count = 1 << 20;
     EXPECT_FALSE(problem.caps.nccl.available);
-    const DeviceAllreduceEntry* nccl_entry = nullptr;
-    for (const auto& entry : device_allreduce_algorithms())
-      if (entry.name == "nccl") nccl_entry = &entry;
-    ASSERT_NE(nccl_entry, nullptr);
-    const std::string reason = nccl_entry->declines(problem);
+    const AllreduceEntry& nccl_entry = testing_util::allreduce_row("nccl");
+    const std::string reason = nccl_entry.declines(problem.get());
     EXPECT_EQ(reason.rfind("NCCL unavailable: ", 0), 0u) << reason;
     nccl::Status status;
     nccl::library(&status);
@@ -245,7 +242,7 @@ TEST(DeviceRegistry, NcclDeclinesWithoutACudaDevice) {
     } else {
       EXPECT_NE(reason.find("NCCL: "), std::string::npos) << reason;
     }
-    EXPECT_NE(select_device_algorithm(problem, CostParams{}, StagingParams{}, "nccl").name, "nccl");
+    EXPECT_NE(testing_util::select_device(problem, CostParams{}, StagingParams{}, "nccl").name, "nccl");
   });
   EXPECT_EQ(error, "");
 }

@@ -1,4 +1,4 @@
-// AllreduceStaged (src/device/allreduce_staged.h) on the strict emulated device: every rank
+// AllreduceStaged (src/algorithms/allreduce_staged.h) on the strict emulated device: every rank
 // holds its tensor in "device memory" the test code cannot touch (EmulatedDevice), so the
 // staged path is exercised exactly as on a GPU -- chunked d2h into pinned slots, the host
 // algorithm per chunk, h2d back, event waits between the two streams. Results must equal,
@@ -12,8 +12,7 @@
 #include "algorithms/allreduce_ring.h"
 #include "algorithms/registry.h"
 #include "allreduce_check.h"
-#include "device/allreduce_staged.h"
-#include "device/device_registry.h"
+#include "algorithms/allreduce_staged.h"
 #include "device/emulated_device.h"
 #include "device_cases.h"
 
@@ -89,18 +88,18 @@ INSTANTIATE_TEST_SUITE_P(Emulated, AllreduceStagedTest, testing::ValuesIn(device
 // The registry entry: the cost model picks a chunk size and a host algorithm, and the
 // instance it creates reduces correctly; more bytes never predict less time.
 TEST(DeviceRegistry, StagedEntryCostsAndRuns) {
-  const auto& entries = device_allreduce_algorithms();
-  ASSERT_FALSE(entries.empty());
-  const DeviceAllreduceEntry& staged = entries.front();
-  EXPECT_EQ(staged.name, "staged");
-  DeviceProblem problem;
+  const AllreduceEntry& staged = testing_util::allreduce_row("staged");
+  EXPECT_EQ(staged.memory, MemoryKind::kDevice);
+  testing_util::DeviceProblem problem;
   problem.problem.ranks = 4;
-  EXPECT_EQ(staged.declines(problem), "");
+  EXPECT_EQ(staged.declines(problem.get()), "");
+  EXPECT_EQ(staged.declines(problem.problem), "device buffers only");
   double previous = 0;
   for (size_t bytes = 4; bytes <= (size_t{256} << 20); bytes *= 4) {
     problem.problem.count = bytes / 4;
-    size_t chunk = 0;
-    const double seconds = staged.seconds(problem, CostParams{}, StagingParams{}, &chunk);
+    const size_t chunk = AllreduceStaged::chunk_bytes_for(problem.get(), CostParams{});
+    const double seconds = staged.seconds(problem.get(), CostParams{});
+    EXPECT_EQ(seconds, AllreduceStaged::seconds(problem.get(), CostParams{}, chunk));
     EXPECT_GE(seconds, previous) << bytes << " bytes";
     EXPECT_GT(chunk, 0u);
     EXPECT_LE(chunk, std::max<size_t>(bytes, size_t{64} << 20)) << bytes << " bytes";
@@ -116,11 +115,12 @@ TEST(DeviceRegistry, StagedEntryCostsAndRuns) {
     ScratchBuffer scratch;
     AlgorithmContext ctx{comm, scratch, size_t{1} << 19, {}};
     EmulatedDevice device;
+    ctx.device = &device;
     DeviceBuffer buffer(device, n * 4);
     auto stream = device.create_stream();
     stream->copy(buffer.data(), inputs[r].data(), n * 4, CopyKind::kHostToDevice);
     stream->synchronize();
-    auto algorithm = staged.create(ctx, device, 4096);
+    auto algorithm = staged.create(ctx);
     algorithm->start(buffer.data(), n, DataType::kFloat32, ReduceOp::kSum);
     drive(*algorithm, aborted);
     stream->copy(results[r].data(), buffer.data(), n * 4, CopyKind::kDeviceToHost);

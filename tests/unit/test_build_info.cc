@@ -13,7 +13,6 @@
 #include "algorithms/registry.h"
 #include "common/config.h"
 #include "common/enforce.h"
-#include "device/device_registry.h"
 #include "info/build_info.h"
 #include "sparse/sparse_allreduce.h"
 
@@ -67,7 +66,6 @@ TEST(BuildInfo, CollectivesListEveryRegistryInOrder) {
       {"reduce-scatter", names_of(reduce_scatter_algorithms())},
       {"alltoall", names_of(alltoall_algorithms())},
       {"reduce (a phase of hierarchical)", names_of(reduce_algorithms())},
-      {"device-buffer allreduce", names_of(device_allreduce_algorithms())},
       {"sparse allreduce", sparse_names},
   };
   ASSERT_EQ(groups.size(), expected.size());
@@ -78,6 +76,12 @@ TEST(BuildInfo, CollectivesListEveryRegistryInOrder) {
       EXPECT_FALSE(entry.at("description").get<std::string>().empty()) << expected[i].first << " " << entry.at("name");
   }
   EXPECT_EQ(groups[0].at("setting"), "CONCORD_ALLREDUCE_ALGORITHM");
+  // One allreduce registry for every memory kind: each row says which it runs on.
+  for (const auto& entry : groups[0].at("algorithms")) {
+    const bool device = entry.at("name") == "staged" || entry.at("name") == "staged_gpu" ||
+                        entry.at("name") == "cuda_aware" || entry.at("name") == "nccl";
+    EXPECT_EQ(entry.at("memory"), device ? "device" : "host") << entry.at("name");
+  }
   EXPECT_TRUE(groups[3].at("setting").is_null());
   EXPECT_EQ(sparse_names, sparse::sparse_allreduce_names());
 }

@@ -1,4 +1,4 @@
-// The device-buffer registry (src/device/device_registry.h) and its transport pieces on the
+// The registry's rows on device buffers (src/algorithms/registry.h) and their transport pieces on the
 // in-process transport and the strict emulated device: StagingCommunicator keeps MPI's
 // message order with device and host pointers mixed; "cuda_aware" declines, naming why,
 // on a transport that moves host memory only and is chosen where device pointers are
@@ -11,11 +11,12 @@
 #include <vector>
 
 #include "algorithms/allreduce_ring.h"
+#include "algorithms/allreduce_ring_device.h"
 #include "allreduce_check.h"
-#include "device/allreduce_staged.h"
-#include "device/device_capabilities.h"
-#include "device/device_registry.h"
+#include "algorithms/allreduce_staged.h"
+#include "algorithms/device_capabilities.h"
 #include "device/emulated_device.h"
+#include "device_cases.h"
 #include "transport/staging_communicator.h"
 #include "dtype_util.h"
 #include "rank_runner.h"
@@ -33,11 +34,11 @@ using testing_util::fill_input;
 using testing_util::first_difference;
 using testing_util::run_ranks;
 
-const DeviceAllreduceEntry& entry(const std::string& name) {
-  for (const auto& e : device_allreduce_algorithms())
-    if (e.name == name) return e;
-  throw std::runtime_error("no device algorithm " + name);
-}
+using testing_util::allreduce_row;
+using testing_util::DeviceProblem;
+using testing_util::select_device;
+
+const AllreduceEntry& entry(const std::string& name) { return allreduce_row(name); }
 
 // Rank 0 sends five messages with one tag -- device, host, device, device, host, the
 // largest device one first so its copy finishes last -- rank 1 receives them into device
@@ -100,19 +101,19 @@ TEST(DeviceCapabilities, CudaAwareDeclinesOnAHostOnlyTransportAndIsChosenWhereDe
     plain.problem.ranks = 3;
     plain.problem.count = size_t{1} << 20;
     EXPECT_FALSE(plain.caps.transport.supported);
-    EXPECT_EQ(entry("cuda_aware").declines(plain),
+    EXPECT_EQ(entry("cuda_aware").declines(plain.get()),
               "the transport does not take device pointers: this transport moves host memory only");
-    EXPECT_NE(select_device_algorithm(plain, CostParams{}, StagingParams{}).name, "cuda_aware");
+    EXPECT_NE(select_device(plain, CostParams{}, StagingParams{}).name, "cuda_aware");
     // Forcing it falls back to the cost model's choice.
-    EXPECT_NE(select_device_algorithm(plain, CostParams{}, StagingParams{}, "cuda_aware").name, "cuda_aware");
+    EXPECT_NE(select_device(plain, CostParams{}, StagingParams{}, "cuda_aware").name, "cuda_aware");
 
     DeviceProblem aware{plain.problem, agree_device_capabilities(transport, device)};
     EXPECT_TRUE(aware.caps.transport.supported) << aware.caps.transport.reason;
-    EXPECT_EQ(entry("cuda_aware").declines(aware), "");
+    EXPECT_EQ(entry("cuda_aware").declines(aware.get()), "");
     // No copies: cheaper than both staged variants at every size.
     for (size_t bytes = 1024; bytes <= (size_t{256} << 20); bytes *= 4) {
       aware.problem.count = bytes / 4;
-      EXPECT_EQ(select_device_algorithm(aware, CostParams{}, StagingParams{}).name, "cuda_aware") << bytes;
+      EXPECT_EQ(select_device(aware, CostParams{}, StagingParams{}).name, "cuda_aware") << bytes;
     }
     // Ranks that disagree agree on "no": rank 1 offers a host-only transport.
     Communicator& mine = comm.rank() == 1 ? comm : static_cast<Communicator&>(transport);
@@ -129,13 +130,11 @@ TEST(DeviceRegistry, ForcedUnknownAndAdasum) {
   DeviceProblem problem;
   problem.problem.ranks = 4;
   problem.problem.count = 1000;
-  EXPECT_THROW(select_device_algorithm(problem, CostParams{}, StagingParams{}, "nope"), InvalidArgument);
-  size_t chunk = 0;
-  EXPECT_EQ(select_device_algorithm(problem, CostParams{}, StagingParams{}, "staged_gpu", &chunk).name, "staged_gpu");
-  EXPECT_EQ(chunk, problem.problem.chunk_bytes);
+  EXPECT_THROW(select_device(problem, CostParams{}, StagingParams{}, "nope"), InvalidArgument);
+  EXPECT_EQ(select_device(problem, CostParams{}, StagingParams{}, "staged_gpu").name, "staged_gpu");
   problem.problem.op = ReduceOp::kAdasum;
   try {
-    select_device_algorithm(problem, CostParams{}, StagingParams{});
+    select_device(problem, CostParams{}, StagingParams{});
     ADD_FAILURE() << "adasum on device buffers was accepted";
   } catch (const InternalError& e) {
     EXPECT_NE(std::string(e.what()).find("staged: adasum is not element-wise"), std::string::npos) << e.what();
@@ -153,19 +152,21 @@ TEST(DeviceRegistry, CostModelPicksBetweenCpuAndGpuReduction) {
   const CostParams params;
   const StagingParams staging;
   problem.problem.count = 256;  // 1 KiB
-  EXPECT_EQ(select_device_algorithm(problem, params, staging).name, "staged");
+  EXPECT_EQ(select_device(problem, params, staging).name, "staged");
   problem.problem.count = size_t{64} << 20;  // 256 MiB
-  EXPECT_EQ(select_device_algorithm(problem, params, staging).name, "staged_gpu");
+  EXPECT_EQ(select_device(problem, params, staging).name, "staged_gpu");
   // A slow device kernel makes the CPU variant win again.
   StagingParams slow_kernel = staging;
   slow_kernel.kernel_gamma = 10 * params.gamma;
-  EXPECT_EQ(select_device_algorithm(problem, params, slow_kernel).name, "staged");
+  EXPECT_EQ(select_device(problem, params, slow_kernel).name, "staged");
   double previous = 0;
   for (size_t bytes = 4; bytes <= (size_t{256} << 20); bytes *= 4) {
     problem.problem.count = bytes / 4;
-    const double seconds = device_ring_seconds(problem.problem, params, staging, true);
+    CostParams with_staging = params;
+    with_staging.staging = staging;
+    const double seconds = device_ring_seconds(problem.get(), with_staging, true);
     EXPECT_GE(seconds, previous) << bytes;
-    EXPECT_LE(device_ring_seconds(problem.problem, params, staging, false), seconds) << bytes;
+    EXPECT_LE(device_ring_seconds(problem.get(), with_staging, false), seconds) << bytes;
     previous = seconds;
   }
 }
@@ -192,8 +193,9 @@ TEST(DeviceRegistry, StagedGpuEqualsStagedCpuBitForBit) {
         auto stream = device.create_stream();
         ScratchBuffer scratch;
         AlgorithmContext ctx{comm, scratch, ring_chunk, {}};
+        ctx.device = &device;
         AllreduceStaged staged(device, std::make_unique<AllreduceRing>(comm, scratch, ring_chunk), bytes);
-        auto staged_gpu = entry("staged_gpu").create(ctx, device, ring_chunk);
+        auto staged_gpu = entry("staged_gpu").create(ctx);
         AllreduceAlgorithm* variants[2] = {&staged, staged_gpu.get()};
         std::vector<uint8_t>* results[2] = {&cpu[r], &gpu[r]};
         for (int v = 0; v < 2; ++v) {
@@ -223,7 +225,8 @@ TEST(DeviceRegistry, StagedGpuEqualsStagedCpuBitForBit) {
 TEST(DeviceRegistry, EveryEntryOutOfPlaceEqualsInPlace) {
   const int P = 3;
   const size_t n = 2049, bytes = n * 4;
-  for (const auto& e : device_allreduce_algorithms()) {
+  for (const auto& e : allreduce_algorithms()) {
+    if (e.memory != MemoryKind::kDevice) continue;
     std::vector<std::vector<uint8_t>> inputs(P), in_place(P, std::vector<uint8_t>(bytes)),
         out_of_place(P, std::vector<uint8_t>(bytes)), input_after(P, std::vector<uint8_t>(bytes));
     for (int r = 0; r < P; ++r) {
@@ -238,13 +241,14 @@ TEST(DeviceRegistry, EveryEntryOutOfPlaceEqualsInPlace) {
       DeviceProblem problem{Problem{}, agree_device_capabilities(transport, device)};
       problem.problem.ranks = P;
       problem.problem.count = n;
-      if (!e.declines(problem).empty()) {
+      if (!e.declines(problem.get()).empty()) {
         ran = false;
         return;
       }
       ScratchBuffer scratch;
       AlgorithmContext ctx{transport, scratch, 1000, {}};
-      auto algorithm = e.create(ctx, device, 1000);
+      ctx.device = &device;
+      auto algorithm = e.create(ctx);
       auto stream = device.create_stream();
       DeviceBuffer input(device, bytes), output(device, bytes);
       stream->copy(input.data(), inputs[r].data(), bytes, CopyKind::kHostToDevice);

@@ -11,8 +11,7 @@
 
 #include "algorithms/allreduce_ring.h"
 #include "allreduce_check.h"
-#include "device/device_capabilities.h"
-#include "device/device_registry.h"
+#include "algorithms/device_capabilities.h"
 #include "device/emulated_device.h"
 #include "device_cases.h"
 #include "transport/direct_communicator.h"
@@ -45,7 +44,7 @@ TEST(DirectCommunicator, CudaAwareRingEqualsHostRing) {
         const std::string error = run_ranks(P, [&](Communicator& comm, const AbortFlag& aborted) {
           const int r = comm.rank();
           DirectCommunicator direct(comm, device);
-          DeviceProblem problem{Problem{}, agree_device_capabilities(direct, device)};
+          testing_util::DeviceProblem problem{Problem{}, agree_device_capabilities(direct, device)};
           problem.problem.ranks = P;
           problem.problem.count = n;
           if (const std::string reason = problem.caps.transport.reason; !problem.caps.transport.supported) {
@@ -53,9 +52,10 @@ TEST(DirectCommunicator, CudaAwareRingEqualsHostRing) {
           }
           ScratchBuffer scratch;
           AlgorithmContext ctx{direct, scratch, chunk, {}};
-          const auto& entry = select_device_algorithm(problem, CostParams{}, StagingParams{}, "cuda_aware");
+          ctx.device = &device;
+          const auto& entry = testing_util::select_device(problem, CostParams{}, StagingParams{}, "cuda_aware");
           if (entry.name != "cuda_aware") throw std::runtime_error("selected " + entry.name);
-          auto algorithm = entry.create(ctx, device, chunk);
+          auto algorithm = entry.create(ctx);
           auto stream = device.create_stream();
           DeviceBuffer buffer(device, bytes);
           stream->copy(buffer.data(), inputs[r].data(), bytes, CopyKind::kHostToDevice);
