@@ -11,8 +11,8 @@ set -euo pipefail
 root="${1:-$(cd "$(dirname "$0")/../.." && pwd)}"
 cd "$root"
 # The bracketed letters keep this file from matching itself.
-pattern='\bsess[i]ons? ?#?[0-9]|\b(this|that|an? earlier|earlier|previous|last|next|later) sess[i]on\b'
-pattern+='|\biss[u]es? ?#?[0-9]|\bit[e]ms? [0-9]|\bst[o]ps? [0-9]|\bwork[ -]?peri[o]ds?\b'
+pattern='\bsess[i]ons?[ _-]?#?[0-9]|\b(this|that|an? earlier|earlier|previous|last|next|later) sess[i]on\b'
+pattern+='|\biss[u]es?[ _-]?#?[0-9]|\bit[e]ms?[ _-][0-9]|\bst[o]ps?[ _-][0-9]|\bwork[ -]?peri[o]ds?\b'
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   excluded=(':!docs/data' ':!fuzz/corpus')
   hits=$(git grep --untracked -n -I -i -P "$pattern" -- . "${excluded[@]}" || true)
