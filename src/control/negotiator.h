@@ -25,7 +25,7 @@
 // Cost per cycle on the fast path: one allreduce of (1 + capacity/64) words (constant in P,
 // log P latency); the coordinator's traffic grows with P only on the slow path.
 //
-// Idle ranks (issue 13): after a round that made progress (responses, invalidations,
+// Idle ranks (no fixed cycle time): after a round that made progress (responses, invalidations,
 // uncached requests, a stall check) every rank runs the next round at once; after one that
 // made none, every rank agrees (from the same global result) that the job is idle(), and
 // the next round starts only when some rank has a reason (new requests, shutdown, rank 0's

@@ -179,7 +179,7 @@ def allreduce_async_(tensor, average=None, name=None, op=None, prescale_factor=1
     holding the result. Arguments and errors as :func:`allreduce_async`."""
     # The common case of a backward pass (a contiguous CPU gradient of a supported dtype,
     # the global process set, op Sum/Average/...) in one frame: the general path below
-    # costs ~3 us more per tensor in Python calls (docs/performance.md, session 12).
+    # costs ~3 us more per tensor in Python calls (docs/performance.md, runtime path).
     name = _name(name, "allreduce")
     if (average is None and (process_set is None or process_set is _GLOBAL_SET) and isinstance(tensor, torch.Tensor)
             and (op is None or op in _OPS) and tensor.is_contiguous()
