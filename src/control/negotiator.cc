@@ -236,7 +236,7 @@ double Negotiator::stall_period_seconds() const {
 }
 
 bool Negotiator::stall_check_due() const {
-  if (comm_.rank() != 0 || !anyone_pending_) return false;
+  if (comm_.rank() != 0 || !anyone_pending_ || !options_.stall_check) return false;
   const auto elapsed = std::chrono::steady_clock::now() - last_stall_check_;
   return std::chrono::duration<double>(elapsed).count() >= stall_period_seconds();
 }
