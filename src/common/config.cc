@@ -145,13 +145,16 @@ const std::vector<ConfigVar>& config_table() {
       {"CONCORD_ALLREDUCE_ALGORITHM", "auto", "string",
        "allreduce algorithm by registry name (see concord-info), or per size range as "
        "'0-64K:recursive_doubling;64K-:ring' (LOW <= bytes < HIGH, K/M/G = 1024^n); auto = "
-       "measured selection or the cost model. An algorithm that declines the call falls back to auto",
+       "measured selection or the cost model. An algorithm that declines the call falls back to auto. "
+       "HOROVOD_HIERARCHICAL_ALLREDUCE=1 selects hierarchical (0: auto)",
        parse_string<&Config::allreduce_algorithm>, format_string<&Config::allreduce_algorithm>,
        "HOROVOD_HIERARCHICAL_ALLREDUCE", horovod_hierarchical_allreduce},
       {"CONCORD_AUTOTUNE", "1", "int",
        "1 = measured selection: on first use of a size bucket (powers of two, up to 256 MiB) the "
        "runtime times every allreduce algorithm that accepts it, rank 0 keeps the fastest for all "
-       "ranks, and the table persists in the cost-model cache file; 0 = the cost model decides",
+       "ranks, and the table persists in the cost-model cache file; 0 = the cost model decides "
+       "(HOROVOD_AUTOTUNE switches this; Horovod's own autotuner, of the fusion threshold and cycle "
+       "time, has no counterpart)",
        parse_flag<&Config::autotune>, format_flag<&Config::autotune>, "HOROVOD_AUTOTUNE",
        horovod_flag<&Config::autotune>},
       {"CONCORD_ALLGATHER_ALGORITHM", "auto", "string", "allgather algorithm by name or size range, or auto",
@@ -189,7 +192,8 @@ const std::vector<ConfigVar>& config_table() {
        "DYNAMIC = none; start_timeline() starts one at any time either way)",
        parse_timeline, nullptr, "HOROVOD_TIMELINE"},
       {"CONCORD_LOG_LEVEL", "warning", "string",
-       "trace, debug, info, warning, error or off; messages are prefixed with the rank",
+       "trace, debug, info, warning, error or off; messages are prefixed with the rank "
+       "(HOROVOD_LOG_LEVEL: any case, fatal = error)",
        parse_string<&Config::log_level>, nullptr, "HOROVOD_LOG_LEVEL", horovod_log_level},
       {"CONCORD_DYNAMIC_PROCESS_SETS", "0", "int",
        "1 allows add_process_set()/remove_process_set() after init (Horovod's "

@@ -117,7 +117,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescal
     Args:
         tensor (torch.Tensor): CPU or CUDA tensor with at least one dimension, not bool.
         name (str, optional): the tensor's name, identical on every rank.
-        op: ``Average`` (default; divides by the ranks that contributed) or ``Sum``.
+        op: ``Average`` (default; divides by the number of ranks of the set) or ``Sum``.
         process_set (ProcessSet, optional): the ranks taking part (default: all); rows are
             split over the set's members.
         prescale_factor, postscale_factor (float): multiply the input before, the result
@@ -131,6 +131,8 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescal
         InvalidArgumentError: a scalar, bool, another op.
         MismatchError: from synchronize, when ranks disagree on shape, dtype, op or scale
             factors.
+        InvalidArgumentError: from synchronize, on every rank, while some rank has joined
+            ("Reducescatter is not supported with Join at this time.").
     """
     name = _name(name, "reducescatter")
     device = _check(tensor, name, "reducescatter")
@@ -249,10 +251,13 @@ def barrier(process_set=None):
 def join(device=-1):
     """Declare that this rank has no more data, and block until every rank has.
 
-    Meanwhile this rank takes part in the other ranks' collectives contributing nothing:
-    zeros to allreduce/reducescatter sums (Average divides by the ranks still active), no
-    rows to allgather; a broadcast from a joined root, and any alltoall, raise
-    InvalidArgumentError on every rank. ``device`` is accepted for Horovod compatibility,
+    Meanwhile, as in Horovod 0.28.1 (horovod/common/controller.cc, operations.cc), this
+    rank takes part in the other ranks' allreduces contributing zeros, and Average divides
+    by every rank of the set, joined ones included; an allgather, broadcast, alltoall or
+    reducescatter fails on every rank with InvalidArgumentError (a HorovodInternalError)
+    carrying Horovod's text, e.g. "Allgather is not supported with Join at this time.
+    Specify sparse_to_dense=True if using DistributedOptimizer" (docs/getting_started.md,
+    "Differences from Horovod"). ``device`` is accepted for Horovod compatibility,
     where it is the device of the zero tensors a joined rank contributes: Concord's joined
     rank contributes host placeholders, and a collective of CUDA tensors fails on every
     rank with InvalidArgumentError while some rank has joined (the device allreduces run
