@@ -148,6 +148,13 @@ TEST(ConfigHorovodAliases, LogLevelIsCaseInsensitiveAndFatalIsError) {
     env.set("HOROVOD_LOG_LEVEL", text);
     EXPECT_EQ(Config::from_env().log_level, expected) << text;
   }
+  Environment env{{"HOROVOD_LOG_LEVEL", "verbose"}};
+  try {
+    Config::from_env();
+    ADD_FAILURE() << "HOROVOD_LOG_LEVEL=verbose was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("HOROVOD_LOG_LEVEL='verbose'"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ConfigHorovodAliases, HierarchicalAllreduceSelectsTheHierarchicalAlgorithm) {
