@@ -222,11 +222,11 @@ const std::vector<ConfigVar>& config_table() {
       ignored("HOROVOD_CPU_OPERATIONS", "host tensors always use Concord's own algorithms over MPI"),
       ignored("HOROVOD_CONTROLLER", "the controller is always MPI"),
       ignored("HOROVOD_GPU_OPERATIONS", "device algorithms are chosen at run time (concord-info lists them)"),
-      ignored("HOROVOD_NUM_NCCL_STREAMS", "the device path uses one stream per device"),
+      ignored("HOROVOD_NUM_NCCL_STREAMS", "Concord's device path chooses its own streams"),
       ignored("HOROVOD_THREAD_AFFINITY", "the background thread is not pinned"),
-      ignored("HOROVOD_BATCH_D2D_MEMCOPIES", "device copies in and out of the fusion buffer are not batched"),
-      ignored("HOROVOD_ENABLE_ASYNC_COMPLETION", "device completions are always asynchronous"),
-      ignored("HOROVOD_ADASUM_MPI_CHUNK_SIZE", "Adasum sends each level's vector whole"),
+      ignored("HOROVOD_BATCH_D2D_MEMCOPIES", "Concord's device path has no such switch"),
+      ignored("HOROVOD_ENABLE_ASYNC_COMPLETION", "Concord's device path has no such switch"),
+      ignored("HOROVOD_ADASUM_MPI_CHUNK_SIZE", "Concord's Adasum (allreduce_adasum.h) has no chunk-size setting"),
   };
   return table;
 }
