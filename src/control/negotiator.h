@@ -57,6 +57,7 @@ struct NegotiatorOptions {
   uint32_t cache_capacity = 1024;       ///< CONCORD_CACHE_CAPACITY; 0 disables the cache
   double stall_warning_seconds = 60;    ///< CONCORD_STALL_WARNING_TIME
   double stall_shutdown_seconds = 600;  ///< CONCORD_STALL_SHUTDOWN_TIME; 0 = never
+  bool stall_check = true;              ///< false (CONCORD_STALL_CHECK_DISABLE): no warning, no shutdown
   RankNames names;                      ///< how messages name the ranks (global ranks, process set); default: the world
 };
 

@@ -1,24 +1,24 @@
 """Differentiable collectives: ``hvd.allreduce``, ``hvd.grouped_allreduce``,
-``hvd.allgather`` and ``hvd.broadcast``
-as ``torch.autograd.Function`` objects whose backward is the adjoint collective, as
-Horovod's ``HorovodAllreduce`` / ``HorovodAllgather`` / ``HorovodBroadcast``
-(alltoall, reducescatter and the grouped allgather/reducescatter:
-:mod:`concord.torch.autograd_scatter`).
+``hvd.allgather`` and ``hvd.broadcast`` as ``torch.autograd.Function`` objects whose
+backward passes are those of Horovod 0.28.1's ``HorovodAllreduce`` /
+``HorovodGroupedAllreduce`` / ``HorovodAllgather`` / ``HorovodBroadcast``
+(horovod/torch/mpi_ops.py), so that a model trains with the same gradients as under
+Horovod (alltoall, reducescatter and the grouped allgather/reducescatter:
+:mod:`concord.torch.autograd_scatter`). With ``g_q`` rank q's gradient of the output and n
+the number of ranks of the process set, rank r's input gradient is:
 
-Convention (Horovod's): the objective being differentiated is the *sum over ranks* of each
-rank's loss, ``F = sum_r L_r(y_r)`` where ``y_r`` is rank r's output of the collective.
-Its gradient with respect to rank r's input ``x_r`` is then:
+* allreduce ``y = post * op_q(pre * x_q)``, any op: ``allreduce(g)`` with the same op,
+  scale factors and process set (for Sum and Average this is the adjoint of
+  ``F = sum_r L_r``; for Min, Max, Product and Adasum it is Horovod's rule, not a
+  derivative).
+* allgather ``y = concat_q x_q``: rank r's rows of ``average_q g_q`` (an Average
+  allreduce), i.e. the adjoint divided by n.
+* broadcast ``y = x_root``: ``average_q g_q`` on the root rank, zero elsewhere (the
+  adjoint divided by n).
 
-* allreduce ``y = post * op_q(pre * x_q)`` (op Sum or Average):
-  ``dF/dx_r = allreduce(dL/dy)`` with the same op and scale factors.
-* allgather ``y = concat_q x_q``: rank r's rows of ``sum_q dL_q/dy``, i.e. a
-  reduce-scatter (Sum) of the gradient over the ranks' dim-0 extents.
-* broadcast ``y = x_root``: ``sum_q dL_q/dy`` on the root (a reduce to the root), zero
-  elsewhere.
-
-Min, Max and Product allreduces are not differentiable here (backward raises). Calls
-whose input does not require a gradient (or with grad mode off) go straight to the plain
-collectives of :mod:`concord.torch.mpi_ops`, with no autograd bookkeeping.
+docs/getting_started.md ("Differences from Horovod") compares these with the adjoints.
+Calls whose input does not require a gradient (or with grad mode off) go straight to the
+plain collectives of :mod:`concord.torch.mpi_ops`, with no autograd bookkeeping.
 """
 
 import torch
@@ -46,10 +46,8 @@ class _Allreduce(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
+        # HorovodAllreduce.backward: the same allreduce (op, factors, set) of the gradient.
         name, op, prescale_factor, postscale_factor, kwargs = ctx.args
-        if op not in (mpi_ops.Sum, mpi_ops.Average):
-            raise RuntimeError(f"allreduce of tensor '{name}': the gradient of op {op} is not defined; "
-                               "only Sum and Average allreduces are differentiable")
         grad = mpi_ops.allreduce(grad_output.contiguous(), name=_grad_name(name), op=op,
                                  prescale_factor=prescale_factor, postscale_factor=postscale_factor, **kwargs)
         return grad, None, None, None, None, None
@@ -57,8 +55,8 @@ class _Allreduce(torch.autograd.Function):
 
 def allreduce(tensor, average=None, name=None, compression=Compression.none, op=None, prescale_factor=1.0,
               postscale_factor=1.0, **kwargs):
-    """Blocking allreduce into a new tensor, differentiable for ``op`` Sum and Average:
-    the backward pass is the same allreduce of the gradient.
+    """Blocking allreduce into a new tensor, differentiable as Horovod's: the backward
+    pass is the same allreduce (op, scale factors, process set) of the gradient.
 
     Takes the arguments and raises the errors of :func:`concord.torch.mpi_ops.allreduce_async`,
     ``compression`` as in :func:`concord.torch.mpi_ops.allreduce`; other keyword arguments
@@ -81,10 +79,8 @@ class _GroupedAllreduce(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grad_outputs):
+        # HorovodGroupedAllreduce.backward: the same grouped allreduce of the gradients.
         name, op, prescale_factor, postscale_factor, kwargs = ctx.args
-        if op not in (mpi_ops.Sum, mpi_ops.Average):
-            raise RuntimeError(f"grouped_allreduce '{name}': the gradient of op {op} is not defined; "
-                               "only Sum and Average allreduces are differentiable")
         grads = mpi_ops.grouped_allreduce([g.contiguous() for g in grad_outputs], name=_grad_name(name), op=op,
                                           prescale_factor=prescale_factor, postscale_factor=postscale_factor,
                                           **kwargs)
@@ -93,9 +89,9 @@ class _GroupedAllreduce(torch.autograd.Function):
 
 def grouped_allreduce(tensors, average=None, name=None, op=None, prescale_factor=1.0, postscale_factor=1.0,
                       **kwargs):
-    """Blocking grouped allreduce (a list of new tensors), differentiable for Sum and
-    Average when some member requires a gradient: backward is the grouped allreduce of the
-    members' gradients. Arguments and errors as
+    """Blocking grouped allreduce (a list of new tensors), differentiable when some member
+    requires a gradient: backward is the same grouped allreduce (op, factors, set) of the
+    members' gradients, as Horovod's. Arguments and errors as
     :func:`concord.torch.mpi_ops.grouped_allreduce_async`."""
     tensors = list(tensors)
     if not any(_needs_grad(t) for t in tensors):
@@ -114,19 +110,16 @@ def _rank_and_size(kwargs):
 
 
 def _my_rows(grad, rows, name, kwargs):
-    """Rank r's ``rows`` rows of the sum over ranks of ``grad`` (the adjoint of an
-    allgather whose rank r contributed ``rows`` rows): one allgather of the row counts,
-    then a reduce-scatter when they are equal and the runtime has one, else an allreduce
-    (Sum) of the whole gradient and this rank's slice of it."""
+    """The gradient of an allgather's input whose rank r contributed ``rows`` rows, as
+    Horovod's HorovodAllgather.backward: rank r's rows of the Average allreduce of
+    ``grad`` over the set, located by an allgather of the row counts. (The reduction is
+    the same Average allreduce Horovod runs; only this rank's rows are kept.)"""
     counts = mpi_ops.allgather(torch.tensor([rows], dtype=torch.int64), name=_grad_name(name, "grad.rows"),
                                **kwargs)
     rank, _ = _rank_and_size(kwargs)
-    reducescatter = getattr(mpi_ops, "reducescatter", None)
-    if reducescatter is not None and bool((counts == rows).all()):
-        return reducescatter(grad.contiguous(), name=_grad_name(name), op=mpi_ops.Sum, **kwargs)
-    summed = mpi_ops.allreduce(grad.contiguous(), name=_grad_name(name), op=mpi_ops.Sum, **kwargs)
+    averaged = mpi_ops.allreduce(grad.contiguous(), name=_grad_name(name), op=mpi_ops.Average, **kwargs)
     offset = int(counts[:rank].sum())
-    return summed.narrow(0, offset, rows).clone()
+    return averaged.narrow(0, offset, rows).clone()
 
 
 class _Allgather(torch.autograd.Function):
@@ -142,8 +135,9 @@ class _Allgather(torch.autograd.Function):
 
 
 def allgather(tensor, name=None, **kwargs):
-    """Blocking allgather (concatenation along dim 0 in rank order), differentiable:
-    backward gives each rank its own rows of the gradient summed over ranks. Arguments and
+    """Blocking allgather (concatenation along dim 0 in rank order), differentiable as
+    Horovod's: backward gives each rank its own rows of the gradient averaged over the
+    ranks of the set. Arguments and
     errors as :func:`concord.torch.mpi_ops.allgather_async`."""
     if not _needs_grad(tensor):
         return mpi_ops.allgather(tensor, name=name, **kwargs)
@@ -161,17 +155,18 @@ class _Broadcast(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
+        # HorovodBroadcast.backward: the Average allreduce of the gradient, kept on the root.
         root_rank, name, kwargs = ctx.args
-        grad = mpi_ops.allreduce(grad_output.contiguous(), name=_grad_name(name), op=mpi_ops.Sum, **kwargs)
+        grad = mpi_ops.allreduce(grad_output.contiguous(), name=_grad_name(name), op=mpi_ops.Average, **kwargs)
         if mpi_ops._core.rank() != root_rank:  # root_rank is global, with or without a process set
             grad.zero_()
         return grad, None, None, None
 
 
 def broadcast(tensor, root_rank, name=None, **kwargs):
-    """Blocking broadcast of root_rank's ``tensor`` into a new tensor, differentiable:
-    backward reduces (sums) the gradient to the root; the other ranks' inputs get a zero
-    gradient. Arguments and errors as :func:`concord.torch.mpi_ops.broadcast_async_`."""
+    """Blocking broadcast of root_rank's ``tensor`` into a new tensor, differentiable as
+    Horovod's: the root's input gets the gradient averaged over the ranks of the set, the
+    other ranks' inputs a zero gradient. Arguments and errors as :func:`concord.torch.mpi_ops.broadcast_async_`."""
     if not _needs_grad(tensor):
         return mpi_ops.broadcast(tensor, root_rank, name=name, **kwargs)
     return _Broadcast.apply(tensor, root_rank, name, kwargs)

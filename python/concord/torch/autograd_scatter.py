@@ -1,13 +1,15 @@
 """Differentiable ``alltoall``, ``reducescatter``, ``grouped_allgather`` and
-``grouped_reducescatter`` (Horovod's ``HorovodAlltoall`` / ``HorovodReducescatter`` and
-grouped forms), with the convention of :mod:`concord.torch.autograd`: the objective is the
-sum over ranks of each rank's loss, so the backward of a collective is its adjoint:
+``grouped_reducescatter`` with the backward passes of Horovod 0.28.1's ``HorovodAlltoall``,
+``HorovodReducescatter``, ``HorovodGroupedAllgather`` and ``HorovodGroupedReducescatter``
+(horovod/torch/mpi_ops.py), as :mod:`concord.torch.autograd` does for the others:
 
 * alltoall: rank r's rows ``[sum(splits[:j]), sum(splits[:j+1]))`` went to rank j, so the
   gradient of those rows comes back from rank j: an alltoall of the output's gradient
-  with the *received* splits.
+  with the *received* splits (the adjoint).
 * reducescatter ``y_r = post * op_q(pre * x_q)[rows of r]`` (Sum or Average over the n
-  ranks of the set): ``dF/dx_r = allgather_q(dL_q/dy_q) * pre * post / (n if Average else 1)``.
+  ranks of the set): ``allgather_q(g_q) * pre * post * (n if Sum else 1)``: for Sum n times
+  the adjoint, for Average n^2 times it (the adjoint is ``allgather * pre * post / n``
+  for Average).
 * grouped_allgather / grouped_reducescatter: the same per member, as one group.
 
 Calls whose inputs do not require a gradient (or with grad mode off) go straight to
@@ -51,15 +53,17 @@ def alltoall(tensor, splits=None, name=None, process_set=None):
     ``splits`` is given."""
     if not _needs_grad(tensor) or tensor.dim() == 0:
         return collectives.alltoall(tensor, splits=splits, name=name, process_set=process_set)
-    if splits is not None and isinstance(splits, torch.Tensor):
-        splits = splits.tolist()
+    if splits is not None:  # validated and converted as the plain collective does
+        splits = collectives._splits_list(splits, tensor, name)
     output, received = _Alltoall.apply(tensor, splits, name, process_set)
     return output if splits is None else (output, received)
 
 
 def _scatter_scale(op, prescale_factor, postscale_factor, process_set):
+    """The factor HorovodReducescatter.backward multiplies the allgathered gradient by:
+    the set's size for op Sum (1 for Average), times the prescale and postscale factors."""
     _, size = _rank_and_size({"process_set": process_set})
-    return prescale_factor * postscale_factor / (size if op == mpi_ops.Average else 1)
+    return prescale_factor * postscale_factor * (size if op == mpi_ops.Sum else 1)
 
 
 class _Reducescatter(torch.autograd.Function):
@@ -80,8 +84,8 @@ def reducescatter(tensor, name=None, compression=None, op=mpi_ops.Average, proce
                   postscale_factor=1.0):
     """Blocking reduce-scatter (arguments and errors as
     :func:`concord.torch.collectives.reducescatter_async`), differentiable for ``op``
-    Sum and Average: the backward pass allgathers the ranks' gradients and applies the
-    same scale factors (and 1/n for Average over the n ranks of the set)."""
+    Sum and Average as Horovod's: the backward pass allgathers the ranks' gradients and
+    multiplies them by the scale factors and, for Sum, by the n ranks of the set."""
     if not _needs_grad(tensor) or compression is not None or tensor.dim() == 0:
         return collectives.reducescatter(tensor, name=name, compression=compression, op=op, process_set=process_set,
                                          prescale_factor=prescale_factor, postscale_factor=postscale_factor)
@@ -103,7 +107,8 @@ class _GroupedAllgather(torch.autograd.Function):
 
 def grouped_allgather(tensors, name=None, process_set=None):
     """Blocking grouped allgather (see :func:`concord.torch.collectives.grouped_allgather_async`),
-    differentiable: each member's backward is that of :func:`concord.torch.allgather`."""
+    differentiable: each member's backward is that of :func:`concord.torch.allgather`
+    (Horovod's HorovodGroupedAllgather: this rank's rows of the averaged gradient)."""
     if not any(_needs_grad(t) for t in tensors) or any(t.dim() == 0 for t in tensors):
         return collectives.grouped_allgather(tensors, name=name, process_set=process_set)
     return list(_GroupedAllgather.apply(name, process_set, *tensors))

@@ -29,20 +29,24 @@ def _reduce_op(op, what):
 
 
 def _splits_list(splits, tensor, name):
-    """``splits`` (list/tuple of ints or 1-D integer tensor) as a list of ints."""
+    """``splits`` as a list of ints, read as Horovod 0.28.1's ``_alltoall_async`` reads it
+    (horovod/torch/mpi_ops.py): a list or tuple becomes an int32 tensor (floats are
+    truncated toward zero), a tensor must already be int32."""
+    if isinstance(splits, (list, tuple)):
+        try:
+            splits = torch.tensor(splits, dtype=torch.int32)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise TypeError(f"alltoall of tensor '{name}': splits must be numbers, got {list(splits)!r}") from error
     if isinstance(splits, torch.Tensor):
-        if splits.dtype.is_floating_point or splits.dtype.is_complex or splits.dtype == torch.bool:
-            raise TypeError(f"alltoall of tensor '{name}': splits must be integers, got a {splits.dtype} tensor")
+        if splits.dtype != torch.int32:  # Horovod's text (mpi_ops_v2.cc), which scripts match on
+            raise ValueError(f"alltoall expects splits to contain 32-bit integer elements. (tensor '{name}': "
+                             f"splits are {splits.dtype})")
         if splits.dim() != 1:
             raise InvalidArgumentError(
                 f"alltoall of tensor '{name}': splits must be 1-D, got shape {list(splits.shape)}")
         return [int(v) for v in splits.tolist()]
-    if not isinstance(splits, (list, tuple)):
-        raise TypeError(f"alltoall of tensor '{name}': splits must be a list or tensor of ints, "
-                        f"got {type(splits).__name__}")
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in splits):
-        raise TypeError(f"alltoall of tensor '{name}': splits must be ints, got {list(splits)!r}")
-    return list(splits)
+    raise TypeError(f"alltoall of tensor '{name}': splits must be a list or an int32 tensor, "
+                    f"got {type(splits).__name__}")
 
 
 def alltoall_async(tensor, splits=None, name=None, process_set=None):
@@ -52,9 +56,10 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
     Args:
         tensor (torch.Tensor): CPU or CUDA tensor with at least one dimension; the dtype and
             all but dim 0 must agree across ranks.
-        splits (list of int or 1-D integer tensor, optional): rows sent to each rank (one
-            non-negative entry per rank, summing to dim 0). Default: dim 0 split equally
-            (it must be divisible by the number of ranks).
+        splits (list of numbers or 1-D int32 tensor, optional): rows sent to each rank
+            (one non-negative entry per rank, summing to dim 0); a list is converted to
+            int32 as Horovod does (floats truncated). Default: dim 0 split equally (it must
+            be divisible by the number of ranks).
         name (str, optional): the tensor's name, identical on every rank.
         process_set (ProcessSet, optional): the ranks taking part (default: all); splits
             then have one entry per member, in the set's rank order.
@@ -65,9 +70,12 @@ def alltoall_async(tensor, splits=None, name=None, process_set=None):
         each rank.
 
     Raises:
-        TypeError: splits of a non-integer type.
+        ValueError: a splits tensor that is not int32 (Horovod's text, "alltoall expects
+            splits to contain 32-bit integer elements.").
+        TypeError: splits neither a list/tuple of numbers nor a tensor.
         InvalidArgumentError: a scalar, splits of the wrong length, negative or not summing
-            to dim 0; from synchronize, on every rank, when some rank has joined.
+            to dim 0; from synchronize, on every rank, when some rank has joined
+            ("Alltoall is not supported with Join at this time.").
         MismatchError: from synchronize, when ranks disagree on dtype or trailing dims.
     """
     name = _name(name, "alltoall")
@@ -109,7 +117,7 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescal
     Args:
         tensor (torch.Tensor): CPU or CUDA tensor with at least one dimension, not bool.
         name (str, optional): the tensor's name, identical on every rank.
-        op: ``Average`` (default; divides by the ranks that contributed) or ``Sum``.
+        op: ``Average`` (default; divides by the number of ranks of the set) or ``Sum``.
         process_set (ProcessSet, optional): the ranks taking part (default: all); rows are
             split over the set's members.
         prescale_factor, postscale_factor (float): multiply the input before, the result
@@ -123,6 +131,8 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=None, prescal
         InvalidArgumentError: a scalar, bool, another op.
         MismatchError: from synchronize, when ranks disagree on shape, dtype, op or scale
             factors.
+        InvalidArgumentError: from synchronize, on every rank, while some rank has joined
+            ("Reducescatter is not supported with Join at this time.").
     """
     name = _name(name, "reducescatter")
     device = _check(tensor, name, "reducescatter")
@@ -241,10 +251,13 @@ def barrier(process_set=None):
 def join(device=-1):
     """Declare that this rank has no more data, and block until every rank has.
 
-    Meanwhile this rank takes part in the other ranks' collectives contributing nothing:
-    zeros to allreduce/reducescatter sums (Average divides by the ranks still active), no
-    rows to allgather; a broadcast from a joined root, and any alltoall, raise
-    InvalidArgumentError on every rank. ``device`` is accepted for Horovod compatibility,
+    Meanwhile, as in Horovod 0.28.1 (horovod/common/controller.cc, operations.cc), this
+    rank takes part in the other ranks' allreduces contributing zeros, and Average divides
+    by every rank of the set, joined ones included; an allgather, broadcast, alltoall or
+    reducescatter fails on every rank with InvalidArgumentError (a HorovodInternalError)
+    carrying Horovod's text, e.g. "Allgather is not supported with Join at this time.
+    Specify sparse_to_dense=True if using DistributedOptimizer" (docs/getting_started.md,
+    "Differences from Horovod"). ``device`` is accepted for Horovod compatibility,
     where it is the device of the zero tensors a joined rank contributes: Concord's joined
     rank contributes host placeholders, and a collective of CUDA tensors fails on every
     rank with InvalidArgumentError while some rank has joined (the device allreduces run

@@ -14,6 +14,16 @@ from concord import _core
 from concord.torch import mpi_ops
 
 
+class SparseHandle(int):
+    """The handle of :func:`sparse_allreduce_async`: an integer handle for
+    :func:`concord.torch.poll` / :func:`concord.torch.synchronize`, and callable, as
+    Horovod's (whose ``sparse_allreduce_async`` returns a function): ``handle()`` waits and
+    returns the sparse result, like ``synchronize(handle)``."""
+
+    def __call__(self):
+        return mpi_ops.synchronize(self)
+
+
 class _Pair:
     """The core-handle interface (poll/wait) over two registered handles."""
 
@@ -28,11 +38,13 @@ class _Pair:
 
 
 def sparse_allreduce_async(tensor, name=None, op=mpi_ops.Average, process_set=None):
-    """Start the allreduce of a sparse COO tensor and return its handle.
+    """Start the allreduce of a sparse COO tensor and return its handle (Horovod 0.28.1's
+    ``sparse_allreduce_async``, horovod/torch/mpi_ops.py).
 
-    Wait for it with :func:`concord.torch.synchronize` (or poll it with
-    :func:`concord.torch.poll`); the result is a sparse tensor of ``tensor``'s size holding
-    every rank's entries (divided by the number of ranks for Average).
+    Wait for it by calling the handle, as with Horovod (``handle()``), or with
+    :func:`concord.torch.synchronize` (poll it with :func:`concord.torch.poll`); the result
+    is a sparse tensor of ``tensor``'s size holding every rank's entries (divided by the
+    number of ranks of the set for Average).
 
     Args:
         tensor (torch.Tensor): a CPU sparse COO tensor (``layout == torch.sparse_coo``),
@@ -42,6 +54,9 @@ def sparse_allreduce_async(tensor, name=None, op=mpi_ops.Average, process_set=No
             named ``<name>.indices`` and ``<name>.values``.
         op: ``Average`` (default) or ``Sum``. Average of integer values rounds down.
         process_set (ProcessSet, optional): the ranks taking part (default: all).
+
+    Returns:
+        SparseHandle: an int handle that is also callable.
 
     Raises:
         TypeError: ``tensor`` is not a sparse COO tensor.
@@ -70,7 +85,7 @@ def sparse_allreduce_async(tensor, name=None, op=mpi_ops.Average, process_set=No
             all_values = all_values / size if all_values.is_floating_point() else all_values // size
         return torch.sparse_coo_tensor(all_indices.t(), all_values, shape)
 
-    return mpi_ops._register(_Pair(index_handle, value_handle), finish, (indices, values))
+    return SparseHandle(mpi_ops._register(_Pair(index_handle, value_handle), finish, (indices, values)))
 
 
 def sparse_allreduce(tensor, name=None, op=mpi_ops.Average, process_set=None):
