@@ -1,5 +1,5 @@
 """Gradients through alltoall, reducescatter and the grouped allgather/reducescatter
-(concord/torch/autograd_scatter.py), checked as in test_autograd.py against Horovod
+(concord/torch/autograd.py), checked as in test_autograd.py against Horovod
 0.28.1's backward rules (horovod/torch/mpi_ops.py: HorovodAlltoall, HorovodReducescatter,
 HorovodGroupedAllgather, HorovodGroupedReducescatter; horovod_reference.py): every rank
 backpropagates L_r = sum(w_r * y_r), so g_r = w_r."""

@@ -14,15 +14,16 @@ and ``step()`` a parameter holds its local update, not its value, as under Horov
 
 import torch
 
-from concord.torch.mpi_ops import Adasum, allreduce_async_, synchronize
-from concord.torch.optimizer import _TOO_MANY_PASSES, _ZERO_GRAD_IN_FLIGHT, parameter_names
+from concord.torch.collectives import allreduce_async_
+from concord.torch.handles import Adasum, synchronize
+from concord.torch.optimizer import _TOO_MANY_PASSES, _ZERO_GRAD_IN_FLIGHT, parameter_names, wrap
 
 
 class _AdasumDeltaOptimizer(torch.optim.Optimizer):
     _is_distributed_optimizer = True  # functions.py: its own step() would allreduce
 
     def __init__(self, params, named_parameters, compression, backward_passes_per_step):
-        super(self.__class__, self).__init__(params)
+        super().__init__(params)
         self._compression = compression
         self.backward_passes_per_step = backward_passes_per_step
         all_params = [p for group in self.param_groups for p in group["params"]]
@@ -56,7 +57,7 @@ class _AdasumDeltaOptimizer(torch.optim.Optimizer):
         try:
             start = self._start[p]
             start.copy_(p.detach())
-            super(self.__class__, self).step()
+            super().step()
             p.data.sub_(start)
         finally:
             for group, params in zip(self.param_groups, saved):
@@ -93,7 +94,7 @@ class _AdasumDeltaOptimizer(torch.optim.Optimizer):
         """As the wrapped optimizer's, but refuses to run while allreduces are in flight."""
         if self._handles:
             raise AssertionError(_ZERO_GRAD_IN_FLIGHT)
-        return super(self.__class__, self).zero_grad(*args, **kwargs)
+        return super().zero_grad(*args, **kwargs)
 
 
 def adasum_optimizer(optimizer, named_parameters, compression, backward_passes_per_step):
@@ -103,5 +104,5 @@ def adasum_optimizer(optimizer, named_parameters, compression, backward_passes_p
     Raises:
         ValueError: duplicate names, or parameters missing from named_parameters.
     """
-    cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_AdasumDeltaOptimizer.__dict__))
+    cls = wrap(_AdasumDeltaOptimizer, optimizer)
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step)

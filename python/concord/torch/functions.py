@@ -3,7 +3,8 @@
 import torch
 
 from concord import rank
-from concord.torch.mpi_ops import broadcast_async_, synchronize
+from concord.torch.collectives import broadcast_async_
+from concord.torch.handles import synchronize
 from concord.torch.objects import broadcast_object
 
 
