@@ -10,6 +10,8 @@
 //  - Horovod's response cache: a cached iteration costs every rank one AND-allreduce of
 //    1 + capacity/64 words through the control transport, the same bytes as in-process at
 //    P = 2..16 (no gather to the coordinator, no broadcast).
+//  - Ok-Topk (Li & Hoefler, PPoPP 2022): with the residual carried, every rank sends fewer
+//    than 6k words per call from call 32 on (tests/unit/test_oktopk_bound.cc in-process).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -19,6 +21,7 @@
 #include "algorithms/allreduce_overlapped_tree.h"
 #include "patterns/binary_tree.h"
 #include "test_support/negotiation_volume.h"
+#include "test_support/oktopk_volume.h"
 #include "test_support/transport_log.h"
 #include "transport/mpi_communicator.h"
 #include "transport/tags.h"
@@ -103,6 +106,17 @@ TEST(ResponseCacheOverMpi, CachedIterationCostsOneBitVectorAllreduceWhateverTheR
     EXPECT_EQ(v.cache_hits, uint64_t{kTensors}) << where;
     EXPECT_EQ(v.bytes, 2 * kBitVectorBytes) << where << ": bytes through the control transport";
   }
+}
+
+TEST(OkTopkOverMpi, SixKWordsPerRankPerCallFromCall32) {
+  MpiCommunicator comm(MPI_COMM_WORLD);
+  if (comm.size() == 1) GTEST_SKIP() << "one rank sends nothing";
+  constexpr int64_t kN = 16384;
+  sparse::SparseOptions options;
+  options.density = 0.05;  // k = 819
+  const auto records = testing_util::oktopk_call_volumes(comm, kN, testing_util::kOkTopkCalls, options);
+  testing_util::expect_six_k_words_from_call_32(
+      records, kN, options, "P=" + std::to_string(comm.size()) + " rank=" + std::to_string(comm.rank()));
 }
 
 }  // namespace
