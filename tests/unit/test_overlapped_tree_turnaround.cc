@@ -92,7 +92,7 @@ class Turns {
     changed_.notify_all();
   }
 
-  static constexpr long kMaxTurns = 50'000'000;
+  static constexpr long kMaxTurns = 1'000'000;  // P = 16, K = 64 takes about 13,000
   std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<bool> running_;
