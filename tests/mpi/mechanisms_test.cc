@@ -12,13 +12,20 @@
 //    P = 2..16 (no gather to the coordinator, no broadcast).
 //  - Ok-Topk (Li & Hoefler, PPoPP 2022): with the residual carried, every rank sends fewer
 //    than 6k words per call from call 32 on (tests/unit/test_oktopk_bound.cc in-process).
+//  - Idle ranks: the runtime (concord::init() in main.cc) runs no negotiation round while
+//    every rank is idle, although ctest sets CONCORD_STALL_WARNING_TIME=0.2, so a stall
+//    check would be due every 50 ms if an idle job ran them
+//    (RuntimeInProcess.IdleBackgroundLoopRunsNoRound in-process).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "algorithms/allreduce_overlapped_tree.h"
+#include "concord/concord.h"
 #include "patterns/binary_tree.h"
 #include "test_support/negotiation_volume.h"
 #include "test_support/oktopk_volume.h"
@@ -117,6 +124,34 @@ TEST(OkTopkOverMpi, SixKWordsPerRankPerCallFromCall32) {
   const auto records = testing_util::oktopk_call_volumes(comm, kN, testing_util::kOkTopkCalls, options);
   testing_util::expect_six_k_words_from_call_32(
       records, kN, options, "P=" + std::to_string(comm.size()) + " rank=" + std::to_string(comm.rank()));
+}
+
+TEST(IdleOverMpi, NoRoundWhileEveryRankIsIdle) {
+  const int P = concord::size(), rank = concord::rank();
+  std::vector<int32_t> data(5);
+  for (int call = 0; call < 2; ++call) {  // the second one is a cache hit
+    data.assign(5, rank);
+    const TensorView view{data.data(), DataType::kInt32, {5}};
+    allreduce_async("mechanisms.idle", view, view).wait();
+  }
+  EXPECT_EQ(data[4], P * (P - 1) / 2) << "rank " << rank;
+  // The answering round made progress, so one empty round follows at once; the handle may
+  // complete before or after it. Waiting up to 2 s for it tells the two cases apart.
+  const uint64_t seen = coordination_stats().cycles;
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (coordination_stats().cycles == seen && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const uint64_t idle_from = coordination_stats().cycles;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // 6 stall periods
+  const uint64_t after = coordination_stats().cycles;
+  MPI_Barrier(MPI_COMM_WORLD);  // after counting: no rank's next tensor falls in another's interval
+  EXPECT_LE(idle_from, seen + 1) << "rank " << rank << " of " << P << ": rounds after the answering one";
+  EXPECT_EQ(after, idle_from) << "rank " << rank << " of " << P << ": rounds while every rank was idle";
+  data.assign(5, 1);
+  const TensorView view{data.data(), DataType::kInt32, {5}};
+  allreduce_async("mechanisms.after_idle", view, view).wait();
+  EXPECT_EQ(data[4], P) << "rank " << rank << ": after the idle interval";
+  EXPECT_GT(coordination_stats().cycles, after) << "rank " << rank << ": the tensor woke the job";
 }
 
 }  // namespace
