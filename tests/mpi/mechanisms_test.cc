@@ -12,6 +12,9 @@
 //    P = 2..16 (no gather to the coordinator, no broadcast).
 //  - Ok-Topk (Li & Hoefler, PPoPP 2022): with the residual carried, every rank sends fewer
 //    than 6k words per call from call 32 on (tests/unit/test_oktopk_bound.cc in-process).
+//  - Grouped allreduce (Romero et al., NSDI 2022, sec. 3.2): a group is fused with the single
+//    tensors answered in its cycle, also when the last rank submits it a cycle late
+//    (tests/unit/test_grouped_fusion.cc in-process).
 //  - Idle ranks: the runtime (concord::init() in main.cc) runs no negotiation round while
 //    every rank is idle, although ctest sets CONCORD_STALL_WARNING_TIME=0.2, so a stall
 //    check would be due every 50 ms if an idle job ran them
@@ -27,6 +30,7 @@
 #include "algorithms/allreduce_overlapped_tree.h"
 #include "concord/concord.h"
 #include "patterns/binary_tree.h"
+#include "test_support/grouped_fusion_cycles.h"
 #include "test_support/negotiation_volume.h"
 #include "test_support/oktopk_volume.h"
 #include "test_support/transport_log.h"
@@ -124,6 +128,23 @@ TEST(OkTopkOverMpi, SixKWordsPerRankPerCallFromCall32) {
   const auto records = testing_util::oktopk_call_volumes(comm, kN, testing_util::kOkTopkCalls, options);
   testing_util::expect_six_k_words_from_call_32(
       records, kN, options, "P=" + std::to_string(comm.size()) + " rank=" + std::to_string(comm.rank()));
+}
+
+TEST(GroupedFusionOverMpi, GroupFusesWithTheSinglesOfItsCycle) {
+  using testing_util::Batch;
+  using testing_util::Cycle;
+  MpiCommunicator comm(MPI_COMM_WORLD);
+  const std::string where = "P=" + std::to_string(comm.size()) + " rank " + std::to_string(comm.rank());
+  const auto together = testing_util::grouped_fusion_cycles(comm, /*late=*/false);
+  const std::vector<Cycle> one_batch = {Cycle{Batch{"a", "b", "c", "g.0", "g.1", "g.2"}}};
+  for (size_t it = 0; it < together.size(); ++it)
+    EXPECT_EQ(testing_util::busy_cycles(together[it]), one_batch)
+        << where << " iteration " << it << ": not one fused batch of the group and the singles";
+  const auto late = testing_util::grouped_fusion_cycles(comm, /*late=*/true);
+  const std::vector<Cycle> expected = {Cycle{Batch{"a", "b"}}, Cycle{Batch{"c", "g.0", "g.1", "g.2"}}};
+  for (size_t it = 0; it < late.size(); ++it)
+    EXPECT_EQ(testing_util::busy_cycles(late[it]), expected)
+        << where << " iteration " << it << ": batches per cycle, the group and c a cycle late on the last rank";
 }
 
 TEST(IdleOverMpi, NoRoundWhileEveryRankIsIdle) {

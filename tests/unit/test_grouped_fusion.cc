@@ -17,94 +17,30 @@
 #include <string>
 #include <vector>
 
-#include "control/negotiator.h"
-#include "dtype_util.h"
 #include "rank_runner.h"
-#include "runtime/fusion.h"
+#include "test_support/grouped_fusion_cycles.h"
 
 namespace concord {
 namespace {
 
-using testing_util::cat;
 using testing_util::run_ranks;
 
-using Batch = std::set<std::string>;   // the tensors of one fused response
-using Cycle = std::vector<Batch>;      // the fused responses of one cycle, in order
-using Iteration = std::vector<Cycle>;  // its cycles, until every tensor was answered
-
-constexpr int kIterations = 4;  // the first on the coordinator's path, the others from the cache
-const std::vector<std::string> kGroup = {"g.0", "g.1", "g.2"};
-
-Request request(int rank, const std::string& name, int64_t elements, bool grouped) {
-  Request r;
-  r.rank = rank;
-  r.name = name;
-  r.shape = {elements};
-  if (grouped) {
-    r.group = kGroup[0];
-    r.group_size = static_cast<int32_t>(kGroup.size());
-  }
-  return r;
-}
-
-/// Every rank submits singles a and b and the group at cycle 0, single c too unless
-/// `late`; with `late`, the last rank submits the group and c at cycle 1 instead. Returns
-/// each iteration's fused batches per cycle, as this rank planned them.
-std::vector<Iteration> run(Communicator& comm, bool late) {
-  const int rank = comm.rank(), P = comm.size();
-  NegotiatorOptions options;
-  options.stall_warning_seconds = 1e9;  // no timed stall checks
-  options.stall_shutdown_seconds = 0;
-  Negotiator negotiator(comm, options);
-  std::vector<Iteration> iterations;
-  for (int it = 0; it < kIterations; ++it) {
-    std::vector<std::vector<Request>> calls(2);
-    const int group_call = late && rank == P - 1 ? 1 : 0;
-    calls[0].push_back(request(rank, "a", 3, false));
-    calls[group_call].push_back(request(rank, "c", 6, false));
-    for (size_t m = 0; m < kGroup.size(); ++m)
-      calls[group_call].push_back(request(rank, kGroup[m], 5 + 2 * static_cast<int64_t>(m), true));
-    calls[0].push_back(request(rank, "b", 4, false));
-    if (rank % 2 == 1) std::reverse(calls[0].begin(), calls[0].end());  // another order on odd ranks
-    Iteration cycles;
-    size_t answered = 0;
-    for (int call = 0;; ++call) {
-      const ResponseList list = negotiator.negotiate(call < 2 ? calls[call] : std::vector<Request>{}, false);
-      Cycle cycle;
-      for (const Response& fused : plan_fusion(list.responses, 64 << 20)) {
-        if (fused.type == ResponseType::kError) throw std::runtime_error(cat("rank ", rank, ": ", fused.error));
-        cycle.emplace_back(fused.names.begin(), fused.names.end());
-        answered += fused.names.size();
-      }
-      cycles.push_back(std::move(cycle));
-      std::vector<uint64_t> done{call >= 1 && answered == 6 ? 1u : 0u};
-      comm.allreduce_bits(done, /*bitwise_and=*/true);
-      if (done[0] != 0) break;
-      if (call == 20) throw std::runtime_error(cat("rank ", rank, " iteration ", it, ": ", answered, " of 6 answered"));
-    }
-    iterations.push_back(std::move(cycles));
-  }
-  negotiator.finish();
-  return iterations;
-}
+using testing_util::busy_cycles;
+using testing_util::Cycle;
+using testing_util::grouped_fusion_cycles;
+using testing_util::Iteration;
+using Batch = testing_util::Batch;
 
 /// Runs `run` on P ranks, checks every rank planned the same batches, returns rank 0's.
 std::vector<Iteration> run_ranks_alike(int P, bool late) {
   std::vector<std::vector<Iteration>> by_rank(P);
-  const std::string error =
-      run_ranks(P, [&](Communicator& comm, const testing_util::AbortFlag&) { by_rank[comm.rank()] = run(comm, late); });
+  const std::string error = run_ranks(P, [&](Communicator& comm, const testing_util::AbortFlag&) {
+    by_rank[comm.rank()] = grouped_fusion_cycles(comm, late);
+  });
   EXPECT_EQ(error, "") << "P=" << P << (late ? " (group late on the last rank)" : "");
   for (int r = 1; r < P; ++r)
     EXPECT_EQ(by_rank[r], by_rank[0]) << "P=" << P << ": rank " << r << " planned other batches than rank 0";
   return by_rank[0];
-}
-
-/// The cycles of `iteration` that executed something.
-std::vector<Cycle> busy_cycles(const Iteration& iteration) {
-  std::vector<Cycle> busy;
-  for (const Cycle& cycle : iteration)
-    if (!cycle.empty()) busy.push_back(cycle);
-  return busy;
 }
 
 class GroupedFusion : public ::testing::TestWithParam<int> {};
