@@ -20,7 +20,9 @@ parameters, prints both accuracies and exits non-zero if the sparse run is more 
     mpirun -np 4 python3 examples/train_digits.py --sparse-density 0.02 --compare
 
 On a terminal rank 0 shows a progress bar per epoch (tqdm; plain lines otherwise, e.g. in
-a log file). ``--plot out.png`` writes the loss and test accuracy per epoch (matplotlib).
+a log file; ``--no-progress-bar`` forces plain lines, which output captured from mpirun
+needs: Open MPI gives each rank a pseudo-terminal even when mpirun's own output is a file).
+``--plot out.png`` writes the loss and test accuracy per epoch (matplotlib).
 """
 
 import argparse
@@ -58,6 +60,9 @@ def parse_args():
     parser.add_argument("--compare", action="store_true",
                         help="train dense, then sparse (--sparse-density), and compare their accuracy")
     parser.add_argument("--plot", metavar="PNG", help="write loss and test accuracy per epoch to this PNG")
+    parser.add_argument("--no-progress-bar", action="store_true",
+                        help="one line per epoch even where stdout is a terminal (e.g. a rank's "
+                             "pseudo-terminal under mpirun whose output goes to a log)")
     parser.add_argument("--max-gap", type=float, default=2.0,
                         help="with --compare: exit non-zero if sparse accuracy is more than this many "
                              "percentage points below dense")
@@ -121,12 +126,14 @@ def step_range(steps, epoch, show_bar):
     if not show_bar:
         return range(steps)
     from tqdm import tqdm
-    return tqdm(range(steps), desc=f"epoch {epoch + 1}", unit="step", leave=False, dynamic_ncols=True)
+    return tqdm(range(steps), desc=f"epoch {epoch + 1}", unit="step", leave=False, dynamic_ncols=True,
+                file=sys.stdout)  # the stream whose terminal bar_wanted() checked, beside the epoch lines
 
 
-def bar_wanted(rank):
-    """True on rank 0 when stdout is a terminal and tqdm can be imported."""
-    if rank != 0 or not sys.stdout.isatty():
+def bar_wanted(rank, disabled):
+    """True on rank 0 when stdout is a terminal, ``disabled`` (--no-progress-bar) is false
+    and tqdm can be imported."""
+    if rank != 0 or disabled or not sys.stdout.isatty():
         return False
     try:
         import tqdm  # noqa: F401  (python3-tqdm)
@@ -178,7 +185,7 @@ def train(args, data, sparse_density):
                 if sparse_density > 0 else "dense")
         print(f"{mode} training on {size} rank(s): {len(x_train)} train / {len(x_test)} test samples, "
               f"{steps} steps of {args.batch_size} samples per rank per epoch")
-    show_bar = bar_wanted(rank)
+    show_bar = bar_wanted(rank, args.no_progress_bar)
     history = []
     log = open(args.sparse_log, "w") if sparse_density > 0 and args.sparse_log and rank == 0 else None
     k = max(1, int(sum(p.numel() for p in model.parameters()) * sparse_density))

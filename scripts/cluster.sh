@@ -2,7 +2,7 @@
 # Runs an MPI command on H emulated hosts on this one machine, with each host's network
 # egress rate-limited, so that the network (not the shared memory bus) is the bottleneck of
 # inter-host communication: the testbed of docs/performance.md ("The papers' results
-# reproduced").
+# on the emulated cluster").
 #
 # Usage: scripts/cluster.sh -H HOSTS [-r RANKS_PER_HOST] [options] -- COMMAND [ARGS...]
 #   -H, --hosts N          emulated hosts, 2..8

@@ -9,8 +9,9 @@ A generated list sits between two marker lines:
     <!-- end concord-info KIND -->
 
 KIND is one of
-  settings         every CONCORD_* variable: default, type, meaning (src/common/config.cc);
-                   a * marks the ones every rank adopts from rank 0
+  settings         every CONCORD_* variable: its Horovod alias, default, type, meaning
+                   (src/common/config.cc); a * marks the ones every rank adopts from rank 0;
+                   then the Horovod variables Concord accepts and ignores
   algorithm-names  per collective, the variable that forces an algorithm and the names
   algorithms       every registered algorithm of every collective with its description
 
@@ -44,12 +45,20 @@ def _cell(text):
 
 def settings(info):
     """The settings table."""
-    rows = ["| variable | default | type | meaning |", "|---|---|---|---|"]
+    rows = ["| variable | Horovod's name | default | type | meaning |", "|---|---|---|---|---|"]
+    ignored = []
     for var in info["settings"]:
+        if var["type"] == "ignored":
+            ignored.append(f"`{var['name']}` ({_cell(var['doc'])})")
+            continue
         default = f"`{var['default']}`" if var["default"] else "(empty)"
         star = " \\*" if var["shared"] else ""
-        rows.append(f"| `{var['name']}`{star} | {default} | {var['type']} | {_cell(var['doc'])} |")
-    rows += ["", "\\* every rank adopts rank 0's value at `init()`, so every rank selects the same algorithms."]
+        alias = f"`{var['horovod_name']}`" if var.get("horovod_name") else "-"
+        rows.append(f"| `{var['name']}`{star} | {alias} | {default} | {var['type']} | {_cell(var['doc'])} |")
+    rows += ["", "\\* every rank adopts rank 0's value at `init()`, so every rank selects the same algorithms.",
+             "", "A Horovod name is read, parsed as Horovod parses it (a boolean is an integer > 0), when the "
+             "`CONCORD_*` one is unset; `concord-info` shows which variable set each value. Accepted and "
+             "ignored (no meaning in Concord): " + "; ".join(ignored) + "."]
     return "\n".join(rows)
 
 

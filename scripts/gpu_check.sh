@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU check (docs/performance.md, "GPU data path"): on a machine with an NVIDIA GPU and the
+# GPU check (docs/performance.md, "Not measured here": the GPU path): on a machine with an NVIDIA GPU and the
 # CUDA toolkit, builds Concord with CONCORD_WITH_CUDA=ON (no MPI needed for what runs
 # here), runs the device-layer suite (CUDA kernels bit-identical to the CPU kernels,
 # batched copies, events, the driver-backed pointer cache; none of them may skip) and

@@ -2,7 +2,7 @@
 # Reproduces the papers' headline results side by side with their baselines, on the
 # emulated cluster of scripts/cluster.sh (rate-limited links) where the result needs a
 # network, and prints for each: the paper's claim, what was measured here, the baseline.
-# docs/performance.md, "The papers' results reproduced", explains each number.
+# docs/performance.md, "The papers' results on the emulated cluster", explains each number.
 #
 # Usage: scripts/paper_results.sh [--full] [--out DIR] [--build DIR]
 #   --full       the papers' sizes (n = 16M for the sparse allreduces, 256 Ok-Topk calls,
@@ -25,9 +25,11 @@
 #      the overlapped tree, 2 hosts: the paper's baseline B, after_backward, and C-Cube's
 #      queuing, overlap, with compute alone, plain, backward-order overlap and DDP/Gloo; needs
 #      the installed Python package, <build>/prefix, and torch).
-#   6. simulator (concord-sim --validate, token-bucket links) against allreduce times measured
+#   6. response cache (Horovod's, Sergeev & Del Balso 2018): concord-coordbench on 2, 4 and 8
+#      hosts x 1 rank, cache off and on: coordinator bytes and negotiation time per iteration.
+#   7. simulator (concord-sim --validate, token-bucket links) against allreduce times measured
 #      on 2, 4, 8 hosts, with constants calibrated on as many hosts.
-# Steps 2-6 are skipped with a message where network namespaces cannot be made (cluster.sh
+# Steps 2-7 are skipped with a message where network namespaces cannot be made (cluster.sh
 # exits 77). Every rank of the testbed shares this machine's cores: with more ranks than
 # cores the CPU, not the link, can dominate; the output says the load average.
 set -uo pipefail
@@ -166,14 +168,36 @@ else
   say "skipped: no installed Python package under $pypath (cmake --install $build --prefix $build/prefix)"
 fi
 
-# 6. Simulator validation. Each row runs for at least 0.3 s (-T), so the times are the link's
+# 6. Response cache.
+# The coordinator's bytes are counted by the control communicator (deterministic for a seed);
+# the times are wall clock on the testbed.
+section "6. response cache: coordinator bytes per iteration independent of P once cached"
+for H in 2 4 8; do
+  cluster -H "$H" -r 1 -- "$tools/concord-coordbench" -i 50 -w 5 -t 160 -k 10 >"$out/coordbench_H$H.txt" 2>&1
+done
+$py - "$out" <<'PY'
+import sys
+out = sys.argv[1]
+for H in (2, 4, 8):
+    rows = {}
+    for line in open(f"{out}/coordbench_H{H}.txt"):
+        f = line.split()
+        if len(f) == 9 and f[0].isdigit():
+            rows["off" if f[1] == "off" else "on"] = f
+    off, on = rows["off"], rows["on"]
+    print("%-44s | %-34s | cache off: %s B, %s us" % (
+        "P=%d: coordinator B/iteration (cache on)" % H, "%s B, %s us, gathers %s" % (on[7], on[5], on[3]),
+        off[7], off[5]))
+PY
+
+# 7. Simulator validation. Each row runs for at least 0.3 s (-T), so the times are the link's
 # steady state, and the simulator models the links as the token buckets tbf makes of them
 # (cluster.sh's default --burst 256kb; the unshaped link's rate calibrated with --rate
 # none), predicting the steady state of back-to-back calls. The constants of each P are
 # calibrated on that many hosts: with more ranks than cores the per-message latency is the
 # scheduler's and grows with P. Of that latency only the calibrated LogGP gap (inter_gap)
 # occupies a link; the rest overlaps with other messages (concord-sim --inter-gap).
-section "6. concord-sim --validate: mean error <= 25% (allreduce, 1 rank per host)"
+section "7. concord-sim --validate: mean error <= 25% (allreduce, 1 rank per host)"
 cluster -H 2 -r 1 --rate none -- "$tools/concord-calibrate" -s 4M -o "$out/cost_line.json" >"$out/calibrate_line.txt" 2>&1
 line_beta=$($py -c 'import json, sys; print(json.load(open(sys.argv[1]))["inter_beta"])' "$out/cost_line.json" 2>/dev/null ||
   true)

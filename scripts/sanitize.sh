@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sanitizer runs (CI, issue 15): builds only the test targets they need, with ccache when
+# Sanitizer runs (CI step 3, .ci/run): builds only the test targets they need, with ccache when
 # installed (cmake/ConcordCcache.cmake), and fails on any test failure or sanitizer report.
 #   asan: ASan+UBSan (build type Asan) of the unit suite and of the MPI suite at 2 ranks
 #         (build-asan/; Open MPI's own allocations are not leak-checked under mpirun).

@@ -10,8 +10,8 @@ every rank runs a loop of named allreduces (``g.<step>``, float32 [1024]), and o
                  CONCORD_STALL_WARNING_TIME=2 CONCORD_STALL_SHUTDOWN_TIME=5;
 * ``exception``: the victim raises a Python exception between collectives (default settings).
 
-A scenario passes when the whole job exits non-zero within its limit after the fault (issue 15: 30 s, 20 s,
-20 s at 4 ranks) and its output names the victim rank (``rank 1`` / ``ranks [1]``) and, for
+A scenario passes when the whole job exits non-zero within its limit after the fault (kill 30 s, stall 20 s,
+exception 20 s at 4 ranks) and its output names the victim rank (``rank 1`` / ``ranks [1]``) and, for
 ``stall``, the tensor. Prints one line per scenario (``scenario seconds exit-status verdict``)
 and exits 1 if any failed. The job is killed at ``--hard-limit`` seconds (default 120), so the
 drill itself never hangs.

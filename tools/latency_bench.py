@@ -69,7 +69,7 @@ try:  # the installed package (PYTHONPATH=<build>/prefix/...), else the source t
 except ImportError:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     import concord.torch as hvd
-from concord.torch import mpi_ops  # noqa: E402
+from concord.torch import collectives, handles  # noqa: E402
 import concord  # noqa: E402
 from torch_launch import init_gloo, slowest  # noqa: E402
 
@@ -231,7 +231,7 @@ def out_of_place_rows(args):
             "in_place": lambda: hvd.allreduce_(target, name=name, op=hvd.Sum),
             # out of place into a tensor that already exists (what an integration with its
             # own output allocation would see): the runtime's out-of-place data path alone
-            "into": lambda: mpi_ops.synchronize(mpi_ops._allreduce_into(tensor, existing, name + ".into", hvd.Sum,
+            "into": lambda: handles.synchronize(collectives._allreduce_into(tensor, existing, name + ".into", hvd.Sum,
                                                                         1.0, 1.0)),
         }
         # What the runtime runs for this size is known once its first call of the size has

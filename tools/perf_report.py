@@ -121,8 +121,8 @@ def run_collectives(r, a):
     section: all three in the same processes) and each algorithm alone (concord-bench -a all)."""
     ranks = (2,) if a.quick else (2, 4)
     # Small sizes: many repetitions; large ones: few (a 256 MiB Gloo allreduce takes seconds here).
-    ranges = [("small", 4, 64 << 10, 20, 5)] if a.quick else [("small", 4, 1 << 20, 200, 20),
-                                                              ("large", 4 << 20, 256 << 20, 6, 2)]
+    ranges = [("small", 4, 64 << 10, 20, 5)] if a.quick else [("small", 4, 1 << 20, 100, 10),
+                                                              ("large", 4 << 20, 256 << 20, 4, 1)]
     for p in ranks:
         for run in range(1, a.repeats + 1):
             for label, low, high, iters, warmup in ranges:
@@ -133,7 +133,7 @@ def run_collectives(r, a):
         name = f"bench_np{p}"
         high = "64K" if a.quick else "64M"
         r.run(name, r.mpirun(p, os.path.join(a.bin, "concord-bench"), "-C", "allreduce", "-a", "all", "-b", "4",
-                             "-e", high, "-f", "16", "-T", "0.05" if a.quick else "0.3", "-R", str(a.repeats),
+                             "-e", high, "-f", "16", "-T", "0.05" if a.quick else "0.2", "-R", str(a.repeats),
                              "-J", r.path(name + ".json")))
     r.finish("Allreduce (float32 sum) through `hvd.allreduce_` / `hvd.allreduce` against "
              "`dist.all_reduce` on Gloo and mpi4py's `Allreduce` (MPI_Allreduce), all in the same "
@@ -148,8 +148,8 @@ def run_runtime(r, a):
             name = f"runtime_np{p}_r{run}"
             sections = "iteration,outofplace,idle" if p == 2 else "iteration"
             extra = (["--iteration-iters", "20", "--oop-mib", "1", "--oop-iters", "5", "--idle-seconds", "2"]
-                     if a.quick else ["--iteration-iters", "200", "--oop-mib", "1,16,64", "--oop-iters", "20",
-                                      "--idle-seconds", "10"])
+                     if a.quick else ["--iteration-iters", "100", "--oop-mib", "1,16,64", "--oop-iters", "10",
+                                      "--idle-seconds", "5"])
             r.run(name, r.mpirun(p, PYTHON, "tools/latency_bench.py", "--sections", sections, *extra,
                                  "--json", r.path(name + ".json")))
     r.finish("The runtime's costs through `concord.torch` (tools/latency_bench.py): an iteration of "
@@ -161,7 +161,7 @@ def run_runtime(r, a):
 def run_training(r, a):
     """Training-iteration time of DistributedOptimizer against DDP on Gloo (tools/iteration_bench.py)."""
     model = ["--layers", "2", "--width", "256", "--iters", "2", "--warmup", "1"] if a.quick else \
-        ["--layers", "4", "--width", "1024", "--iters", "10", "--warmup", "2"]
+        ["--layers", "4", "--width", "1024", "--iters", "6", "--warmup", "2"]
     for p in ((2,) if a.quick else (2, 4)):
         for run in range(1, a.repeats + 1):
             name = f"training_np{p}_r{run}"
@@ -186,7 +186,7 @@ def run_papers(r, a):
 
 def run_soak(r, a):
     """Soak (random checked collectives) and the fault drill (how a failed job ends)."""
-    minutes = "0.2" if a.quick else "2"
+    minutes = "0.2" if a.quick else "1"
     _, text = r.run("soak_np4", r.mpirun(4, PYTHON, "tools/soak.py", "--minutes", minutes,
                                          "--log-dir", r.path("soak_logs")), check=False)
     summary = next((json.loads(line) for line in reversed(text.splitlines()) if line.startswith("{")), None)

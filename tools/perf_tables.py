@@ -258,9 +258,9 @@ def papers(data):
     if sections is None:
         return _missing(data, "papers")
     body = [[s["title"].split(" ")[0].rstrip("."), row[0], row[1], row[2], s["load"]]
-            for s in sections if not s["title"].startswith("6.") for row in s["rows"]]
+            for s in sections if "concord-sim" not in s["title"] for row in s["rows"]]
     notes = [f"- step {s['title'].split(' ')[0].rstrip('.')}: {note}" for s in sections
-             if not s["title"].startswith("6.") for note in s["notes"] if not note.startswith("plot:")]
+             if "concord-sim" not in s["title"] for note in s["notes"] if not note.startswith("plot:")]
     text = _table(["step", "claim", "measured", "baseline", "load"], body)
     if notes:
         text += "\n\n" + "\n".join(notes)
@@ -272,7 +272,7 @@ def simulator(data):
     sections = _paper_sections(data)
     if sections is None:
         return _missing(data, "papers")
-    six = [s for s in sections if s["title"].startswith("6.")]
+    six = [s for s in sections if "concord-sim" in s["title"]]
     if not six:
         return "*Not measured in this run (the emulated cluster was not available; see the papers' notes).*"
     body = []

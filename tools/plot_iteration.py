@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Plots the 150-tensor iteration of tools/latency_bench.py over calls (docs/performance.md,
-"Many small tensors"): the time of every iteration, slowest rank, for Concord and mpi4py,
+"150 small tensors per iteration"): the time of every iteration, slowest rank, for Concord and mpi4py,
 with the warm-up (the transient) shaded and each one's steady-state median drawn.
 
 Reads the JSON of ``latency_bench.py --sections iteration --iteration-series FILE``:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Plots Ok-Topk's words sent per rank per call over time (docs/performance.md, "Ok-Topk's
-volume bound").
+"""Plots Ok-Topk's words sent per rank per call over time (scripts/paper_results.sh
+step 1).
 
 Reads concord-sparsebench JSON files (-J, which hold every timed call of every algorithm)
 and/or train_digits.py --sparse-log files (one JSON object per line: step, u_over_k,

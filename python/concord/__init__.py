@@ -49,7 +49,8 @@ def init(cycle_time_ms=None, fusion_threshold_bytes=None, process_sets=None, com
             from ``CONCORD_FUSION_THRESHOLD`` (128 MiB); 0 disables fusion.
         process_sets (list of ProcessSet or of rank lists, optional): process sets to
             register (ids 1, 2, ... in this order; concord.process_sets), the same on
-            every rank; ``"dynamic"`` registers none (add them later).
+            every rank; ``"dynamic"`` (any case, as Horovod) registers none and enables
+            add_process_set() (sets ``CONCORD_DYNAMIC_PROCESS_SETS=1``).
         comm: Horovod's communicator argument; only None (MPI_COMM_WORLD) is supported.
 
     Raises:

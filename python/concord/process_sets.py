@@ -8,6 +8,8 @@ Each set negotiates on its own communicators with its own response cache
 while roots (``root_rank``) stay global ranks, as in Horovod.
 """
 
+import os
+
 from concord import _core
 from concord._core import InvalidArgumentError
 
@@ -101,7 +103,11 @@ def register_initial(process_sets):
     """The rank lists to give the runtime for init(process_sets=...), in order."""
     if process_sets is None:
         return [], []
-    if process_sets == "dynamic":  # Horovod's spelling; sets come later via add_process_set
+    if isinstance(process_sets, str) and process_sets.lower() == "dynamic":
+        # Horovod's basics.py: no sets now, and HOROVOD_DYNAMIC_PROCESS_SETS=1 so that
+        # add_process_set() works later; the CONCORD_* name is set so that it wins over a
+        # CONCORD_DYNAMIC_PROCESS_SETS=0 of the environment, as the explicit argument should.
+        os.environ["CONCORD_DYNAMIC_PROCESS_SETS"] = "1"
         return [], []
     sets = [p if isinstance(p, ProcessSet) else ProcessSet(p) for p in process_sets]
     return sets, [s.ranks for s in sets]

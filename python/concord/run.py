@@ -8,7 +8,7 @@ The Horovod flags that apply are accepted (``-np``, ``-H``/``--hosts``, ``--host
 ``--timeline-filename``, ``--cycle-time-ms``, ``--fusion-threshold-mb``,
 ``--cache-capacity``, ``--verbose``); the tuning flags become ``CONCORD_*`` environment
 variables (docs/configuration.md) exported to every rank, together with ``PATH``,
-``PYTHONPATH``, ``LD_LIBRARY_PATH`` and any ``CONCORD_*`` already set. Without ``-H`` or
+``PYTHONPATH``, ``LD_LIBRARY_PATH`` and any ``CONCORD_*`` or ``HOROVOD_*`` already set. Without ``-H`` or
 ``--hostfile`` the job runs on ``localhost:<np>`` (as horovodrun; no oversubscription
 error when np exceeds the cores). Open MPI and MPICH (Hydra) command lines are produced;
 ``--mpi-args`` passes anything else to mpirun. ``--allocator jemalloc|tcmalloc`` preloads
@@ -149,8 +149,8 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False, cores=No
     Args:
         args: the namespace of :func:`make_parser`.
         flavour (str): 'openmpi' or 'mpich'.
-        environ (dict): the environment whose PATH/PYTHONPATH/LD_LIBRARY_PATH/CONCORD_*
-            are forwarded (default ``os.environ``); the flags' settings override it.
+        environ (dict): the environment whose PATH/PYTHONPATH/LD_LIBRARY_PATH/CONCORD_*/
+            HOROVOD_* are forwarded (default ``os.environ``); the flags' settings override it.
         is_root (bool): add Open MPI's ``--allow-run-as-root``.
         cores (int): the CPUs this process may run on (default: its affinity mask, so a
             container's CPU limit counts, else ``os.cpu_count()``). With Open MPI, a
@@ -189,7 +189,8 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False, cores=No
         raise ValueError(f"concord-run: hostfile '{args.hostfile}' does not exist")
     if hosts is None and not args.hostfile:
         hosts = [("localhost", args.np)]
-    env = {k: v for k, v in environ.items() if k in _FORWARDED or k.startswith("CONCORD_")}
+    # HOROVOD_* too: Concord honours Horovod's names for its settings (docs/tuning.md).
+    env = {k: v for k, v in environ.items() if k in _FORWARDED or k.startswith(("CONCORD_", "HOROVOD_"))}
     env.update(settings_env(args))
     if args.allocator:
         env["LD_PRELOAD"] = allocator_preload(args.allocator, environ.get("LD_PRELOAD"))

@@ -16,7 +16,7 @@
 // Every range of more than CONCORD_RING_CHUNK_BYTES goes in pieces of that size, each
 // reduced as it lands (ExchangeSchedule): the received half stays in cache and the
 // scratch is two pieces; shared memory at 64 MiB, 2 ranks: 15.3-16.4 ms against 20.6-23.2 ms as
-// whole ranges (docs/performance.md, session 16).
+// whole ranges (concord-bench, measured when the pieces were introduced).
 // Each participant sends 2 (pof2-1)/pof2 n bytes in 2L ranges; a fold pair's odd rank n
 // more in 1 more, its even rank n in 1. Critical path with b = the largest block:
 //   T = (2L + 2f + e) alpha + (2 (pof2-1) b + 2 f n) beta + ((pof2-1) b + f n) gamma,

@@ -1,4 +1,4 @@
-// Measured selection (issue 13 item 5; NCCL fills its tuning table once, UCC keeps score
+// Measured selection (NCCL fills its tuning table once, UCC keeps score
 // maps per size range): on first use of a size bucket the runtime times every algorithm
 // that accepts the problem, on the real communicator, and keeps the fastest. Rank 0's
 // timings decide and its choice is broadcast, so every rank runs the same algorithm. The

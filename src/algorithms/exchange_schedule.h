@@ -19,7 +19,7 @@
 // is two pieces instead of the whole range (on shared memory, where the receiver's own
 // core makes the copy, the received half otherwise goes through memory twice: at 64 MiB
 // and 2 ranks halving-doubling took 20.6-23.2 ms that way, 15.3-16.4 ms in pieces; at
-// 1-16 MiB no difference showed, docs/performance.md, session 16).
+// 1-16 MiB no difference showed, measured when the pieces were introduced).
 //
 // The same step lists price the algorithms: tally_traffic() sums what every rank's list
 // sends, which is by construction what the transport's TrafficCounters count.

@@ -47,27 +47,32 @@ void TreePipeline::post_child_receives(int chunk) {
     child_receives_[i][chunk % kWindow] = comm_.irecv(slot(i, chunk), plan_.bytes(chunk), node_.children[i], up_tag_);
 }
 
-bool TreePipeline::reduce_ready_chunks() {
-  for (; next_ < plan_.chunks; ++next_) {
-    auto& receives = child_receives_;
-    const int s = next_ % kWindow;
-    for (int i = 0; i < node_.child_count(); ++i)
-      if (!reap_one(receives[i][s])) return false;
-    uint8_t* own = data_ + plan_.offset_bytes(next_);
-    for (int i = 0; i < node_.child_count(); ++i) {  // children[0] first, then children[1]
-      reduce_inplace(own, slot(i, next_), plan_.chunk(next_).count, dtype_, op_);
-    }
-    if (!node_.is_root()) {
-      RequestPtr up = comm_.isend(own, plan_.bytes(next_), node_.parent, up_tag_);
-      if (overlap_) up_sends_[next_] = std::move(up);
-      else sends_.post(std::move(up));
-    } else {
-      mark_final(next_);
-      if (overlap_) send_down(next_);  // chunk next_ is final: start it down the tree now
-    }
-    if (next_ + kWindow < plan_.chunks) post_child_receives(next_ + kWindow);
+bool TreePipeline::reduce_next_chunk() {
+  if (next_ == plan_.chunks) return false;
+  const int s = next_ % kWindow;
+  for (int i = 0; i < node_.child_count(); ++i)
+    if (!reap_one(child_receives_[i][s])) return false;
+  uint8_t* own = data_ + plan_.offset_bytes(next_);
+  for (int i = 0; i < node_.child_count(); ++i) {  // children[0] first, then children[1]
+    reduce_inplace(own, slot(i, next_), plan_.chunk(next_).count, dtype_, op_);
   }
+  if (!node_.is_root()) {
+    RequestPtr up = comm_.isend(own, plan_.bytes(next_), node_.parent, up_tag_);
+    if (overlap_) up_sends_[next_] = std::move(up);
+    else sends_.post(std::move(up));
+  } else {
+    mark_final(next_);
+    if (overlap_) send_down(next_);  // chunk next_ is final: start it down the tree now
+  }
+  if (next_ + kWindow < plan_.chunks) post_child_receives(next_ + kWindow);
+  ++next_;
   return true;
+}
+
+bool TreePipeline::reduce_ready_chunks() {
+  while (reduce_next_chunk()) {
+  }
+  return next_ == plan_.chunks;
 }
 
 void TreePipeline::start_broadcast() {
@@ -97,24 +102,35 @@ bool TreePipeline::forward_ready_chunks() {
   return true;
 }
 
-bool TreePipeline::progress_overlapped() {
-  const bool reduced = reduce_ready_chunks();  // the root also sends each reduced chunk down
-  if (!node_.is_root()) {
-    // Chunk c's receive from the parent may overwrite chunk c once its send up has completed.
-    for (; posted_down_ < next_; ++posted_down_) {
-      if (!reap_one(up_sends_[posted_down_])) break;
-      parent_receives_[posted_down_] =
-          comm_.irecv(data_ + plan_.offset_bytes(posted_down_), plan_.bytes(posted_down_), node_.parent, down_tag_);
-    }
-    for (; forwarded_ < posted_down_; ++forwarded_) {
-      if (!reap_one(parent_receives_[forwarded_])) break;
-      mark_final(forwarded_);
-      send_down(forwarded_);
-    }
+void TreePipeline::serve_parent() {
+  // Chunk c's receive from the parent may overwrite chunk c once its send up has completed.
+  for (; posted_down_ < next_; ++posted_down_) {
+    if (!reap_one(up_sends_[posted_down_])) break;
+    parent_receives_[posted_down_] =
+        comm_.irecv(data_ + plan_.offset_bytes(posted_down_), plan_.bytes(posted_down_), node_.parent, down_tag_);
   }
+  for (; forwarded_ < posted_down_; ++forwarded_) {
+    if (!reap_one(parent_receives_[forwarded_])) break;
+    mark_final(forwarded_);
+    send_down(forwarded_);
+  }
+}
+
+bool TreePipeline::progress_overlapped() {
+  // At most one chunk step per call, with the parent link served before and after it. A
+  // rank whose children are far ahead (their chunks already here, or pulled in by the very
+  // test() that polls them, as MPI_Test does on shared memory) would otherwise reduce every
+  // chunk before it posts the receive of chunk 0 from its parent, and chunk 0 would become
+  // final only at the end of the allreduce (tests/unit/test_overlapped_tree_turnaround.cc).
+  // Returning after each step also lets the driver hand the core to the ranks it waits for
+  // when ranks outnumber cores (concord-turnaround, 4 ranks on 2 cores, 32 MiB: chunk 0
+  // final on every rank after 4-11 % of the allreduce, 65-82 % when a call ran every
+  // ready step, 90-100 % with the reduction loop ahead of the parent link).
+  if (!node_.is_root()) serve_parent();
+  if (reduce_next_chunk() && !node_.is_root()) serve_parent();
   const bool sent = sends_.reap_in_order();
   const bool received = node_.is_root() || forwarded_ == plan_.chunks;
-  return reduced && received && sent;
+  return next_ == plan_.chunks && received && sent;
 }
 
 Progress TreePipeline::progress() {

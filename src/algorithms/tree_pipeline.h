@@ -57,19 +57,23 @@ class TreePipeline {
   /// on this rank: reduced, at the root; received from the parent, elsewhere.
   void start(uint8_t* data, const patterns::ChunkPlan& plan, DataType dtype, ReduceOp op, uint8_t* scratch,
              FinalRanges& final, size_t final_offset);
-  /// Advances as far as completed messages allow; never blocks.
+  /// Advances as far as completed messages allow; never blocks. Overlapped: at most one
+  /// chunk step (one chunk reduced and sent on) per call, the parent link served before
+  /// and after it, so chunk 0 goes down the tree while later chunks still come up.
   Progress progress();
 
  private:
   enum class Phase { kReduce, kAwaitSendsUp, kBroadcast, kOverlapped, kDone };
   uint8_t* slot(int child, int chunk) const;
   void post_child_receives(int chunk);
-  bool reduce_ready_chunks();  // true when every chunk is reduced
+  bool reduce_next_chunk();    // reduces chunk next_ if its children's parts are here; false otherwise
+  bool reduce_ready_chunks();  // reduces every chunk ready; true when every chunk is reduced
   void start_broadcast();
   bool forward_ready_chunks();  // true when every chunk has been received and forwarded
   void send_down(int chunk);
   void mark_final(int chunk) { final_->add(final_offset_ + plan_.offset_bytes(chunk), plan_.bytes(chunk)); }
-  bool progress_overlapped();  // one step of the overlapped schedule; true when done
+  void serve_parent();         // overlapped, non-root: posts and forwards what the parent link allows
+  bool progress_overlapped();  // one chunk step of the overlapped schedule; true when done
 
   Communicator& comm_;
   patterns::TreeNode node_;

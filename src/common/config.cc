@@ -1,7 +1,10 @@
 #include "common/config.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "common/enforce.h"
@@ -75,6 +78,37 @@ std::string format_tree_chunks(const Config& config) {
   return std::to_string(config.tree_chunks);
 }
 
+void parse_timeline(Config& config, const std::string& text, const char*) {
+  config.timeline_path = text == "DYNAMIC" ? "" : text;
+}
+
+// Horovod's parsing of its own variables (horovod/common/utils/env_parser.cc, operations.cc):
+// a boolean is set by an integer > 0; the log level is case-insensitive and has FATAL,
+// which Concord's nearest level, error, covers. Text that is not an integer is refused with
+// the variable's name, where Horovod would silently read it as 0.
+bool horovod_true(const std::string& text, const char* name) {
+  return parse_int_text(text, name, std::numeric_limits<int64_t>::min()) > 0;
+}
+template <auto Field>
+void horovod_flag(Config& config, const std::string& text, const char* name) {
+  config.*Field = horovod_true(text, name);
+}
+void horovod_log_level(Config& config, const std::string& text, const char* name) {
+  std::string level = text;
+  std::transform(level.begin(), level.end(), level.begin(), [](unsigned char c) { return std::tolower(c); });
+  static const char* const kHorovodLevels[] = {"trace", "debug", "info", "warning", "error", "fatal"};
+  CONCORD_ENFORCE(std::find(std::begin(kHorovodLevels), std::end(kHorovodLevels), level) != std::end(kHorovodLevels),
+                  InvalidArgument, name, "='", text, "' is not one of Horovod's log levels: TRACE, DEBUG, INFO, WARNING, ",
+                  "ERROR, FATAL");
+  config.log_level = level == "fatal" ? "error" : level;
+}
+void horovod_hierarchical_allreduce(Config& config, const std::string& text, const char* name) {
+  config.allreduce_algorithm = horovod_true(text, name) ? "hierarchical" : "auto";
+}
+
+// A Horovod variable with no meaning in Concord: accepted, listed by concord-info, not parsed.
+ConfigVar ignored(const char* name, const char* doc) { return ConfigVar{name, "", "ignored", doc}; }
+
 }  // namespace
 
 const std::vector<ConfigVar>& config_table() {
@@ -85,11 +119,12 @@ const std::vector<ConfigVar>& config_table() {
        "tenth of this value), and the longest nap of a rank with tensors in flight between "
        "checks for a round another rank started (it joins within about twice this value); the "
        "background thread runs rounds back to back while they make progress and blocks when idle",
-       parse_double<&Config::cycle_time_ms, 0>, format_double<&Config::cycle_time_ms>},
+       parse_double<&Config::cycle_time_ms, 0>, format_double<&Config::cycle_time_ms>, "HOROVOD_CYCLE_TIME"},
       {"CONCORD_FUSION_THRESHOLD", "134217728", "bytes",
        "largest fused allreduce in bytes; ready tensors are packed into the fusion buffer up "
        "to this size (0 disables fusion)",
-       parse_int<&Config::fusion_threshold_bytes, 0>, format_int<&Config::fusion_threshold_bytes>},
+       parse_int<&Config::fusion_threshold_bytes, 0>, format_int<&Config::fusion_threshold_bytes>,
+       "HOROVOD_FUSION_THRESHOLD"},
       {"CONCORD_FUSION_MAX_TENSOR_BYTES", "131072", "bytes",
        "largest host tensor an allreduce fuses with others; a larger one runs unfused, in its own "
        "tensors, without the fusion buffer's copy in and out (measured on shared memory, they cost "
@@ -114,13 +149,18 @@ const std::vector<ConfigVar>& config_table() {
       {"CONCORD_ALLREDUCE_ALGORITHM", "auto", "string",
        "allreduce algorithm by registry name (see concord-info), or per size range as "
        "'0-64K:recursive_doubling;64K-:ring' (LOW <= bytes < HIGH, K/M/G = 1024^n); auto = "
-       "measured selection or the cost model. An algorithm that declines the call falls back to auto",
-       parse_string<&Config::allreduce_algorithm>, format_string<&Config::allreduce_algorithm>},
+       "measured selection or the cost model. An algorithm that declines the call falls back to auto. "
+       "HOROVOD_HIERARCHICAL_ALLREDUCE=1 selects hierarchical (0: auto)",
+       parse_string<&Config::allreduce_algorithm>, format_string<&Config::allreduce_algorithm>,
+       "HOROVOD_HIERARCHICAL_ALLREDUCE", horovod_hierarchical_allreduce},
       {"CONCORD_AUTOTUNE", "1", "int",
        "1 = measured selection: on first use of a size bucket (powers of two, up to 256 MiB) the "
        "runtime times every allreduce algorithm that accepts it, rank 0 keeps the fastest for all "
-       "ranks, and the table persists in the cost-model cache file; 0 = the cost model decides",
-       parse_flag<&Config::autotune>, format_flag<&Config::autotune>},
+       "ranks, and the table persists in the cost-model cache file; 0 = the cost model decides "
+       "(HOROVOD_AUTOTUNE switches this; Horovod's own autotuner, of the fusion threshold and cycle "
+       "time, has no counterpart)",
+       parse_flag<&Config::autotune>, format_flag<&Config::autotune>, "HOROVOD_AUTOTUNE",
+       horovod_flag<&Config::autotune>},
       {"CONCORD_ALLGATHER_ALGORITHM", "auto", "string", "allgather algorithm by name or size range, or auto",
        parse_string<&Config::allgather_algorithm>, format_string<&Config::allgather_algorithm>},
       {"CONCORD_BROADCAST_ALGORITHM", "auto", "string", "broadcast algorithm by name or size range, or auto",
@@ -138,46 +178,82 @@ const std::vector<ConfigVar>& config_table() {
       {"CONCORD_CACHE_CAPACITY", "1024", "int",
        "entries (= bits) of the response cache; negotiated tensors are then coordinated by one "
        "bitwise allreduce instead of the coordinator (0 disables the cache)",
-       parse_int<&Config::cache_capacity, 0>, format_int<&Config::cache_capacity>},
+       parse_int<&Config::cache_capacity, 0>, format_int<&Config::cache_capacity>, "HOROVOD_CACHE_CAPACITY"},
       {"CONCORD_STALL_WARNING_TIME", "60", "float",
        "seconds after which rank 0 logs tensors submitted by some ranks but not others, naming "
        "the missing ranks",
-       parse_double<&Config::stall_warning_seconds, 1000>},
+       parse_double<&Config::stall_warning_seconds, 1000>, nullptr, "HOROVOD_STALL_CHECK_TIME_SECONDS"},
       {"CONCORD_STALL_SHUTDOWN_TIME", "600", "float",
        "seconds after which a stall shuts Concord down, fails every pending operation with an "
        "error naming the stalled tensors and ranks, and the job ends (0 = never)",
-       parse_double<&Config::stall_shutdown_seconds, 0>},
+       parse_double<&Config::stall_shutdown_seconds, 0>, nullptr, "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS"},
+      {"CONCORD_STALL_CHECK_DISABLE", "0", "int",
+       "1 = no stall check at all: neither the warning nor the shutdown above",
+       parse_flag<&Config::stall_check_disabled>, nullptr, "HOROVOD_STALL_CHECK_DISABLE",
+       horovod_flag<&Config::stall_check_disabled>},
       {"CONCORD_TIMELINE", "", "string",
-       "path of a Chrome-trace/Perfetto JSON timeline written by rank 0 (empty = none)",
-       parse_string<&Config::timeline_path>},
+       "path of a Chrome-trace/Perfetto JSON timeline written by rank 0 from init on (empty or "
+       "DYNAMIC = none; start_timeline() starts one at any time either way)",
+       parse_timeline, nullptr, "HOROVOD_TIMELINE"},
       {"CONCORD_LOG_LEVEL", "warning", "string",
-       "trace, debug, info, warning, error or off; messages are prefixed with the rank",
-       parse_string<&Config::log_level>},
+       "trace, debug, info, warning, error or off; messages are prefixed with the rank "
+       "(HOROVOD_LOG_LEVEL: any case, fatal = error)",
+       parse_string<&Config::log_level>, nullptr, "HOROVOD_LOG_LEVEL", horovod_log_level},
       {"CONCORD_DYNAMIC_PROCESS_SETS", "0", "int",
        "1 allows add_process_set()/remove_process_set() after init (Horovod's "
        "HOROVOD_DYNAMIC_PROCESS_SETS); 0 = only the sets given to init()",
-       parse_flag<&Config::dynamic_process_sets>, format_flag<&Config::dynamic_process_sets>},
+       parse_flag<&Config::dynamic_process_sets>, format_flag<&Config::dynamic_process_sets>,
+       "HOROVOD_DYNAMIC_PROCESS_SETS", horovod_flag<&Config::dynamic_process_sets>},
       {"CONCORD_DEVICE", "auto", "string",
        "devices that TensorView::device indexes: auto (CUDA devices when built and usable), emulated "
        "(device 0 = the strict emulated device, for tests without a GPU) or none",
        parse_string<&Config::device>},
+      ignored("HOROVOD_TIMELINE_MARK_CYCLES", "Concord's timeline has no cycle markers"),
+      ignored("HOROVOD_DISABLE_GROUP_FUSION",
+              "a group's members are fused with each other and with other ready tensors regardless"),
+      ignored("HOROVOD_HIERARCHICAL_ALLGATHER", "allgather algorithms: CONCORD_ALLGATHER_ALGORITHM"),
+      ignored("HOROVOD_AUTOTUNE_LOG", "CONCORD_AUTOTUNE's measured table is kept in the cost-model cache file"),
+      ignored("HOROVOD_AUTOTUNE_WARMUP_SAMPLES", "CONCORD_AUTOTUNE times each size bucket once, no sampling"),
+      ignored("HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", "CONCORD_AUTOTUNE times each size bucket once, no sampling"),
+      ignored("HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "CONCORD_AUTOTUNE does no Bayesian optimisation"),
+      ignored("HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "CONCORD_AUTOTUNE does no Bayesian optimisation"),
+      ignored("HOROVOD_LOG_HIDE_TIME", "log lines carry the rank; the format is fixed"),
+      ignored("HOROVOD_MPI_THREADS_DISABLE", "the thread level is chosen at init (concord.mpi_threads_supported())"),
+      ignored("HOROVOD_CPU_OPERATIONS", "host tensors always use Concord's own algorithms over MPI"),
+      ignored("HOROVOD_CONTROLLER", "the controller is always MPI"),
+      ignored("HOROVOD_GPU_OPERATIONS", "device algorithms are chosen at run time (concord-info lists them)"),
+      ignored("HOROVOD_NUM_NCCL_STREAMS", "Concord's device path chooses its own streams"),
+      ignored("HOROVOD_THREAD_AFFINITY", "the background thread is not pinned"),
+      ignored("HOROVOD_BATCH_D2D_MEMCOPIES", "Concord's device path has no such switch"),
+      ignored("HOROVOD_ENABLE_ASYNC_COMPLETION", "Concord's device path has no such switch"),
+      ignored("HOROVOD_ADASUM_MPI_CHUNK_SIZE", "Concord's Adasum (allreduce_adasum.h) has no chunk-size setting"),
   };
   return table;
 }
 
-std::string config_value(const std::string& name) {
-  for (const auto& var : config_table()) {
-    if (name != var.name) continue;
-    const char* value = std::getenv(var.name);
-    return value != nullptr && *value != '\0' ? value : var.default_value;
+ConfigSetting config_setting(const ConfigVar& var) {
+  for (const char* name : {var.name, var.horovod_name}) {
+    const char* value = name != nullptr ? std::getenv(name) : nullptr;
+    if (value != nullptr && *value != '\0') return {value, name};
   }
+  return {var.default_value, "default"};
+}
+
+std::string config_value(const std::string& name) {
+  for (const auto& var : config_table())
+    if (name == var.name) return config_setting(var).text;
   CONCORD_THROW(InvalidArgument, "unknown configuration variable ", name);
 }
 
 Config Config::from_env() {
   Config config;
-  for (const auto& var : config_table())
-    if (var.parse != nullptr) var.parse(config, config_value(var.name), var.name);
+  for (const auto& var : config_table()) {
+    if (var.parse == nullptr) continue;
+    const ConfigSetting setting = config_setting(var);
+    const bool horovod = var.horovod_name != nullptr && setting.source == var.horovod_name;
+    const auto parse = horovod && var.horovod_parse != nullptr ? var.horovod_parse : var.parse;
+    parse(config, setting.text, horovod ? var.horovod_name : var.name);
+  }
   return config;
 }
 

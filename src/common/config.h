@@ -3,7 +3,10 @@
 // default, type, doc, the parser that stores it in Config and, for the settings every rank
 // must share, the formatter the runtime uses to hand rank 0's value to every rank by name
 // (encode_shared_settings / adopt_shared_settings). Config::from_env(), the adoption and
-// `concord-info` are all driven by the rows.
+// `concord-info` are all driven by the rows. A row may name Horovod's variable for the same
+// setting (horovod_name): it is read, parsed as Horovod parses it, when the CONCORD_* one is
+// not set, so a Horovod job script keeps working. Horovod variables with no meaning here are
+// rows of type "ignored" (accepted, listed by concord-info, never parsed).
 #pragma once
 
 #include <cstdint>
@@ -27,13 +30,30 @@ struct ConfigVar {
   /// For a setting every rank must share (the runtime uses rank 0's): the field's value
   /// as text that parse() reads back exactly. Null for per-rank settings.
   std::string (*shared)(const Config& config) = nullptr;
+  /// Horovod 0.28.1's variable for this setting (e.g. "HOROVOD_CYCLE_TIME"), read when
+  /// `name` is unset or empty; null when Horovod has none.
+  const char* horovod_name = nullptr;
+  /// Parses the Horovod variable's text as Horovod does (e.g. a boolean is an integer > 0,
+  /// HOROVOD_HIERARCHICAL_ALLREDUCE=1 selects the hierarchical allreduce); null = `parse`.
+  void (*horovod_parse)(Config& config, const std::string& text, const char* name) = nullptr;
 };
+
+/// Where a row's value comes from: the text, and the variable that set it ("CONCORD_...",
+/// the row's horovod_name, or "default" when neither is set).
+struct ConfigSetting {
+  std::string text;
+  std::string source;
+};
+
+/// The setting of `var` from the environment: its CONCORD_* variable when set (it wins),
+/// else its Horovod alias when set, else its default.
+ConfigSetting config_setting(const ConfigVar& var);
 
 /// All variables Concord reads, in a stable order.
 const std::vector<ConfigVar>& config_table();
 
-/// The value of `name` from the environment, or its default. Throws InvalidArgument if
-/// `name` is not in the table.
+/// The text of `name`'s setting (config_setting: the CONCORD_* variable, else its Horovod
+/// alias, else the default). Throws InvalidArgument if `name` is not in the table.
 std::string config_value(const std::string& name);
 
 /// Config::tree_chunks: chunks of ring_chunk_bytes bytes (K = ceil(n / chunk bytes)).
@@ -67,7 +87,10 @@ struct Config {
   int64_t cache_capacity = 1024;        ///< CONCORD_CACHE_CAPACITY
   double stall_warning_seconds = 60;    ///< CONCORD_STALL_WARNING_TIME
   double stall_shutdown_seconds = 600;  ///< CONCORD_STALL_SHUTDOWN_TIME
-  std::string timeline_path;            ///< CONCORD_TIMELINE
+  bool stall_check_disabled = false;    ///< CONCORD_STALL_CHECK_DISABLE: no stall warning or shutdown
+  /// CONCORD_TIMELINE: the file rank 0 writes from init on; empty = none (also for
+  /// "DYNAMIC", Horovod's value for "none at init, start_timeline() later").
+  std::string timeline_path;
   std::string log_level = "warning";    ///< CONCORD_LOG_LEVEL
   bool dynamic_process_sets = false;    ///< CONCORD_DYNAMIC_PROCESS_SETS
   /// CONCORD_DEVICE: the devices TensorView::device indexes (device/device_set.h): "auto"

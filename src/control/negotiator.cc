@@ -236,7 +236,7 @@ double Negotiator::stall_period_seconds() const {
 }
 
 bool Negotiator::stall_check_due() const {
-  if (comm_.rank() != 0 || !anyone_pending_) return false;
+  if (comm_.rank() != 0 || !anyone_pending_ || !options_.stall_check) return false;
   const auto elapsed = std::chrono::steady_clock::now() - last_stall_check_;
   return std::chrono::duration<double>(elapsed).count() >= stall_period_seconds();
 }
@@ -257,7 +257,8 @@ ResponseList Negotiator::negotiate(std::vector<Request> new_requests, bool shutd
   if (mine.any_invalid) bits[0] &= ~kNoInvalid;
   if (!mine.hits.empty() || !mine.uncached.empty() || !sent_.empty()) bits[0] &= ~kNoPending;
   const auto now = std::chrono::steady_clock::now();
-  if (comm_.rank() == 0 && std::chrono::duration<double>(now - last_stall_check_).count() >= stall_period_seconds()) {
+  if (comm_.rank() == 0 && options_.stall_check &&
+      std::chrono::duration<double>(now - last_stall_check_).count() >= stall_period_seconds()) {
     bits[0] &= ~kNoStallCheck;
     last_stall_check_ = now;
   }

@@ -25,7 +25,7 @@
 // Cost per cycle on the fast path: one allreduce of (1 + capacity/64) words (constant in P,
 // log P latency); the coordinator's traffic grows with P only on the slow path.
 //
-// Idle ranks (issue 13): after a round that made progress (responses, invalidations,
+// Idle ranks (no fixed cycle time): after a round that made progress (responses, invalidations,
 // uncached requests, a stall check) every rank runs the next round at once; after one that
 // made none, every rank agrees (from the same global result) that the job is idle(), and
 // the next round starts only when some rank has a reason (new requests, shutdown, rank 0's
@@ -57,6 +57,7 @@ struct NegotiatorOptions {
   uint32_t cache_capacity = 1024;       ///< CONCORD_CACHE_CAPACITY; 0 disables the cache
   double stall_warning_seconds = 60;    ///< CONCORD_STALL_WARNING_TIME
   double stall_shutdown_seconds = 600;  ///< CONCORD_STALL_SHUTDOWN_TIME; 0 = never
+  bool stall_check = true;              ///< false (CONCORD_STALL_CHECK_DISABLE): no warning, no shutdown
   RankNames names;                      ///< how messages name the ranks (global ranks, process set); default: the world
 };
 

@@ -1,5 +1,5 @@
-// How an idle rank learns that another rank starts a negotiation round (issue 13, "no
-// cycle floor"). Negotiation rounds are collective, but a rank with nothing to do blocks
+// How an idle rank learns that another rank starts a negotiation round (rounds run only
+// when some rank has work). Negotiation rounds are collective, but a rank with nothing to do blocks
 // instead of running empty rounds; so a rank that has work after a round in which no rank
 // made progress tells every other rank, by a small message, that round `r` starts.
 //

@@ -2,6 +2,9 @@
 // rendered from it, so the two forms cannot disagree.
 #include "info/build_info.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -33,12 +36,32 @@ json collective(const char* name, const char* setting, const Entries& entries) {
   return {{"collective", name}, {"setting", setting ? json(setting) : json(nullptr)}, {"algorithms", algorithms}};
 }
 
+// The HOROVOD_* variables of the environment that no row names (neither a Horovod alias
+// nor an ignored Horovod variable): a misspelt or newer Horovod setting, ignored.
+json unknown_horovod_variables() {
+  json names = json::array();
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    const std::string name = text.substr(0, text.find('='));
+    if (name.rfind("HOROVOD_", 0) != 0) continue;
+    const auto& table = config_table();
+    const bool known = std::any_of(table.begin(), table.end(), [&](const ConfigVar& var) {
+      return name == var.name || (var.horovod_name != nullptr && name == var.horovod_name);
+    });
+    if (!known) names.push_back(name);
+  }
+  return names;
+}
+
 json document() {
   json settings = json::array();
   for (const auto& var : config_table()) {
+    const ConfigSetting setting = config_setting(var);
     settings.push_back({{"name", var.name},
+                        {"horovod_name", var.horovod_name ? json(var.horovod_name) : json(nullptr)},
                         {"default", var.default_value},
-                        {"value", config_value(var.name)},
+                        {"value", setting.text},
+                        {"source", setting.source},
                         {"type", var.type},
                         {"shared", var.shared != nullptr},
                         {"doc", var.doc}});
@@ -60,6 +83,7 @@ json document() {
   nccl::library(&nccl);
   return {{"version", CONCORD_VERSION_STRING},
           {"settings", settings},
+          {"unknown_horovod_variables", unknown_horovod_variables()},
           {"collectives", collectives},
           {"cost_model", json::parse(CostParams::from_env().encode())},
           {"mpi_cuda_aware", {{"supported", mpi_cuda.supported}, {"reason", mpi_cuda.reason}}},
@@ -95,9 +119,21 @@ std::string build_info_text() {
   const json info = document();
   std::string out;
   for (const auto& var : info["settings"]) {
-    append(out, "%-26s = %-12s (default %s, %s%s)\n%28s%s\n", str(var["name"]), str(var["value"]), str(var["default"]),
-           str(var["type"]), var["shared"].get<bool>() ? "; every rank uses rank 0's" : "", "", str(var["doc"]));
+    const std::string source = var["source"];
+    const bool set = source != "default";
+    if (var["type"] == "ignored") {  // a Horovod variable without meaning here
+      append(out, "%-26s   ignored%s%s%s (Horovod; %s)\n", str(var["name"]), set ? ": set to '" : "",
+             set ? str(var["value"]) : "", set ? "'" : "", str(var["doc"]));
+      continue;
+    }
+    const std::string alias = var["horovod_name"].is_null() ? "" : "; Horovod: " + var["horovod_name"].get<std::string>();
+    const std::string origin = set ? "set by " + source + ", " : "";
+    append(out, "%-26s = %-12s (%sdefault %s, %s%s%s)\n%28s%s\n", str(var["name"]), str(var["value"]), origin.c_str(),
+           str(var["default"]), str(var["type"]), var["shared"].get<bool>() ? "; every rank uses rank 0's" : "",
+           alias.c_str(), "", str(var["doc"]));
   }
+  for (const auto& name : info["unknown_horovod_variables"])
+    append(out, "%-26s   ignored: not a Horovod setting Concord knows\n", str(name));
   for (const auto& group : info["collectives"]) {
     const bool forced = !group["setting"].is_null();
     append(out, "\n%s algorithms%s%s%s:\n", str(group["collective"]), forced ? " (" : "",

@@ -3,7 +3,7 @@
 // pushes the same key with the same reduce op and none has a local problem, the push goes
 // straight to its allreduce. Otherwise every rank, seeing the same reduced digest, runs the
 // full KeyCheck (kvstore/key_check.h) through rank 0, which formats the exact error (key,
-// ranks, dtypes and shapes) on every rank. Issue 16, item 4.
+// ranks, dtypes and shapes) on every rank. So a common push costs no round through rank 0.
 //
 // Why (key, op, problem) is enough: a push with no local problem has exactly the dtype and
 // shape its key was initialised with (KVStore::make_request checks that locally), and

@@ -251,7 +251,7 @@ void KVStore::push_engine(int key, const TensorView& grad, engine::Var* grad_var
   // A failed gradient (or an earlier failed op on the key) would make the engine skip this
   // push on this rank only, and its peers would wait in the collective forever. Instead the
   // push still joins the KeyCheck, flagged kInputFailed, so every rank fails with the same
-  // error naming the key and this rank, and no allreduce runs (issue 7).
+  // error naming the key and this rank, and no allreduce runs.
   push_options.on_skip = [run, header](std::exception_ptr inherited, engine::OnComplete on_complete) {
     KeyHeader failed = header;
     if (failed.problem == static_cast<int32_t>(KeyProblem::kNone))  // else report the first problem

@@ -75,8 +75,24 @@ void Executor::unmark(const Response& response) {
   for (const auto& name : response.names) timeline_.activity_end(name);
 }
 
-int Executor::active_ranks(const Response& response) const {
-  return comm_.size() - static_cast<int>(response.joined.size());
+void Executor::refuse_joined(const Response& response) const {
+  if (response.joined.empty()) return;
+  // Horovod 0.28.1's texts (horovod/common/controller.cc, ConstructResponse), which scripts
+  // match on; then the tensor and the ranks that joined.
+  const char* horovod = nullptr;
+  switch (response.type) {
+    case ResponseType::kAllgather:
+      horovod = "Allgather is not supported with Join at this time. Specify sparse_to_dense=True if using "
+                "DistributedOptimizer";
+      break;
+    case ResponseType::kBroadcast: horovod = "Broadcast is not supported with Join at this time."; break;
+    case ResponseType::kAlltoall: horovod = "Alltoall is not supported with Join at this time."; break;
+    case ResponseType::kReducescatter: horovod = "Reducescatter is not supported with Join at this time."; break;
+    default: return;
+  }
+  CONCORD_THROW(InvalidArgument, horovod, " (tensor '", response.names[0], "'; rank(s) ",
+                shape_string(std::vector<int64_t>(response.joined.begin(), response.joined.end())),
+                " have called join())");
 }
 
 TensorEntry Executor::placeholder(const Response& response, size_t index) {
@@ -129,6 +145,7 @@ void Executor::execute(const Response& response, TensorQueue& queue) {
   }
   std::vector<bool> completed(entries.size(), false);  // handles completed early
   try {
+    refuse_joined(response);
     if (response.device && response.type != ResponseType::kError) {
       CONCORD_ENFORCE(response.joined.empty(), InvalidArgument, "tensor '", response.names[0],
                       "' is in device memory while rank(s) ",
@@ -162,7 +179,9 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
   const size_t element = dtype_size(dtype);
   const double prescale = response.prescale_factor;
   double postscale = response.postscale_factor;
-  if (response.op == ReduceOp::kAverage) postscale /= active_ranks(response);
+  // Average divides by every rank of the set, joined ones included (they contribute zeros),
+  // as Horovod's allreduce does.
+  if (response.op == ReduceOp::kAverage) postscale /= comm_.size();
   const ReduceOp op = response.op == ReduceOp::kAverage ? ReduceOp::kSum : response.op;
   CONCORD_ENFORCE(!response.device || op != ReduceOp::kAdasum, InternalError, "Adasum reached the device data path");
 
@@ -305,13 +324,12 @@ void Executor::adasum(const Response& response, std::vector<TensorEntry>& entrie
 }
 
 void Executor::allgather(const Response& response, std::vector<TensorEntry>& entries) {
-  // Tensor t has sizes[t * P + r] rows from rank r (0 for a joined rank) of row_bytes[t].
+  // Tensor t has sizes[t * P + r] rows from rank r of row_bytes[t] (no rank has joined:
+  // refuse_joined).
   const size_t P = static_cast<size_t>(comm_.size());
   const size_t me = static_cast<size_t>(comm_.rank());
   const size_t element = dtype_size(response.dtype);
-  std::vector<int64_t> rows = response.sizes;
-  for (size_t t = 0; t < entries.size(); ++t)
-    for (int32_t j : response.joined) rows.at(t * P + static_cast<size_t>(j)) = 0;
+  const std::vector<int64_t>& rows = response.sizes;
   std::vector<size_t> row_bytes, block_bytes(P, 0);
   for (size_t t = 0; t < entries.size(); ++t) {
     row_bytes.push_back(static_cast<size_t>(response.row_elements.at(t)) * element);
@@ -363,9 +381,6 @@ void Executor::allgather(const Response& response, std::vector<TensorEntry>& ent
 }
 
 void Executor::broadcast(const Response& response, TensorEntry& entry) {
-  CONCORD_ENFORCE(std::find(response.joined.begin(), response.joined.end(), response.root) == response.joined.end(),
-                  InvalidArgument, "broadcast of tensor '", response.names[0], "': root rank ", response.root,
-                  " has called join() and has no tensor to send");
   std::string activity = "broadcast";
   const Problem broadcast_problem = problem(entry.output.num_bytes(), DataType::kUInt8, ReduceOp::kSum);
   auto& algorithm =

@@ -104,8 +104,10 @@ class Executor {
   // The entry of tensor `index` of `response` for a rank that has joined: zeroed input,
   // scratch output, a handle nobody waits for. Its buffers live until the next response.
   TensorEntry placeholder(const Response& response, size_t index);
-  // Ranks that contribute to `response` (size() minus the joined ranks).
-  int active_ranks(const Response& response) const;
+  // Throws InvalidArgument, with Horovod's text, for an allgather, broadcast, alltoall or
+  // reduce-scatter while some rank has joined (Horovod refuses them: a joined rank has no
+  // tensor to contribute); allreduce and barrier go on, the joined ranks contributing zeros.
+  void refuse_joined(const Response& response) const;
 
   // The registry's choice for `problem` (each entry judged on problem_for(name, problem)
   // when set), created on first use and kept; re-created when the chosen entry's

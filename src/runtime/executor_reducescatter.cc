@@ -6,8 +6,8 @@
 // zeros to rank 0's (the largest), so the buffer is P equal blocks of B elements and the
 // registry's reduce-scatter (ring or recursive halving, which give rank r elements
 // [r B, (r+1) B) = patterns::segment(P B, P, r)) leaves rank r's reduced rows in its block.
-// prescale is applied while packing, postscale (and 1 / active ranks for Average) while
-// copying out. A joined rank packs zeros. Device tensors are packed into and copied out of
+// prescale is applied while packing, postscale (and 1 / P for Average) while copying out.
+// While some rank has joined it fails on every rank (Executor::refuse_joined). Device tensors are packed into and copied out of
 // a pinned host buffer by their DevicePath (runtime/collective_memory.h). Bytes on the wire are the algorithm's for P B
 // elements; the padding is at most one row per tensor per block.
 #include <cstring>
@@ -75,7 +75,7 @@ void Executor::reducescatter(const Response& response, std::vector<TensorEntry>&
   unmark(response);
 
   double postscale = response.postscale_factor;
-  if (response.op == ReduceOp::kAverage) postscale /= active_ranks(response);
+  if (response.op == ReduceOp::kAverage) postscale /= P;  // no rank has joined: refuse_joined
   uint8_t* mine = buffer + static_cast<size_t>(me) * block * element;
   spans.clear();
   for (size_t t = 0; t < entries.size(); ++t) {

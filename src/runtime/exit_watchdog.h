@@ -1,4 +1,4 @@
-// Bounded process exit after a failure (issue 15, "a failed job ends"). When Concord has
+// Bounded process exit after a failure (a failed job must end, not hang). When Concord has
 // failed on this rank (stall shutdown, communication error, a peer's shutdown that failed
 // pending operations), the process's exit must not wait forever on a peer: MPI_Finalize
 // (Open MPI: a PMIx fence over every rank) blocks while a stalled rank is still alive. The

@@ -1,5 +1,5 @@
 // Reused host memory for the new tensors that out-of-place collectives hand back to a
-// framework (concord.torch's hvd.allreduce; issue 13 item 4). A fresh result of a few MiB
+// framework (concord.torch's hvd.allreduce). A fresh result of a few MiB
 // or more is mapped anew by the C allocator and page-faults on its first write, which on
 // the machines of docs/performance.md costs more than the allreduce itself; and making the
 // result through the framework's Python API (a NumPy holder, a finalizer, torch.frombuffer,

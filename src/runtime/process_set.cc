@@ -55,6 +55,7 @@ std::shared_ptr<ProcessSet> ProcessSetTable::make(int32_t id, const std::vector<
   // Only the world stops the runtime on a stall (a set's verdict would stop its members only).
   NegotiatorOptions options{static_cast<uint32_t>(config.cache_capacity), config.stall_warning_seconds,
                             id == 0 ? config.stall_shutdown_seconds : 0.0};
+  options.stall_check = !config.stall_check_disabled;
   if (id != 0) options.names = RankNames{ranks, " in " + set->describe()};  // messages name global ranks
   set->negotiator = std::make_unique<Negotiator>(*set->control, options);
   if (id == 0) set->negotiator->set_timeline(&context_.timeline);

@@ -32,7 +32,7 @@ TEST_P(KVStoreMpiTest, MisuseFailsOnEveryRankAndTheStoreRecovers) {
   scenarios::init_mismatch_and_double_init_fail_on_every_rank(*comm, GetParam());
 }
 
-// Issue 7: a gradient op failing on one rank (two at np >= 4) is an error for that key on
+// A gradient op failing on one rank (two at np >= 4) is an error for that key on
 // every rank, not a hang; the other keys and the next round reduce correctly.
 TEST_P(KVStoreMpiTest, FailedGradientOpFailsOnEveryRank) {
   auto comm = world();
@@ -40,7 +40,7 @@ TEST_P(KVStoreMpiTest, FailedGradientOpFailsOnEveryRank) {
   scenarios::failed_gradient_op_fails_on_every_rank(*comm, GetParam());
 }
 
-// Issue 16: pushes of initialised keys run the digest, not a round through rank 0; a shape
+// Pushes of initialised keys run the digest, not a round through rank 0; a shape
 // change on one rank and keys in different orders after caching still fail on every rank.
 TEST_P(KVStoreMpiTest, CachedKeysSkipTheCoordinator) {
   scenarios::cached_keys_skip_the_coordinator(*world(), GetParam());

@@ -1,5 +1,5 @@
-// Collectives above 2^31 bytes and 2^31 int8 elements through the public C++ API (issue
-// 15, item 5; broadcast, allreduce, allgather, alltoall, reducescatter): every count and offset on the path (request shapes, control messages,
+// Collectives above 2^31 bytes and 2^31 int8 elements through the public C++ API
+// (broadcast, allreduce, allgather, alltoall, reducescatter): every count and offset on the path (request shapes, control messages,
 // fusion, executor, algorithms, the MPI transport's 1 GiB message pieces, MPI_Allreduce's
 // int count) must be 64-bit. Run at 2 ranks by ctest (mpi.large.np2, RUN_SERIAL, label
 // "large"): about 2.1 GB per tensor, at most 2 such buffers per rank at a time (the tensor

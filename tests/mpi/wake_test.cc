@@ -1,4 +1,4 @@
-// The background thread's wake-up logic under mpirun (issue 13, "no cycle floor";
+// The background thread's wake-up logic under mpirun (no fixed cycle time;
 // src/runtime/runtime.h, src/control/wake_channel.h): an idle runtime blocks, and every rank
 // must still join a negotiation round another rank starts.
 //  - a tensor submitted on the last rank long after the others (uncached, then cached);

@@ -35,8 +35,9 @@ _WHERE = {"text": f"rank {_launcher_rank()}"}
 @pytest.fixture(scope="session", autouse=True)
 def concord_runtime():
     """hvd.init() once per session (collective: every rank runs it before its first test),
-    hvd.shutdown() at the end."""
-    hvd.init()
+    hvd.shutdown() at the end. CONCORD_TEST_INIT_PROCESS_SETS=dynamic makes it
+    ``hvd.init(process_sets="dynamic")`` (Horovod's way of allowing add_process_set())."""
+    hvd.init(process_sets=os.environ.get("CONCORD_TEST_INIT_PROCESS_SETS"))
     _WHERE["text"] = f"rank {hvd.rank()} of {hvd.size()}"
     yield
     hvd.shutdown()

@@ -16,7 +16,7 @@ import torch
 
 from concord._core import InvalidArgumentError
 from concord.torch import device as device_layer
-from concord.torch import mpi_ops
+from concord.torch import collectives, handles
 
 
 def _fake_cuda_tensor(index):
@@ -79,7 +79,7 @@ def test_cuda_tensor_is_rejected_clearly_by_a_collective_without_a_device_path()
 def test_other_device_types_are_rejected_naming_the_device():
     meta = torch.empty(4, device="meta")
     with pytest.raises(InvalidArgumentError, match="allreduce of tensor 'm': it is on meta"):
-        mpi_ops.allreduce_async(meta, name="m")
+        collectives.allreduce_async(meta, name="m")
 
 
 def test_producer_stream_is_waited_on_once_per_device(monkeypatch):
@@ -97,11 +97,11 @@ def test_cpu_tensors_need_no_wait(monkeypatch):
 
 
 def test_allreduce_waits_for_the_producer_then_passes_the_device_index(monkeypatch):
-    """The wiring of mpi_ops: a tensor the device layer calls CUDA device 2 is waited on
+    """The wiring of concord.torch.collectives: a tensor the device layer calls CUDA device 2 is waited on
     before the runtime gets it, with device=2, and the result is the output tensor."""
     order = []
-    monkeypatch.setattr(mpi_ops._device, "device_index", lambda tensor, name, collective: 2)
-    monkeypatch.setattr(mpi_ops._device, "wait_for_producers", lambda tensors: order.append("wait"))
+    monkeypatch.setattr(collectives._device, "device_index", lambda tensor, name, collective: 2)
+    monkeypatch.setattr(collectives._device, "wait_for_producers", lambda tensors: order.append("wait"))
 
     class Core:
         @staticmethod
@@ -109,9 +109,9 @@ def test_allreduce_waits_for_the_producer_then_passes_the_device_index(monkeypat
             order.append(("allreduce", name, dtype, list(shape), device))
             return types.SimpleNamespace(poll=lambda: True, wait=lambda: None)
 
-    monkeypatch.setattr(mpi_ops, "_core", Core)
+    monkeypatch.setattr(collectives, "_core", Core)
     tensor = torch.ones(5)
-    result = mpi_ops.synchronize(mpi_ops.allreduce_async_(tensor, name="on.gpu", op=mpi_ops.Sum))
+    result = handles.synchronize(collectives.allreduce_async_(tensor, name="on.gpu", op=handles.Sum))
     assert order == ["wait", ("allreduce", "on.gpu", "float32", [5], 2)]
     assert result is tensor
 
@@ -177,7 +177,7 @@ def test_other_collectives_wait_for_the_producer_then_pass_the_device_index(monk
     core = _RecordingCore(order)
     monkeypatch.setattr(device_layer, "device_index", lambda tensor, name, what: 2)
     monkeypatch.setattr(device_layer, "wait_for_producers", lambda tensors: order.append("wait"))
-    monkeypatch.setattr(mpi_ops, "_core", core)
+    monkeypatch.setattr(collectives, "_core", core)
     monkeypatch.setattr(collectives, "_core", core)
     allocated_on = []  # the device= of every result allocation
     real_empty = torch.empty
@@ -188,12 +188,12 @@ def test_other_collectives_wait_for_the_producer_then_pass_the_device_index(monk
 
     tensor = torch.ones(4, 2)
     monkeypatch.setattr(torch, "empty", empty)
-    call = {"allgather": lambda: mpi_ops.allgather(tensor, name="g"),
+    call = {"allgather": lambda: collectives.allgather(tensor, name="g"),
             "alltoall": lambda: collectives.alltoall(tensor, name="a"),
-            "reducescatter": lambda: collectives.reducescatter(tensor, name="r", op=mpi_ops.Sum),
+            "reducescatter": lambda: collectives.reducescatter(tensor, name="r", op=handles.Sum),
             "grouped_allgather": lambda: collectives.grouped_allgather([tensor, tensor], name="gg"),
             "grouped_reducescatter": lambda: collectives.grouped_reducescatter([tensor, tensor], name="gr",
-                                                                               op=mpi_ops.Sum)}[collective]
+                                                                               op=handles.Sum)}[collective]
     result = call()
     grouped = collective.startswith("grouped")
     assert order == ["wait", (f"{collective}_async", [2, 2] if grouped else 2)]
@@ -263,7 +263,7 @@ def cuda_model_stand_in(monkeypatch):
     monkeypatch.setattr(device_layer, "device_index", lambda tensor, name, collective: 0)
     monkeypatch.setattr(device_layer, "wait_for_producers",
                         lambda tensors: waited.update(t.data_ptr() for t in tensors))
-    monkeypatch.setattr(mpi_ops, "_core", _HostBackedCore(mpi_ops._core, log, waited))
+    monkeypatch.setattr(collectives, "_core", _HostBackedCore(collectives._core, log, waited))
     return log
 
 

@@ -178,7 +178,7 @@ def test_same_name_twice_in_flight(tname):
             f"{what}: message {str(error)!r} does not name the tensor and say it is already in flight"
 
 
-UNSUPPORTED = [torch.complex64, torch.complex128]  # int16 and bool are supported since issue 14
+UNSUPPORTED = [torch.complex64, torch.complex128]  # int16 and bool are supported dtypes
 
 
 @pytest.mark.parametrize("collective", ["allreduce", "allreduce_async_", "allgather", "broadcast_"])

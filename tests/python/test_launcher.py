@@ -103,12 +103,13 @@ def test_hosts_settings_and_forwarded_environment():
     cmd = build(["-np", "4", "-H", "a:2,b:2", "--timeline-filename", "/tmp/t.json", "--cycle-time-ms", "2.5",
                  "--fusion-threshold-mb", "32", "--cache-capacity", "0", "--mpi-args=--tag-output",
                  "python", "x.py"],
-                environ={"PYTHONPATH": "/p", "HOME": "/h", "CONCORD_LOG_LEVEL": "debug"}, is_root=True)
+                environ={"PYTHONPATH": "/p", "HOME": "/h", "CONCORD_LOG_LEVEL": "debug",
+                         "HOROVOD_DYNAMIC_PROCESS_SETS": "1"}, is_root=True)
     assert cmd[:6] == ["mpirun", "-np", "4", "--allow-run-as-root", "-H", "a:2,b:2"]
     exported = [cmd[i + 1] for i, part in enumerate(cmd) if part == "-x"]
     assert exported == ["CONCORD_CACHE_CAPACITY=0", "CONCORD_CYCLE_TIME=2.5",
                         f"CONCORD_FUSION_THRESHOLD={32 * 1024 * 1024}", "CONCORD_LOG_LEVEL=debug",
-                        "CONCORD_TIMELINE=/tmp/t.json", "PYTHONPATH=/p"]
+                        "CONCORD_TIMELINE=/tmp/t.json", "HOROVOD_DYNAMIC_PROCESS_SETS=1", "PYTHONPATH=/p"]
     assert cmd[-3:] == ["--tag-output", "python", "x.py"]
 
 

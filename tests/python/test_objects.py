@@ -67,8 +67,9 @@ def _model(seed):
 @pytest.mark.parametrize("kind", ["SGD", "Adam"])
 @pytest.mark.parametrize("root_steps", [0, 2])
 def test_broadcast_optimizer_state(kind, root_steps, rank, size):
-    """Root's state (none yet, or after steps in which one parameter has no gradient)
-    replaces every rank's, including ranks that took different steps."""
+    """Root's state (after steps in which one parameter has no gradient, or, with no step
+    taken, the state Horovod's zero-gradient initialisation step creates) replaces every
+    rank's, including ranks that took different steps."""
     model = _model(rank)
     make = {"SGD": lambda p: torch.optim.SGD(p, lr=0.1 * (rank + 1), momentum=0.9),
             "Adam": lambda p: torch.optim.Adam(p, lr=0.01 * (rank + 1))}[kind]
@@ -90,7 +91,9 @@ def test_broadcast_optimizer_state(kind, root_steps, rank, size):
                 same = torch.equal(other["state"][key][field], value) if torch.is_tensor(value) else \
                     other["state"][key][field] == value
                 assert same, f"rank {rank}: rank {q}'s state[{key}][{field}] differs from rank 0's"
-    assert len(reference["state"]) == (0 if root_steps == 0 else 3), f"rank {rank}: {reference['state'].keys()}"
+    # Horovod's broadcast_optimizer_state initialises an empty state: the 3 parameters
+    # that require a gradient have one either way, the frozen bias none.
+    assert len(reference["state"]) == 3, f"rank {rank}: {reference['state'].keys()}"
     optimizer.zero_grad()
     model(torch.ones(2, 4)).sum().backward()
     optimizer.step()  # an uninitialised or adopted state steps normally
@@ -106,3 +109,27 @@ def test_topology_and_build_queries(rank, size):
     assert hvd.mpi_built() and hvd.mpi_enabled()
     assert not any(f() for f in (hvd.gloo_built, hvd.gloo_enabled, hvd.nccl_built, hvd.ddl_built,
                                  hvd.ccl_built, hvd.cuda_built, hvd.rocm_built))
+
+
+def test_broadcast_optimizer_state_with_a_parameter_without_gradient(rank, size):
+    """Horovod's test_broadcast_state_no_grad: a fresh optimizer over a parameter that
+    requires no gradient and one that does; broadcast_optimizer_state initialises the
+    state by a zero-gradient step (horovod/torch/functions.py), so the trainable
+    parameter's .grad is a zero tensor a script can broadcast, the other's stays None, and
+    the step applied weight decay (lr * wd * p) exactly as Horovod's does."""
+    indices = torch.nn.Parameter(torch.tensor([1, 3], dtype=torch.int32), requires_grad=False)
+    weights = torch.nn.Parameter(torch.arange(4, dtype=torch.float32) + rank)
+    initial = weights.detach().clone()
+    optimizer = hvd.DistributedOptimizer(
+        torch.optim.SGD([indices, weights], lr=0.001, weight_decay=1e-6, momentum=0.9, nesterov=True),
+        named_parameters=[("bos.nograd.a", indices), ("bos.nograd.b", weights)])
+    hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+    grad = optimizer.param_groups[0]["params"][1].grad
+    assert indices.grad is None, f"rank {rank}: the parameter without requires_grad got {indices.grad}"
+    assert grad is not None and torch.equal(grad, torch.zeros(4)), f"rank {rank}: gradient {grad}"
+    assert torch.equal(hvd.broadcast(grad, root_rank=0, name="bos.nograd.grad"), grad), f"rank {rank}"
+    # SGD with zero gradient, weight decay wd and nesterov momentum m: d = wd * p, buf = d,
+    # p -= lr * (d + m * buf).
+    decay = 1e-6 * initial
+    torch.testing.assert_close(weights.detach(), initial - 0.001 * (decay + 0.9 * decay),
+                               msg=f"rank {rank}: the initialisation step")

@@ -269,7 +269,7 @@ def test_priority_queuing_starts_queued_gradients_first_layer_first(finished, cr
 
 @pytest.mark.parametrize("queuing", [True, False])
 def test_gradient_queuing_makes_the_first_layer_final_first(queuing, tname):
-    """C-Cube's gradient queuing (issue 16 item 5), checked with the timeline: with
+    """C-Cube's gradient queuing, checked with the timeline: with
     gradient_queuing the first layer's gradient (needed first by the next forward) is
     reduced and copied out before the last layer's; without it (backward order) after."""
     import json

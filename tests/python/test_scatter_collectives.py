@@ -79,8 +79,19 @@ def test_alltoall_bad_splits_raise_at_submission():
     for what, splits, words in cases:
         error = expect_raises(hvd.InvalidArgumentError, what, hvd.alltoall, t, splits=splits, name=f"a2a.bad.{what}")
         assert isinstance(error, ValueError) and words in str(error) and "a2a.bad" in str(error), str(error)
-    expect_raises(TypeError, "float splits", hvd.alltoall, t, splits=[1.5] * P, name="a2a.bad.float")
-    expect_raises(TypeError, "float tensor splits", hvd.alltoall, t, splits=torch.ones(P), name="a2a.bad.ftensor")
+    # Horovod 0.28.1 reads splits as _alltoall_async does (horovod/torch/mpi_ops.py): a list
+    # becomes an int32 tensor, floats truncated ([1.5] * P sums to P, not dim 0 = P + 1); a
+    # tensor must be int32, else a ValueError with mpi_ops_v2.cc's text.
+    error = expect_raises(hvd.InvalidArgumentError, "float splits", hvd.alltoall, t, splits=[1.5] * P,
+                          name="a2a.bad.float")
+    assert "sum to" in str(error), str(error)
+    for dtype in (torch.float32, torch.int64):
+        error = expect_raises(ValueError, f"{dtype} tensor splits", hvd.alltoall, t, splits=torch.ones(P, dtype=dtype),
+                              name=f"a2a.bad.{dtype}")
+        assert "alltoall expects splits to contain 32-bit integer elements." in str(error), str(error)
+    got, received = hvd.alltoall(torch.arange(P, dtype=torch.float32), splits=[1.9] * P, name="a2a.truncated")
+    assert received.tolist() == [1] * P and got.tolist() == [float(hvd.rank())] * P, (
+        f"rank {hvd.rank()}: float splits [1.9] * {P} not truncated to 1: {got.tolist()} {received.tolist()}")
     expect_raises(TypeError, "splits of a string", hvd.alltoall, t, splits="1", name="a2a.bad.str")
     error = expect_raises(hvd.InvalidArgumentError, "scalar", hvd.alltoall, torch.tensor(1.0), name="a2a.bad.scalar")
     assert "scalar" in str(error)

@@ -1,6 +1,10 @@
 """sparse_allreduce_async (concord/torch/sparse_grad.py) and DistributedOptimizer with
-sparse gradients (nn.Embedding(sparse=True)), sparse_as_dense False and True, against the
-dense average computed locally from every rank's deterministic batch."""
+sparse gradients (nn.Embedding(sparse=True)), sparse_as_dense False and True, against
+what Horovod 0.28.1 computes from every rank's deterministic batch
+(horovod/torch/mpi_ops.py sparse_allreduce_async: every rank's indices and values
+allgathered in rank order, values / set size for Average; horovod/torch/optimizer.py
+_allreduce_grad_async / synchronize: sparse_as_dense allreduces a dense copy and writes it
+back with to_sparse(), so .grad stays sparse either way)."""
 
 import pytest
 import torch
@@ -32,6 +36,33 @@ def test_sparse_allreduce_matches_dense(op_name, dtype, rank, size, tname):
             values = values / size if dtype.is_floating_point else values // size
         expected += torch.sparse_coo_tensor(other._indices(), values, (6, 3)).to_dense()
     torch.testing.assert_close(result.to_dense(), expected, msg=f"rank {rank}/{size} {op_name} {dtype}")
+
+
+def horovod_sparse_allreduce(tensors, op_name):
+    """Horovod's result of sparse_allreduce_async over every rank's tensor: the
+    concatenated indices and values (in rank order), values / size for Average."""
+    indices = torch.cat([t._indices() for t in tensors], dim=1)
+    values = torch.cat([t._values() for t in tensors])
+    if op_name == "Average":
+        values = values / len(tensors)
+    return torch.sparse_coo_tensor(indices, values, tensors[0].shape)
+
+
+def test_sparse_allreduce_handle_is_callable_as_horovods(rank, size, tname):
+    """Horovod's calling form: positional (tensor, name, op), the handle called for the
+    result, which holds every rank's entries in rank order, uncoalesced."""
+    nnz = [q % 3 + 1 for q in range(size)]
+    handle = hvd.sparse_allreduce_async(sparse_of(rank, nnz[rank]), tname, hvd.Average)
+    result = handle()
+    expected = horovod_sparse_allreduce([sparse_of(q, nnz[q]) for q in range(size)], "Average")
+    assert torch.equal(result._indices(), expected._indices()), f"rank {rank}/{size}: indices {result._indices()}"
+    torch.testing.assert_close(result._values(), expected._values(), msg=f"rank {rank}/{size}: values")
+    poll_handle = hvd.sparse_allreduce_async(sparse_of(rank, nnz[rank]), tname + ".poll", hvd.Sum)
+    while not hvd.poll(poll_handle):
+        pass
+    summed = hvd.synchronize(poll_handle)  # the handle is also an int for poll/synchronize
+    torch.testing.assert_close(summed.to_dense(), horovod_sparse_allreduce(
+        [sparse_of(q, nnz[q]) for q in range(size)], "Sum").to_dense(), msg=f"rank {rank}/{size}: Sum")
 
 
 def test_sparse_allreduce_errors(rank, size, tname):
@@ -77,7 +108,7 @@ def test_distributed_optimizer_with_sparse_embedding(sparse_as_dense, rank, size
         model(ids_of(rank, step)).backward()
         optimizer.step()
         kind = model.embedding.weight.grad.is_sparse
-        assert kind == (not sparse_as_dense), f"rank {rank}: gradient sparse={kind}"
+        assert kind, f"rank {rank}: sparse_as_dense={sparse_as_dense} left a dense gradient (Horovod's stays sparse)"
         local.zero_grad()
         grads = []
         for q in range(size):
@@ -102,3 +133,33 @@ def test_sparse_gradient_in_a_group_needs_sparse_as_dense(rank, size):
     model.embedding.weight.grad = sparse_of(rank, 2, size=(10, 4))
     with pytest.raises(ValueError, match="sparse gradients cannot be grouped"):
         optimizer.synchronize()
+
+
+@pytest.mark.parametrize("sparse_as_dense", [False, True])
+def test_sparse_adam_through_distributed_optimizer(sparse_as_dense, rank, size):
+    """SparseAdam needs sparse gradients: with Horovod's optimizer they stay sparse in both
+    modes. Reference: a local SparseAdam fed the gradient Horovod writes: the concatenated
+    sparse gradients / size (sparse_as_dense=False) or the dense average's to_sparse()."""
+    torch.manual_seed(0)
+    model = torch.nn.Embedding(10, 4, sparse=True)
+    reference = torch.nn.Embedding(10, 4, sparse=True)
+    reference.load_state_dict(model.state_dict())
+    optimizer = hvd.DistributedOptimizer(torch.optim.SparseAdam(model.parameters(), lr=0.1),
+                                         named_parameters=model.named_parameters(), sparse_as_dense=sparse_as_dense)
+    local = torch.optim.SparseAdam(reference.parameters(), lr=0.1)
+    for step in range(2):
+        optimizer.zero_grad()
+        model(ids_of(rank, step)).sum().backward()
+        optimizer.step()
+        grads = []
+        for q in range(size):
+            reference.zero_grad()
+            reference(ids_of(q, step)).sum().backward()
+            grads.append(reference.weight.grad.clone())
+        if sparse_as_dense:
+            reference.weight.grad = (sum(g.to_dense() for g in grads) / size).to_sparse()
+        else:
+            reference.weight.grad = horovod_sparse_allreduce(grads, "Average")
+        local.step()
+    torch.testing.assert_close(model.weight, reference.weight,
+                               msg=f"rank {rank}/{size} SparseAdam sparse_as_dense={sparse_as_dense}")

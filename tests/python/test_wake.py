@@ -1,4 +1,4 @@
-"""The runtime's wake-up logic seen from concord.torch (issue 13, no cycle floor): a tensor
+"""The runtime's wake-up logic seen from concord.torch (no fixed cycle time): a tensor
 submitted on the last rank long after the others, every rank idle for seconds, and several
 Python threads submitting and synchronizing at once. Results are checked exactly."""
 

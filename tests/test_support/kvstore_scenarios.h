@@ -288,7 +288,7 @@ inline void init_mismatch_and_double_init_fail_on_every_rank(Communicator& world
   kv.barrier();
 }
 
-/// Needs P >= 2 (issue 7). Keys 0..5 (float32 [6]) are pushed as one batch, each gradient
+/// Needs P >= 2 (one failing rank, one waiting peer). Keys 0..5 (float32 [6]) are pushed as one batch, each gradient
 /// computed by an engine op; on the last rank (and on rank 1 too when P >= 4) the op
 /// computing key 4's gradient throws. Every rank gets an InvalidArgument for key 4 naming
 /// the key, the failing rank(s) and the first one's error (funneled: thrown by push; concurrent/depchain: rethrown by pull, also through an
@@ -391,7 +391,7 @@ inline void concurrent_order_matters_only_per_communicator(Communicator& world) 
   EXPECT_EQ(first_difference(o, [&](int64_t) { return P * (P - 1) / 2.0; }), "") << "rank " << rank << " key 2";
 }
 
-/// Issue 16 (item 4): pushes of initialised keys skip the coordinator. Checked by
+/// Pushes of initialised keys skip the coordinator. Checked by
 /// KVStore::check_stats(), identical on every rank: init runs a full KeyCheck per key; every
 /// matching push afterwards takes the digest's fast path (no round through rank 0); a push
 /// whose shape changes on the last rank (a cached key) and, at P >= 2, keys pushed in

@@ -14,6 +14,7 @@
 #include "algorithms/allreduce_tree.h"
 #include "patterns/binary_tree.h"
 #include "rank_runner.h"
+#include "test_support/transport_log.h"
 
 namespace concord {
 namespace {
@@ -26,56 +27,19 @@ using testing_util::run_ranks;
 struct Event {
   bool send = false;
   int peer = 0;
-  size_t offset = 0;  ///< byte offset of the message buffer in the rank's data (receives: in scratch)
+  size_t offset = 0;  ///< byte offset of the message buffer in the rank's data (receives: unused)
 };
 
-/// Forwards every call to `inner` and logs this rank's isends and completed irecvs in order.
-class LoggingCommunicator : public Communicator {
- public:
-  LoggingCommunicator(Communicator& inner, const uint8_t* data) : inner_(inner), data_(data) {}
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  RequestPtr isend(const void* data, size_t bytes, int peer, int tag) override {
-    events_.push_back({true, peer, static_cast<size_t>(static_cast<const uint8_t*>(data) - data_)});
-    return inner_.isend(data, bytes, peer, tag);
+/// The isends posted and the receives seen complete in `log`, in order.
+std::vector<Event> sends_and_arrivals(const std::vector<testing_util::TransportEvent>& log) {
+  std::vector<Event> events;
+  for (const auto& e : log) {
+    if (e.kind == testing_util::TransportEvent::kSendPosted)
+      events.push_back({true, e.peer, static_cast<size_t>(e.offset)});
+    else if (e.kind == testing_util::TransportEvent::kReceiveTested && e.complete) events.push_back({false, e.peer, 0});
   }
-  RequestPtr irecv(void* data, size_t bytes, int peer, int tag) override {
-    return std::make_unique<LoggedReceive>(inner_.irecv(data, bytes, peer, tag), events_, peer);
-  }
-  std::vector<std::vector<uint8_t>> gather_bytes(const std::vector<uint8_t>& mine, int root) override {
-    return inner_.gather_bytes(mine, root);
-  }
-  void broadcast_bytes(std::vector<uint8_t>& data, int root) override { inner_.broadcast_bytes(data, root); }
-  void barrier() override { inner_.barrier(); }
-  void allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) override {
-    inner_.allreduce_bits(words, bitwise_and);
-  }
-  std::unique_ptr<Communicator> split(int color, int key) override { return inner_.split(color, key); }
-  const std::vector<Event>& events() const { return events_; }
-
- private:
-  class LoggedReceive : public TransportRequest {
-   public:
-    LoggedReceive(RequestPtr inner, std::vector<Event>& events, int peer)
-        : inner_(std::move(inner)), events_(events), peer_(peer) {}
-    bool test() override {
-      if (done_) return true;
-      done_ = inner_->test();
-      if (done_) events_.push_back({false, peer_, 0});
-      return done_;
-    }
-
-   private:
-    RequestPtr inner_;
-    std::vector<Event>& events_;
-    int peer_;
-    bool done_ = false;
-  };
-
-  Communicator& inner_;
-  const uint8_t* data_;
-  std::vector<Event> events_;
-};
+  return events;
+}
 
 /// Runs `algorithm` ("tree" or "overlapped_tree") on P ranks with K chunks and returns the
 /// root's (rank 0's) events.
@@ -87,7 +51,8 @@ std::vector<Event> root_events(const std::string& algorithm, int P, int K) {
   std::vector<Event> events;
   const std::string error = run_ranks(P, [&](Communicator& comm, const AbortFlag& aborted) {
     const int r = comm.rank();
-    LoggingCommunicator logged(comm, reinterpret_cast<const uint8_t*>(data[r].data()));
+    std::vector<testing_util::TransportEvent> log;
+    testing_util::TransportLog logged(comm, log, data[r].data(), count * sizeof(float));
     std::unique_ptr<AllreduceAlgorithm> allreduce;
     if (algorithm == "tree")
       allreduce = std::make_unique<AllreducePipelinedTree>(logged, scratch[r], kChunkElements * sizeof(float));
@@ -98,7 +63,7 @@ std::vector<Event> root_events(const std::string& algorithm, int P, int K) {
       if (data[r][i] != static_cast<float>(P))
         throw std::runtime_error(algorithm + " P=" + std::to_string(P) + " element " + std::to_string(i) + ": " +
                                  std::to_string(data[r][i]) + " != " + std::to_string(P));
-    if (r == 0) events = logged.events();
+    if (r == 0) events = sends_and_arrivals(log);
   });
   EXPECT_EQ(error, "") << algorithm << " P=" << P << " K=" << K;
   return events;

@@ -142,10 +142,12 @@ TEST_P(ExecutorRanks, AlltoallWithUnevenSplits) {
   for (int r = 0; r < P; ++r) EXPECT_TRUE(failures[r].empty()) << "P=" << P << " rank " << r << ": " << failures[r];
 }
 
-// Three fused allgathers (rank q has q + t rows of t + 1 elements); rank P-1 has joined:
-// it contributes no rows, and its placeholder entries take part.
-TEST_P(ExecutorRanks, FusedAllgatherWithAJoinedRank) {
+// Horovod 0.28.1 refuses an allgather while some rank has joined (controller.cc,
+// ConstructResponse): three fused allgathers with rank P-1 joined fail on every active rank
+// with Horovod's text, naming the tensor.
+TEST_P(ExecutorRanks, FusedAllgatherWithAJoinedRankFailsWithHorovodsText) {
   const int P = GetParam();
+  if (P == 1) GTEST_SKIP() << "needs an active rank besides the joined one";
   const int joined = P - 1;
   std::vector<std::string> failures(P);
   InProcessWorld::run(P, [&](Communicator& comm) {
@@ -162,37 +164,35 @@ TEST_P(ExecutorRanks, FusedAllgatherWithAJoinedRank) {
     for (int t = 0; t < 3; ++t) {
       response.names.push_back("ag" + std::to_string(t));
       response.row_elements.push_back(t + 1);
-      for (int q = 0; q < P; ++q) response.sizes.push_back(q + t);  // the joined rank's entry is overridden
-      if (me == joined && P > 1) continue;
-      inputs[t].resize((me + t) * (t + 1));
-      for (size_t i = 0; i < inputs[t].size(); ++i) inputs[t][i] = static_cast<float>(value(me, t, i));
+      for (int q = 0; q < P; ++q) response.sizes.push_back(q + t);
+      if (me == joined) continue;
+      inputs[t].assign((me + t) * (t + 1), 1.0f);
       TensorEntry e =
           entry(response.names.back(), inputs[t].data(), inputs[t].data(), DataType::kFloat32, {me + t, t + 1});
       handles.push_back(e.handle);
       queue.push(e);
     }
     queue.pop_requests();
-    if (P == 1) response.joined.clear();  // a single rank cannot have joined while active
     executor.execute(response, queue);
-    if (me == joined && P > 1) return;
-    for (int t = 0; t < 3; ++t) {
-      std::vector<float> expected;
-      for (int q = 0; q < P; ++q) {
-        if (q == joined && P > 1) continue;
-        for (int64_t i = 0; i < (q + t) * (t + 1); ++i) expected.push_back(static_cast<float>(value(q, t, i)));
+    for (size_t t = 0; t < handles.size(); ++t) {
+      try {
+        handles[t]->wait();
+        failures[me] += "tensor " + std::to_string(t) + " completed; ";
+      } catch (const InvalidArgument& e) {
+        const std::string text = e.what();
+        if (text.find("Allgather is not supported with Join at this time. Specify sparse_to_dense=True if using "
+                      "DistributedOptimizer") == std::string::npos ||
+            text.find("'ag0'") == std::string::npos)
+          failures[me] += "tensor " + std::to_string(t) + ": " + text + "; ";
       }
-      std::vector<float> got(handles[t]->output_bytes.size() / sizeof(float));
-      if (!got.empty()) std::memcpy(got.data(), handles[t]->output_bytes.data(), handles[t]->output_bytes.size());
-      if (got != expected) failures[me] += "tensor " + std::to_string(t) + " differs; ";
-      if (handles[t]->output_shape.at(0) != static_cast<int64_t>(expected.size()) / (t + 1))
-        failures[me] += "tensor " + std::to_string(t) + " dim 0 differs; ";
     }
   });
   for (int r = 0; r < P; ++r) EXPECT_TRUE(failures[r].empty()) << "P=" << P << " rank " << r << ": " << failures[r];
 }
 
-// A joined rank's allreduce placeholder adds zeros, and Average divides by the active ranks.
-TEST_P(ExecutorRanks, JoinedRankAddsZerosAndAverageCountsActiveRanks) {
+// A joined rank's allreduce placeholder adds zeros, and Average divides by all P ranks, as
+// Horovod's (the postscale 1 / P of its Average, then truncated for integers).
+TEST_P(ExecutorRanks, JoinedRankAddsZerosAndAverageCountsEveryRank) {
   const int P = GetParam();
   if (P == 1) GTEST_SKIP() << "needs an active rank besides the joined one";
   std::vector<std::string> failures(P);
@@ -218,8 +218,8 @@ TEST_P(ExecutorRanks, JoinedRankAddsZerosAndAverageCountsActiveRanks) {
     response.joined = {0};
     executor.execute(response, queue);
     if (me == 0) return;
-    // The executor's integer average: the sum scaled by 1 / active ranks, truncated.
-    const int32_t expected = static_cast<int32_t>((P * (P + 1) / 2 - 1) * (1.0 / (P - 1)));
+    // Horovod's integer average: the sum (rank 0's zeros included) times 1.0 / P, truncated.
+    const int32_t expected = static_cast<int32_t>((P * (P + 1) / 2 - 1) * (1.0 / P));
     for (int32_t v : data)
       if (v != expected) failures[me] = std::to_string(v) + " != " + std::to_string(expected);
   });

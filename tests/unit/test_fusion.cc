@@ -143,7 +143,7 @@ TEST(Fusion, NonFusibleResponsesPassThroughUnchangedAndAllgathersFuse) {
   const Response gather2 = other(ResponseType::kAllgather, "g2");
   const auto plan = plan_fusion({gather, bcast, error, gather2}, 1 << 20);
   ASSERT_EQ(plan.size(), 3u);
-  EXPECT_EQ(plan[0].names, (std::vector<std::string>{"g", "g2"})) << "allgathers fuse too (issue 14)";
+  EXPECT_EQ(plan[0].names, (std::vector<std::string>{"g", "g2"})) << "allgathers fuse too";
   EXPECT_EQ(plan[1], bcast);
   EXPECT_EQ(plan[2], error);
 }

@@ -1,4 +1,4 @@
-// The KVStore's key-check fast path (src/kvstore/key_digest.h, issue 16 item 4) on
+// The KVStore's key-check fast path (src/kvstore/key_digest.h) on
 // in-process ranks: the digest's truth table; the traffic of a push's key check with and
 // without the fast path at 1..16 ranks (the coordinator round is gone: rank 0 sends and
 // receives no more than any other rank, log2 P messages of 40 B); and the KVStore scenario

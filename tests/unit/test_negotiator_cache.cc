@@ -376,6 +376,31 @@ struct StallParam {
 
 class NegotiatorStall : public ::testing::TestWithParam<StallParam> {};
 
+// NegotiatorOptions::stall_check false (CONCORD_STALL_CHECK_DISABLE, Horovod's
+// HOROVOD_STALL_CHECK_DISABLE): the stall below, with a 0.1 s shutdown time, goes on for
+// 0.5 s of cycles and no cycle shuts down.
+TEST(NegotiatorStallCheckDisabled, MissingRankNeverShutsDown) {
+  constexpr int P = 3, kMissing = 1, kCycles = 50;
+  std::vector<RankRecord> records;
+  run_world(P, records, [&](Communicator& comm, RankRecord& record) {
+    NegotiatorOptions options{0, 0.05, 0.1};
+    options.stall_check = false;
+    Negotiator negotiator(comm, options);
+    std::vector<Request> mine;
+    if (comm.rank() != kMissing) mine.push_back(make_request(comm.rank(), Spec{"stalled", 8, "", 0}, 8));
+    record.lists.push_back(negotiator.negotiate(std::move(mine), false));
+    for (int cycle = 0; cycle < kCycles; ++cycle) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      record.lists.push_back(negotiator.negotiate({}, false));
+    }
+  });
+  for (int r = 0; r < P; ++r) {
+    ASSERT_EQ(records[r].error, "") << "rank " << r;
+    for (size_t cycle = 0; cycle < records[r].lists.size(); ++cycle)
+      EXPECT_FALSE(records[r].lists[cycle].shutdown) << "rank " << r << " cycle " << cycle;
+  }
+}
+
 // Ranks 0 and 2 submit "stalled"; rank 1 never does. With a 0.2 s shutdown time, a cycle
 // after 0.2 s returns shutdown on every rank with a message naming the tensor and rank 1;
 // no cycle before 0.2 s does, and "stalled" is never answered.

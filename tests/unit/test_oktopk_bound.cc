@@ -9,12 +9,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "dtype_util.h"
 #include "rank_runner.h"
 #include "sparse/oktopk.h"
-#include "sparse/synthetic_stream.h"
+#include "test_support/oktopk_volume.h"
 
 namespace concord::sparse {
 namespace {
@@ -22,29 +23,15 @@ namespace {
 using testing_util::cat;
 using testing_util::run_ranks;
 
-struct CallRecord {
-  uint64_t bytes = 0;
-  int64_t result_size = 0;
-  bool reevaluation = false;  // exact th_g or repartition: outside the spec's bound
-};
+using testing_util::kOkTopkCalls;
+using testing_util::kOkTopkFirstBoundCall;
+using testing_util::OkTopkCall;
 
-// records[t][rank] of `calls` OkTopk calls on P in-process ranks, residual carried.
-std::vector<std::vector<CallRecord>> run(int P, int64_t n, int calls, const SparseOptions& options) {
-  std::vector<std::vector<CallRecord>> records(calls, std::vector<CallRecord>(P));
+// records[rank][t] of `calls` OkTopk calls on P in-process ranks, residual carried.
+std::vector<std::vector<OkTopkCall>> run(int P, int64_t n, int calls, const SparseOptions& options) {
+  std::vector<std::vector<OkTopkCall>> records(P);
   const std::string error = run_ranks(P, [&](Communicator& comm, const testing_util::AbortFlag&) {
-    OkTopk algorithm(comm, options);
-    SyntheticGradientStream stream(n, comm.rank(), 1);
-    std::vector<float> acc(n, 0.0f);
-    SparseResult result;
-    for (int t = 0; t < calls; ++t) {
-      stream.add_to(acc.data(), t);
-      const uint64_t before = comm.counters().bytes_sent;
-      algorithm.allreduce(acc.data(), n, result);
-      CallRecord& record = records[t][comm.rank()];
-      record.bytes = comm.counters().bytes_sent - before;
-      record.result_size = static_cast<int64_t>(result.indices.size());
-      record.reevaluation = algorithm.trace().exact_global || algorithm.trace().repartitioned;
-    }
+    records[comm.rank()] = testing_util::oktopk_call_volumes(comm, n, calls, options);
   });
   EXPECT_EQ(error, "") << "P=" << P << " n=" << n;
   return records;
@@ -52,7 +39,6 @@ std::vector<std::vector<CallRecord>> run(int P, int64_t n, int calls, const Spar
 
 constexpr int64_t kN = 16384;
 constexpr double kDensity = 0.05;  // k = 819: the count messages (O(P) bytes) stay small next to k
-constexpr int kFirstCall = 32, kCalls = 160;
 
 class OkTopkBound : public ::testing::TestWithParam<int> {};
 
@@ -61,27 +47,9 @@ TEST_P(OkTopkBound, SixKWordsFromCall32WithResidualsCarried) {
   SparseOptions options;
   options.density = kDensity;
   options.max_overshoot = 0.25;
-  const int64_t k = topk_count(kN, kDensity);
-  const auto bound = static_cast<uint64_t>(6 * k * 4);
-  const auto records = run(P, kN, kCalls, options);
-  for (int t = kFirstCall; t < kCalls; ++t)
-    for (int rank = 0; rank < P; ++rank) {
-      const CallRecord& c = records[t][rank];
-      if (c.reevaluation) continue;
-      EXPECT_LT(c.bytes, bound) << cat("P=", P, " n=", kN, " k=", k, " call=", t, " rank=", rank)
-                                << ": bytes sent on a threshold-reuse call";
-      EXPECT_LE(c.result_size, static_cast<int64_t>((1 + options.max_overshoot) * static_cast<double>(k)))
-          << cat("P=", P, " call=", t, " rank=", rank) << ": |U|";
-    }
-  // Whole tau_global periods from call 32 on, re-evaluation calls included.
-  for (int start = kFirstCall; start + options.tau_global <= kCalls; start += options.tau_global)
-    for (int rank = 0; rank < P; ++rank) {
-      uint64_t sum = 0;
-      for (int t = start; t < start + options.tau_global; ++t) sum += records[t][rank].bytes;
-      EXPECT_LT(sum / options.tau_global, bound)
-          << cat("P=", P, " rank=", rank, " calls ", start, "..", start + options.tau_global - 1)
-          << ": mean bytes sent per call over a whole period";
-    }
+  const auto records = run(P, kN, kOkTopkCalls, options);
+  for (int rank = 0; rank < P; ++rank)
+    testing_util::expect_six_k_words_from_call_32(records[rank], kN, options, cat("P=", P, " rank=", rank));
 }
 
 INSTANTIATE_TEST_SUITE_P(P, OkTopkBound, ::testing::Values(2, 3, 4, 8, 16),
@@ -98,9 +66,9 @@ TEST(OkTopkBoundWithoutCap, SpecFeedbackAloneExceedsTheBound) {
   const int64_t k = topk_count(kN, kDensity);
   const auto records = run(P, kN, 64, options);
   uint64_t worst = 0;
-  for (int t = kFirstCall; t < 64; ++t)
-    if (!records[t][0].reevaluation)
-      for (const CallRecord& c : records[t]) worst = std::max(worst, c.bytes);
+  for (int t = kOkTopkFirstBoundCall; t < 64; ++t)
+    if (!records[0][t].reevaluation)
+      for (int rank = 0; rank < P; ++rank) worst = std::max(worst, records[rank][t].bytes);
   EXPECT_GT(worst, static_cast<uint64_t>(6 * k * 4)) << "P=" << P << " k=" << k << ": most bytes on a reuse call";
 }
 

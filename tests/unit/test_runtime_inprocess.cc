@@ -149,6 +149,57 @@ TEST_P(RuntimeInProcess, WaitingOnAHandleStartsTheRoundAtOnce) {
   EXPECT_EQ(failure, "") << "P=" << P;
 }
 
+// An idle job runs no negotiation round (src/runtime/runtime.cc, await_round; Horovod's
+// background loop instead runs a cycle every HOROVOD_CYCLE_TIME): counted, not timed. Over
+// a quiet interval the rounds counter (CoordinationStats::cycles) and this rank's traffic
+// through its communicators stay where they were, first before any tensor, then after the
+// round that answered one and the single empty round that follows it, although a stall
+// check would be due every 50 ms if an idle job ran them (stall warning time 0.2 s). The
+// next tensor wakes the job and is reduced.
+TEST_P(RuntimeInProcess, IdleBackgroundLoopRunsNoRound) {
+  const int P = GetParam();
+  const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
+    Config config = test_config();
+    config.stall_warning_seconds = 0.2;
+    config.stall_shutdown_seconds = 0;  // never
+    Runtime runtime(split_communicator_set(world), config);
+    const int rank = runtime.rank();
+    // Rounds and messages of this rank over a quiet interval of 6 stall periods; the barrier
+    // (after the counting) keeps every rank's next tensor out of the others' intervals.
+    const auto expect_quiet = [&](uint64_t rounds, const std::string& when) {
+      const TrafficCounters before = world.counters();
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const uint64_t rounds_after = runtime.coordination_stats().cycles;
+      const TrafficCounters after = world.counters();
+      world.barrier();
+      EXPECT_EQ(rounds_after, rounds) << "rank " << rank << " of " << P << ", " << when << ": rounds";
+      EXPECT_EQ(after.messages_sent, before.messages_sent)
+          << "rank " << rank << " of " << P << ", " << when << ": messages sent";
+    };
+    expect_quiet(0, "idle before the first tensor");
+    for (int call = 0; call < 2; ++call) {  // the second one is a cache hit
+      std::vector<float> data(9, 1.0f);
+      runtime.enqueue(request("before_quiet", CollectiveType::kAllreduce), view(data), view(data)).wait();
+      EXPECT_EQ(data[8], static_cast<float>(P)) << "rank " << rank << " call " << call;
+    }
+    // The answering round made progress, so one empty round follows at once; the handle may
+    // complete before or after it. Waiting up to 2 s for it tells the two cases apart.
+    const uint64_t seen = runtime.coordination_stats().cycles;
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (runtime.coordination_stats().cycles == seen && std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const uint64_t idle_from = runtime.coordination_stats().cycles;
+    EXPECT_LE(idle_from, seen + 1) << "rank " << rank << " of " << P << ": rounds after the answering one";
+    expect_quiet(idle_from, "idle after a reduced tensor");
+    std::vector<float> data(9, 2.0f);
+    runtime.enqueue(request("after_quiet", CollectiveType::kAllreduce), view(data), view(data)).wait();
+    EXPECT_EQ(data[8], static_cast<float>(2 * P)) << "rank " << rank << ": after the quiet interval";
+    EXPECT_GT(runtime.coordination_stats().cycles, idle_from) << "rank " << rank << ": the tensor woke the job";
+    runtime.shutdown();
+  });
+  EXPECT_EQ(failure, "") << "P=" << P;
+}
+
 TEST_P(RuntimeInProcess, MismatchFailsOnEveryRankAndLaterCallsWork) {
   const int P = GetParam();
   if (P == 1) GTEST_SKIP() << "a mismatch needs two ranks";

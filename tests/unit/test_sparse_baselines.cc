@@ -299,7 +299,7 @@ TEST(SparseBaselines, NegativeLengthIsInvalidOnEveryRank) {
 }
 
 // Every registered sparse allreduce, P = 2..5: one rank passes a different n (smaller,
-// larger or 0, which used to send nothing and leave the others waiting), every rank
+// larger or 0, which unchecked would send nothing and leave the others waiting), every rank
 // throws MismatchError naming the ranks and both n's (no hang); then a
 // consistent call on the same objects gives the U and residual of a fresh object (exact
 // mode, dyadic data: independent of state and summation order).

@@ -87,7 +87,7 @@ TEST(TreeChunking, AutoIsCCubeOptimalChunkBytes) {
   }
 }
 
-// The default (kTreeChunksTurnaround, issue 16 item 5): the overlapped trees take C-Cube's
+// The default (kTreeChunksTurnaround): the overlapped trees take C-Cube's
 // K_opt exactly where it has more chunks than the byte chunking, so the simulated gradient
 // turnaround (sim::gradient_turnaround, step by step) is never later than with either
 // choice; the non-overlapped trees keep the byte chunking. The sweep must take both

@@ -1,4 +1,4 @@
-// The wake-up logic of idle ranks on the in-process transport (issue 13, "no cycle floor"):
+// The wake-up logic of idle ranks on the in-process transport (no fixed cycle time):
 // WakeChannel (src/control/wake_channel.h) delivers a round announcement to every other
 // rank and drops stale ones; Negotiator::idle() is the same on every rank and true exactly
 // after a round that made no progress anywhere.

@@ -6,7 +6,8 @@ start_timeline and stop_timeline; the reduce ops; Compression; broadcast_paramet
 broadcast_optimizer_state and broadcast_object; DistributedOptimizer and
 SparseDistributedOptimizer (Ok-Topk sparse allreduce with residuals); alltoall,
 reducescatter, grouped_allgather, grouped_reducescatter, barrier and join
-(concord.torch.collectives); process sets. Tensors must be CPU tensors of dtype float32, float64, float16,
+(concord.torch.collectives; their differentiable forms: concord.torch.autograd;
+handles: concord.torch.handles); process sets. Tensors must be CPU tensors of dtype float32, float64, float16,
 bfloat16, int32, int64, int16, int8 or uint8 (bool for broadcast, allgather and alltoall).
 """
 
@@ -18,21 +19,19 @@ from concord.capabilities import (ccl_built, cuda_built, ddl_built, gloo_built, 
                                   mpi_built, mpi_enabled, nccl_built, rocm_built)
 from concord.process_sets import (ProcessSet, add_process_set, global_process_set,
                                   remove_process_set)
-from concord.torch.collectives import (alltoall_async, barrier, grouped_allgather_async,
-                                       grouped_reducescatter_async, join, reducescatter_async)
+from concord.torch.collectives import (allgather_async, allreduce_, allreduce_async, allreduce_async_,
+                                       alltoall_async, barrier, broadcast_, broadcast_async, broadcast_async_,
+                                       grouped_allgather_async, grouped_allreduce_, grouped_allreduce_async,
+                                       grouped_allreduce_async_, grouped_reducescatter_async, join,
+                                       reducescatter_async)
 from concord.torch.compression import Compression
 from concord.torch.functions import broadcast_optimizer_state, broadcast_parameters
 from concord.torch.objects import allgather_object, broadcast_object
-from concord.torch.mpi_ops import (Adasum, Average, Max, Min, Product, Sum, allgather_async,
-                                   allreduce_, allreduce_async, allreduce_async_,
-                                   broadcast_, broadcast_async, broadcast_async_,
-                                   grouped_allreduce_, grouped_allreduce_async,
-                                   grouped_allreduce_async_, poll, synchronize)
-from concord.torch.autograd import (allgather, allreduce, broadcast,  # differentiable forms
-                                    grouped_allreduce)
-from concord.torch.autograd_scatter import (alltoall, grouped_allgather,  # differentiable forms
-                                            grouped_reducescatter, reducescatter)
-from concord.torch.optimizer import DistributedOptimizer
+from concord.torch.handles import Adasum, Average, Max, Min, Product, Sum, poll, synchronize
+from concord.torch.autograd import (allgather, allreduce, alltoall, broadcast,  # differentiable forms
+                                    grouped_allgather, grouped_allreduce, grouped_reducescatter,
+                                    reducescatter)
+from concord.torch.distributed_optimizer import DistributedOptimizer
 from concord.torch.sparse_grad import sparse_allreduce, sparse_allreduce_async
 from concord.torch.sync_batch_norm import SyncBatchNorm
 from concord.torch.sparse import SparseDistributedOptimizer, sparse_allreduce_names

@@ -3,7 +3,8 @@
 import torch
 
 from concord import rank
-from concord.torch.mpi_ops import broadcast_async_, synchronize
+from concord.torch.collectives import broadcast_async_
+from concord.torch.handles import synchronize
 from concord.torch.objects import broadcast_object
 
 
@@ -41,15 +42,36 @@ def broadcast_parameters(params, root_rank):
         synchronize(handle)
 
 
+def _initialise_state(optimizer):
+    """Horovod's initialisation of an empty optimizer state: zero gradients for the
+    parameters that require one and have no state, then one step of the optimizer itself
+    (for a DistributedOptimizer the wrapped class's step, so nothing is allreduced)."""
+    if len(optimizer.state_dict()["state"]) != 0:
+        return
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.requires_grad and p not in optimizer.state:
+                p.grad = torch.zeros_like(p)
+                if isinstance(optimizer, torch.optim.SparseAdam):
+                    p.grad = p.grad.to_sparse()
+    if getattr(optimizer, "_is_distributed_optimizer", False):
+        super(type(optimizer), optimizer).step()
+    else:
+        optimizer.step()
+
+
 def broadcast_optimizer_state(optimizer, root_rank, process_set=None):
     """Make every rank's optimizer state (``state_dict``: per-parameter buffers such as
     momentum, and the param-group hyperparameters such as ``lr``) equal to root_rank's.
 
-    Root_rank's whole ``state_dict`` travels as one object (:func:`broadcast_object`), so
-    an optimizer whose state is not initialised yet (no step taken: an empty state, which
-    every rank then adopts and initialises identically on its first step) and parameters
-    without gradients (no state entry) need no special case; unlike Horovod, no dummy step
-    is taken and no parameter changes.
+    As Horovod 0.28.1's (horovod/torch/functions.py), an optimizer whose state is empty
+    (no step taken yet) is first initialised on every rank by one step of the wrapped
+    optimizer with zero gradients: every parameter that requires a gradient and has no
+    state gets a zero ``.grad`` (sparse for ``SparseAdam``), parameters that require none
+    keep ``.grad`` None, and no allreduce runs. That step changes the parameters of an
+    optimizer with weight decay, as under Horovod (docs/getting_started.md, "Differences
+    from Horovod"). Root_rank's whole ``state_dict`` then travels as one object
+    (:func:`broadcast_object`); parameters without state need no special case.
 
     Args:
         optimizer (torch.optim.Optimizer): the same kind of optimizer over the same
@@ -61,6 +83,7 @@ def broadcast_optimizer_state(optimizer, root_rank, process_set=None):
     Raises:
         ValueError (from ``load_state_dict``): the optimizers' param groups differ in size.
     """
+    _initialise_state(optimizer)
     kwargs = {} if process_set is None else {"process_set": process_set}
     state = broadcast_object(optimizer.state_dict(), root_rank, name="broadcast_optimizer_state", **kwargs)
     if rank() != root_rank:

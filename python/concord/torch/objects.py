@@ -9,7 +9,7 @@ import pickle
 import torch
 
 from concord import _core
-from concord.torch import mpi_ops
+from concord.torch import collectives
 
 try:
     import cloudpickle as _pickler
@@ -60,10 +60,10 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=None):
         length = torch.tensor([payload.numel()], dtype=torch.int64)
     else:
         length = torch.zeros(1, dtype=torch.int64)
-    mpi_ops.broadcast_(length, root_rank, name=f"{name}.length", **kwargs)
+    collectives.broadcast_(length, root_rank, name=f"{name}.length", **kwargs)
     if not is_root:
         payload = torch.empty(int(length.item()), dtype=torch.uint8)
-    mpi_ops.broadcast_(payload, root_rank, name=f"{name}.data", **kwargs)
+    collectives.broadcast_(payload, root_rank, name=f"{name}.data", **kwargs)
     return obj if is_root else _loads(payload)
 
 
@@ -90,9 +90,9 @@ def allgather_object(obj, name=None, process_set=None):
     name = name or "allgather_object"
     kwargs = _set_kwargs(process_set)
     payload = _dumps(obj)
-    lengths = mpi_ops.allgather(torch.tensor([payload.numel()], dtype=torch.int64), name=f"{name}.length",
+    lengths = collectives.allgather(torch.tensor([payload.numel()], dtype=torch.int64), name=f"{name}.length",
                                 **kwargs)
-    gathered = mpi_ops.allgather(payload, name=f"{name}.data", **kwargs)
+    gathered = collectives.allgather(payload, name=f"{name}.data", **kwargs)
     result, offset = [], 0
     for length in lengths.tolist():
         result.append(_loads(gathered[offset:offset + length]))

@@ -9,15 +9,13 @@ submitted together as one grouped allreduce once all of them are ready (Romero e
 NSDI 2022: stable fusion-buffer sizes).
 """
 
-import numbers
 import warnings
 from contextlib import contextmanager
 
 import torch
 
-from concord.torch.compression import Compression
-from concord.torch.mpi_ops import (Average, Sum, _grouped_allreduce_into, _resolve_op, allreduce_async_,
-                                   synchronize)
+from concord.torch.collectives import _grouped_allreduce_into, allreduce_async_
+from concord.torch.handles import Average, _resolve_op, synchronize
 from concord.torch.sparse_grad import sparse_allreduce_async
 
 
@@ -54,14 +52,54 @@ def _split_groups(params, groups, num_groups):
     return result
 
 
+# Horovod 0.28.1's texts (horovod/torch/optimizer.py), which scripts and tests match on.
 _ZERO_GRAD_IN_FLIGHT = ("optimizer.zero_grad() was called after loss.backward() but before "
-                        "optimizer.step() or optimizer.synchronize()")
+                        "optimizer.step() or optimizer.synchronize(). This is prohibited as it can cause a "
+                        "race condition.")
+_TOO_MANY_PASSES = ("Gradients were computed more than backward_passes_per_step times before call to step(). "
+                    "Increase backward_passes_per_step to accumulate gradients locally.")
+
+
+def parameter_names(all_params, named_parameters):
+    """The allreduce name of each parameter: ``allreduce.<name>`` from named_parameters
+    (unique names, covering every parameter of the optimizer), else a name from the
+    parameter's position in the optimizer (the same on every rank only if the order is).
+
+    Raises:
+        ValueError: duplicate names, or optimizer parameters missing from named_parameters.
+    """
+    if named_parameters is None:
+        return {p: f"DistributedOptimizer.grad.{i}" for i, p in enumerate(all_params)}
+    named = list(named_parameters)
+    names = [name for name, _ in named]
+    if len(set(names)) != len(names):
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        raise ValueError(f"DistributedOptimizer: parameter names must be unique; duplicates: {duplicates}")
+    result = {p: f"allreduce.{name}" for name, p in named}
+    unnamed = [p for p in all_params if p not in result]
+    if unnamed:
+        raise ValueError(f"DistributedOptimizer: {len(unnamed)} optimizer parameters are missing "
+                         "from named_parameters")
+    return result
+
+
+def wrap(wrapper, optimizer):
+    """A new optimizer class ``wrapper`` + ``type(optimizer)``: the wrapper's methods come
+    first and reach the user's optimizer through ``super()``, as Horovod's wrappers do (its
+    instance is built from ``optimizer.param_groups``, so the hyperparameters are reused)."""
+    return type(optimizer.__class__.__name__, (wrapper, optimizer.__class__), {})
 
 
 class _DistributedOptimizer(torch.optim.Optimizer):
+    """The methods DistributedOptimizer adds to the user's optimizer class (wrap()): each
+    gradient's allreduce starts from a hook as backward produces it; step() waits for them,
+    writes the averaged gradients and runs the user's step."""
+
+    _is_distributed_optimizer = True  # functions.py: its own step() would allreduce
+
     def __init__(self, params, named_parameters, compression, backward_passes_per_step, op,
                  gradient_predivide_factor, num_groups, groups, sparse_as_dense=False, process_set=None):
-        super(self.__class__, self).__init__(params)
+        super().__init__(params)
         self.process_set = process_set
         self.sparse_as_dense = sparse_as_dense
         self._compression = compression
@@ -69,19 +107,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self.op = op
         self.gradient_predivide_factor = gradient_predivide_factor
         all_params = [p for group in self.param_groups for p in group["params"]]
-        if named_parameters is not None:
-            named = list(named_parameters)
-            names = [name for name, _ in named]
-            if len(set(names)) != len(names):
-                duplicates = sorted({n for n in names if names.count(n) > 1})
-                raise ValueError(f"DistributedOptimizer: parameter names must be unique; duplicates: {duplicates}")
-            self._parameter_names = {p: f"allreduce.{name}" for name, p in named}
-            unnamed = [p for p in all_params if p not in self._parameter_names]
-            if unnamed:
-                raise ValueError(f"DistributedOptimizer: {len(unnamed)} optimizer parameters are missing "
-                                 "from named_parameters")
-        else:
-            self._parameter_names = {p: f"DistributedOptimizer.grad.{i}" for i, p in enumerate(all_params)}
+        self._parameter_names = parameter_names(all_params, named_parameters)
         self._handles = {}          # parameter -> (handle, (compressed, ctx)), ungrouped
         self._group_handles = {}    # group index -> (handle, [(p, compressed, ctx)])
         self._group_ready = {}      # group index -> set of parameters whose gradient is ready
@@ -111,9 +137,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             # A parameter whose overlap_forward update is pending has its own, more precise
             # error (overlap.py _refuse_if_pending).
             if self._allreduce_delay[p] <= 0 and p not in getattr(self, "_overlap_pending", ()):
-                raise AssertionError(
-                    "Gradients were computed more than backward_passes_per_step times before step(); "
-                    "raise backward_passes_per_step to accumulate gradients locally")
+                raise AssertionError(_TOO_MANY_PASSES)
         return check
 
     def _make_hook(self, p):
@@ -141,15 +165,20 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             return 1.0 / self.gradient_predivide_factor, self.gradient_predivide_factor
         return 1.0, 1.0
 
-    def _allreduce_grad_async(self, p):
+    def _dense_gradient(self, p):
+        """p's gradient as the dense tensor its allreduce reduces in place: p.grad itself,
+        or (sparse_as_dense) a dense copy of a sparse one, written back as a sparse
+        gradient by _write_gradient, as Horovod's optimizer does."""
         if p.grad is None:
             p.grad = torch.zeros_like(p)
-        if p.grad.is_sparse:
-            if not self.sparse_as_dense:  # allgather of indices and values (sparse_grad.py)
-                return sparse_allreduce_async(p.grad, name=self._parameter_names[p], op=self.op,
-                                              process_set=self.process_set), None
-            p.grad = p.grad.to_dense()
-        compressed, ctx = self._compression.compress(p.grad)
+        return p.grad.to_dense() if p.grad.is_sparse else p.grad
+
+    def _allreduce_grad_async(self, p):
+        if p.grad is not None and p.grad.is_sparse and not self.sparse_as_dense:
+            # Allgather of indices and values (sparse_grad.py), as Horovod.
+            return sparse_allreduce_async(p.grad, name=self._parameter_names[p], op=self.op,
+                                          process_set=self.process_set), None
+        compressed, ctx = self._compression.compress(self._dense_gradient(p))
         prescale, postscale = self._scale_factors()
         handle = allreduce_async_(compressed, name=self._parameter_names[p], op=self.op, process_set=self.process_set,
                                   prescale_factor=prescale, postscale_factor=postscale)
@@ -158,15 +187,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _submit_group(self, group):
         members = []
         for p in self._groups[group]:
-            if p.grad is None:
-                p.grad = torch.zeros_like(p)
-            if p.grad.is_sparse:
-                if not self.sparse_as_dense:
-                    raise ValueError(f"DistributedOptimizer: the gradient of '{self._parameter_names[p]}' is sparse "
-                                     "and sparse gradients cannot be grouped; pass sparse_as_dense=True or leave "
-                                     "the parameter out of the groups")
-                p.grad = p.grad.to_dense()
-            compressed, ctx = self._compression.compress(p.grad)
+            if p.grad is not None and p.grad.is_sparse and not self.sparse_as_dense:
+                raise ValueError(f"DistributedOptimizer: the gradient of '{self._parameter_names[p]}' is sparse "
+                                 "and sparse gradients cannot be grouped; pass sparse_as_dense=True or leave "
+                                 "the parameter out of the groups")
+            compressed, ctx = self._compression.compress(self._dense_gradient(p))
             members.append((p, compressed, ctx))
         prescale, postscale = self._scale_factors()
         tensors = [compressed for _, compressed, _ in members]
@@ -192,9 +217,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._start_missing_allreduces()
         for p, (handle, compressed_ctx) in self._handles.items():
             result = synchronize(handle)
-            if compressed_ctx is None:  # a sparse gradient: the result replaces it
+            if compressed_ctx is None:  # a sparse gradient: the sparse result replaces it
                 self._allreduce_delay[p] = self.backward_passes_per_step
-                p.grad = result
+                p.grad.zero_().add_(result)
                 continue
             self._write_gradient(p, *compressed_ctx)
         for handle, members in self._group_handles.values():
@@ -208,7 +233,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _write_gradient(self, p, compressed, ctx):
         self._allreduce_delay[p] = self.backward_passes_per_step
         result = self._compression.decompress(compressed, ctx)
-        if result is not p.grad:
+        if p.grad.is_sparse:  # sparse_as_dense: the gradient stays sparse (Horovod's optimizer.py)
+            p.grad.zero_().add_(result.to_sparse())
+        elif result is not p.grad:
             p.grad.copy_(result)
 
     @contextmanager
@@ -222,109 +249,24 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._should_synchronize = True
 
     def step(self, closure=None):
-        """Wait for the gradients' allreduces, then run the wrapped optimizer's step."""
+        """Wait for the gradients' allreduces, then run the wrapped optimizer's step.
+
+        After an explicit :meth:`synchronize` outside :meth:`skip_synchronize`, it warns
+        with Horovod's text and synchronizes again, reducing every gradient a second time
+        as Horovod 0.28.1's optimizer does (for Average the values stay the same up to
+        rounding; for Sum they are multiplied by the number of ranks)."""
         if self._should_synchronize:
             if self._synchronized:
-                warnings.warn("optimizer.step() called after optimizer.synchronize() without "
-                              "skip_synchronize(); the gradients are not reduced twice")
-            else:
-                self.synchronize()
+                warnings.warn("optimizer.step() called without optimizer.skip_synchronize() context after "
+                              "optimizer.synchronize(). This can cause training slowdown. You may want to "
+                              "consider using optimizer.skip_synchronize() context if you use "
+                              "optimizer.synchronize() in your code.")
+            self.synchronize()
         self._synchronized = False
-        return super(self.__class__, self).step(closure)
+        return super().step(closure)
 
     def zero_grad(self, *args, **kwargs):
         """As the wrapped optimizer's, but refuses to run while allreduces are in flight."""
         if self._handles or self._group_handles or any(self._group_ready.values()):
             raise AssertionError(_ZERO_GRAD_IN_FLIGHT)
-        return super(self.__class__, self).zero_grad(*args, **kwargs)
-
-
-def DistributedOptimizer(optimizer, named_parameters=None, compression=Compression.none,
-                         backward_passes_per_step=1, op=Average, gradient_predivide_factor=1.0,
-                         num_groups=0, groups=None, overlap_forward=False, model=None, sparse_as_dense=False,
-                         process_set=None, gradient_queuing=True, credit_bytes=32 << 20):
-    """Wrap ``optimizer`` so that ``step()`` applies gradients averaged over all ranks.
-
-    Args:
-        optimizer (torch.optim.Optimizer): the local optimizer (its param groups and
-            hyperparameters are reused; its state is not).
-        named_parameters: ``model.named_parameters()``; gives each gradient's allreduce a
-            name that is the same on every rank. Without it, names come from the parameter
-            order in the optimizer, which must then be the same on every rank.
-        compression: ``Compression.none`` or ``Compression.fp16`` (halves bytes on the wire).
-        backward_passes_per_step (int): number of backward passes accumulated locally before
-            the allreduce starts (gradient accumulation).
-        op: ``Average`` (default) or ``Sum``.
-        gradient_predivide_factor (float): with Average, the gradient is multiplied by
-            1/f before the sum and by f/size after it.
-        num_groups (int): split the trainable parameters (in optimizer order) into this many
-            groups of consecutive parameters with equal counts; each group is submitted as
-            one grouped allreduce once all its gradients are ready (0: no groups).
-        groups (list of lists of parameters): explicit groups instead of ``num_groups``;
-            parameters in no group are reduced individually.
-        overlap_forward (bool): forward chaining (concord/torch/overlap.py): ``step()``
-            returns without waiting for the allreduces; each module's parameters are
-            updated by a forward pre-hook in the next forward pass, as soon as their own
-            allreduces are done. Call ``optimizer.finish()`` before evaluating without a
-            forward pass or saving. Needs ``model``.
-        model (torch.nn.Module): with overlap_forward, the model whose modules get the
-            forward pre-hooks.
-        gradient_queuing (bool or str): with overlap_forward (ignored otherwise), C-Cube's
-            gradient queuing (default True): the ungrouped gradients are queued during
-            backward and their allreduces started by ``step()`` in forward order (the order
-            the modules ran in the forward pass), so the first layer's gradient, which the
-            next forward needs first, is reduced first; False starts each allreduce as soon
-            as backward produces the gradient (backward order), as the plain optimizer does;
-            ``"priority"`` starts it at once while fewer than ``credit_bytes`` of started
-            allreduces are unfinished and queues it otherwise, starting queued gradients
-            first layer first as credit frees (checked each time backward produces a
-            gradient) and the rest at ``step()`` (ByteScheduler's credit-based priority
-            scheduling, Peng et al., SOSP 2019): backward overlaps communication, and the
-            first layers do not wait behind the backlog.
-        credit_bytes (int): for ``gradient_queuing="priority"``, the bytes on the wire
-            (after compression) of started, unfinished allreduces at which backward's
-            gradients are queued (default 32 MiB: two 16 MiB layers in flight keep the link
-            busy).
-        process_set (ProcessSet, optional): average over these ranks only (default: all).
-        sparse_as_dense (bool): densify ``torch.sparse`` gradients (e.g. of
-            ``nn.Embedding(sparse=True)``) and allreduce them like the others; False
-            (default): allgather their indices and values (:func:`sparse_allreduce_async`,
-            as Horovod) and set ``.grad`` to the resulting sparse tensor. Sparse gradients
-            in ``groups`` need True.
-
-    Returns:
-        An optimizer of a subclass of ``type(optimizer)``.
-
-    Raises:
-        ValueError: duplicate names, parameters missing from named_parameters, bad op,
-            backward_passes_per_step < 1, both num_groups and groups, a parameter in two
-            groups or not in the optimizer, overlap_forward without a model,
-            with overlap_forward: gradient_queuing not True, False or "priority", or (with
-            "priority") credit_bytes not an integer >= 1.
-        TypeError: ``model`` is not a torch.nn.Module.
-    """
-    if op not in (Average, Sum):
-        raise ValueError("DistributedOptimizer: op must be Average or Sum")
-    if overlap_forward and not (type(gradient_queuing) is bool or gradient_queuing == "priority"):
-        raise ValueError(f"DistributedOptimizer: gradient_queuing must be True, False or 'priority', "
-                         f"got {gradient_queuing!r}")
-    if overlap_forward and gradient_queuing == "priority" and (
-            not isinstance(credit_bytes, numbers.Integral) or isinstance(credit_bytes, bool) or credit_bytes < 1):
-        raise ValueError(f"DistributedOptimizer: credit_bytes must be an integer >= 1, got {credit_bytes!r}")
-    if backward_passes_per_step < 1:
-        raise ValueError("DistributedOptimizer: backward_passes_per_step must be >= 1")
-    namespace = dict(_DistributedOptimizer.__dict__)
-    if overlap_forward:
-        if model is None:
-            raise ValueError("DistributedOptimizer: overlap_forward=True needs model= (the module whose "
-                             "forward pre-hooks apply the updates)")
-        if not isinstance(model, torch.nn.Module):
-            raise TypeError(f"DistributedOptimizer: model must be a torch.nn.Module, got {type(model).__name__}")
-        from concord.torch.overlap import overlap_namespace
-        namespace.update(overlap_namespace())
-    cls = type(optimizer.__class__.__name__, (optimizer.__class__,), namespace)
-    result = cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-                 gradient_predivide_factor, num_groups, groups, sparse_as_dense, process_set)
-    if overlap_forward:
-        result._init_overlap(model, gradient_queuing, credit_bytes)
-    return result
+        return super().zero_grad(*args, **kwargs)

@@ -52,7 +52,7 @@ tensor hook raises RuntimeError before it does; call ``finish()`` before such a 
 ``finish()``; ``optimizer.zero_grad()`` defers as above.
 """
 
-from concord.torch.mpi_ops import poll, synchronize
+from concord.torch.handles import poll, synchronize
 from concord.torch.optimizer import _ZERO_GRAD_IN_FLIGHT, _DistributedOptimizer
 
 
@@ -67,9 +67,10 @@ class _PendingAllreduce:
         self.done = False
 
 
-class _OverlapForward:
-    """Methods that replace or extend _DistributedOptimizer's when overlap_forward=True;
-    merged into the same dynamically created optimizer class."""
+class ForwardChainingOptimizer(_DistributedOptimizer):
+    """The plain DistributedOptimizer with forward chaining (this module's docstring): what
+    it overrides reaches the plain optimizer through ``super()`` and the user's optimizer
+    through ``super(_DistributedOptimizer, self)``."""
 
     def _init_overlap(self, model, queuing=True, credit_bytes=32 << 20):
         """Registers the forward pre-hooks (once) on every module of ``model`` that owns
@@ -188,13 +189,13 @@ class _OverlapForward:
                     self._write_gradient(member, compressed, ctx)
                 pending.done = True
         chosen_set = set(chosen)
-        self._call_restricted(chosen_set, lambda: super(self.__class__, self).step(), self._overlap_hyper)
+        self._call_restricted(chosen_set, lambda: super(_DistributedOptimizer, self).step(), self._overlap_hyper)
         for p in chosen:
             del self._overlap_pending[p]
         deferred = chosen_set & self._overlap_zero_params
         if deferred:
             args, kwargs = self._overlap_zero
-            self._call_restricted(deferred, lambda: super(self.__class__, self).zero_grad(*args, **kwargs))
+            self._call_restricted(deferred, lambda: super(_DistributedOptimizer, self).zero_grad(*args, **kwargs))
             self._overlap_zero_params -= deferred
 
     def finish(self):
@@ -209,7 +210,7 @@ class _OverlapForward:
         every parameter at once)."""
         self.finish()
         self._start_queued()
-        _DistributedOptimizer.synchronize(self)
+        super().synchronize()
 
     def step(self, closure=None):
         """Starts the missing allreduces and returns without waiting: every parameter is
@@ -222,7 +223,7 @@ class _OverlapForward:
         """
         if not self._should_synchronize or self._synchronized:
             self.finish()
-            return _DistributedOptimizer.step(self, closure)
+            return super().step(closure)
         if closure is not None:
             raise ValueError("DistributedOptimizer(overlap_forward=True): step(closure) is not supported")
         self.finish()  # parameters no forward reached since the last step
@@ -250,9 +251,4 @@ class _OverlapForward:
             self._overlap_zero = (args, kwargs)
             self._overlap_zero_params = pending
         others = {p for group in self.param_groups for p in group["params"]} - pending
-        self._call_restricted(others, lambda: _DistributedOptimizer.zero_grad(self, *args, **kwargs))
-
-
-def overlap_namespace():
-    """The attributes _OverlapForward adds to or overrides in the optimizer class."""
-    return {name: value for name, value in _OverlapForward.__dict__.items() if not name.startswith("__")}
+        self._call_restricted(others, lambda: super(ForwardChainingOptimizer, self).zero_grad(*args, **kwargs))

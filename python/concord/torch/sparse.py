@@ -26,7 +26,9 @@ import torch
 
 from concord import _core
 from concord._core import InvalidArgumentError
-from concord.torch.mpi_ops import Average, grouped_allreduce_
+from concord.torch.collectives import grouped_allreduce_
+from concord.torch.handles import Average
+from concord.torch.optimizer import wrap
 
 _DTYPES = (torch.float32, torch.float64)
 _instances = [0]  # SparseDistributedOptimizers created in this process (names dense allreduces)
@@ -40,7 +42,7 @@ def sparse_allreduce_names():
 
 class _SparseDistributedOptimizer(torch.optim.Optimizer):
     def __init__(self, params, named_parameters, density, algorithm, warmup_steps, fold_lr, options):
-        super(self.__class__, self).__init__(params)
+        super().__init__(params)
         self.density = density
         self.warmup_steps = warmup_steps
         self.fold_lr = fold_lr
@@ -136,7 +138,7 @@ class _SparseDistributedOptimizer(torch.optim.Optimizer):
             if grads:
                 grouped_allreduce_(grads, name=f"{self._name}.dense", op=Average)
             self.steps += 1
-            super(self.__class__, self).step()
+            super().step()
             return loss
         acc = self._accumulate(grads)
         indices, values = self.allreducer.allreduce(acc)
@@ -146,7 +148,7 @@ class _SparseDistributedOptimizer(torch.optim.Optimizer):
         self._apply_update(indices, values)
         self.steps += 1
         if not self.fold_lr:
-            super(self.__class__, self).step()
+            super().step()
         return loss
 
 
@@ -200,6 +202,6 @@ def SparseDistributedOptimizer(optimizer, density=0.01, algorithm="oktopk", warm
         raise ValueError(f"SparseDistributedOptimizer: density must be in (0, 1], got {density!r}")
     if not isinstance(warmup_steps, int) or warmup_steps < 0:
         raise ValueError(f"SparseDistributedOptimizer: warmup_steps must be an int >= 0, got {warmup_steps!r}")
-    cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_SparseDistributedOptimizer.__dict__))
+    cls = wrap(_SparseDistributedOptimizer, optimizer)
     return cls(optimizer.param_groups, named_parameters, float(density), algorithm, warmup_steps, bool(fold_lr),
                options)

@@ -24,7 +24,7 @@ no communication.
 import torch
 import torch.nn.functional as F
 
-from concord.torch import mpi_ops
+from concord.torch import collectives, handles
 
 
 def _channel_view(tensor, dims):
@@ -43,7 +43,7 @@ class _SyncBatchNormFunction(torch.autograd.Function):
         else:
             mean_local = var_local = compute.new_zeros(channels)
         local = torch.cat([mean_local, var_local, compute.new_tensor([float(count)])]).unsqueeze(0)
-        stats = mpi_ops.allgather(local, **process_kwargs)
+        stats = collectives.allgather(local, **process_kwargs)
         means, variances, counts = stats[:, :channels], stats[:, channels:2 * channels], stats[:, 2 * channels:]
         total = counts.sum()
         if total.item() <= 1:
@@ -71,7 +71,7 @@ class _SyncBatchNormFunction(torch.autograd.Function):
         dy = grad_y.to(xhat.dtype)
         g = dy * _channel_view(weight.to(xhat.dtype), dims) if weight is not None else dy
         sums = torch.stack([g.sum(reduce_dims), (g * xhat).sum(reduce_dims)])
-        sums = mpi_ops.allreduce(sums, op=mpi_ops.Sum, **ctx.process_kwargs)
+        sums = collectives.allreduce(sums, op=handles.Sum, **ctx.process_kwargs)
         n = ctx.total
         dx = (g - _channel_view(sums[0], dims) / n - xhat * _channel_view(sums[1], dims) / n) * \
             _channel_view(invstd, dims)
