@@ -66,6 +66,13 @@ class AllreduceAlgorithm : public Algorithm {
   /// final at kDone). AllreduceRing and the halving-doubling schedule report
   /// segments as they arrive, and cover the whole buffer themselves by kDone.
   virtual void take_final_ranges(std::vector<ByteRange>& out) { (void)out; }
+
+  /// Says that the buffer of the next start() holds tensors of these byte sizes back to
+  /// back (a fused response; their sum is the buffer's bytes). Algorithms whose result
+  /// depends on where tensors begin use it -- AllreduceAdasum takes its dot products per
+  /// tensor --; the element-wise ones ignore it (this default). Applies to the next start()
+  /// only; without a call the buffer is one tensor.
+  virtual void set_tensors(const std::vector<size_t>& tensor_bytes) { (void)tensor_bytes; }
 };
 
 /// Bookkeeping of the ranges of one operation reported final: algorithms add() ranges as

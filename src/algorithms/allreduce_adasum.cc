@@ -1,5 +1,6 @@
 #include "algorithms/allreduce_adasum.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -35,12 +36,71 @@ void AllreduceAdasum::start(void* data, size_t count, DataType dtype, ReduceOp o
                   comm_.size(), " ranks");
   CONCORD_ENFORCE(dtype == DataType::kFloat32 || dtype == DataType::kFloat64, InvalidArgument,
                   "Adasum supports float32 and float64 tensors; got ", dtype_name(dtype));
-  data_ = static_cast<uint8_t*>(data);
-  count_ = count;
   dtype_ = dtype;
+  buffer_ = static_cast<uint8_t*>(data);
+  const size_t element = dtype_size(dtype);
+  tensors_.clear();
+  size_t elements = 0;
+  for (size_t bytes : tensor_bytes_) {
+    CONCORD_ENFORCE(bytes % element == 0, InvalidArgument, "AllreduceAdasum: a tensor of ", bytes,
+                    " bytes is not whole ", dtype_name(dtype), " elements");
+    tensors_.push_back(bytes / element);
+    elements += bytes / element;
+  }
+  tensor_bytes_.clear();
+  if (tensors_.empty()) {
+    tensors_.push_back(count);
+    elements = count;
+  }
+  CONCORD_ENFORCE(elements == count, InvalidArgument, "AllreduceAdasum: the tensors hold ", elements,
+                  " elements, the buffer ", count);
+  next_tensor_ = 0;
+  data_ = buffer_;
+  begin_tensor();
+}
+
+void AllreduceAdasum::begin_tensor() {
+  count_ = tensors_[next_tensor_];
   next_ = 0;
   posted_ = false;
   build_steps();
+}
+
+std::string AllreduceAdasum::declines(const Problem& problem) {
+  if (problem.op != ReduceOp::kAdasum) return "adasum only";
+  if (!is_power_of_two(problem.ranks)) return "needs a power-of-two number of ranks";
+  if (problem.dtype != DataType::kFloat32 && problem.dtype != DataType::kFloat64) return "float32 and float64 only";
+  return "";
+}
+
+Cost AllreduceAdasum::cost(const Problem& problem) {
+  Cost cost;
+  const int P = problem.ranks;
+  if (P == 1 || problem.count == 0) return cost;
+  const int levels = patterns::VectorHalving{0, P}.levels();
+  uint64_t messages = 0;  // the same on every rank: per level one data and k + 1 dot messages
+  for (int k = 0; k < levels; ++k) messages += static_cast<uint64_t>(k + 2);
+  for (int r = 0; r < P; ++r) {
+    const patterns::VectorHalving pattern{r, P};
+    uint64_t bytes = 0;
+    for (int k = 0; k < levels; ++k) {
+      const patterns::Segment held = pattern.held(problem.count, k);
+      bytes += patterns::VectorHalving::half(held, !pattern.keeps_lower(k)).count * problem.element_size;
+      bytes += static_cast<uint64_t>(k + 1) * 3 * sizeof(double);
+    }
+    cost.max_bytes_sent = std::max(cost.max_bytes_sent, bytes);
+    cost.total_bytes_sent += bytes;
+  }
+  const patterns::VectorHalving first{0, P};
+  for (int k = 0; k < levels; ++k) {
+    const double held = static_cast<double>(first.held(problem.count, k).count * problem.element_size);
+    cost.wire_bytes += held / 2;
+    cost.reduce_bytes += held / 2;
+  }
+  cost.rounds = static_cast<double>(messages);
+  cost.max_messages_sent = messages;
+  cost.total_messages_sent = messages * P;
+  return cost.place(problem.nodes);
 }
 
 void AllreduceAdasum::build_steps() {
@@ -140,21 +200,26 @@ void AllreduceAdasum::after(const Step& step) {
 }
 
 Progress AllreduceAdasum::progress() {
-  while (next_ < steps_.size()) {
-    const Step& step = steps_[next_];
-    if (!posted_) {
-      recv_ = comm_.irecv(step.recv, step.recv_bytes, step.peer, step.tag);
-      send_ = comm_.isend(step.send, step.send_bytes, step.peer, step.tag);
-      posted_ = true;
+  for (;;) {
+    while (next_ < steps_.size()) {
+      const Step& step = steps_[next_];
+      if (!posted_) {
+        recv_ = comm_.irecv(step.recv, step.recv_bytes, step.peer, step.tag);
+        send_ = comm_.isend(step.send, step.send_bytes, step.peer, step.tag);
+        posted_ = true;
+      }
+      const bool received = reap_one(recv_);
+      const bool sent = reap_one(send_);
+      if (!received || !sent) return Progress::kInProgress;
+      posted_ = false;
+      after(step);
+      ++next_;
     }
-    const bool received = reap_one(recv_);
-    const bool sent = reap_one(send_);
-    if (!received || !sent) return Progress::kInProgress;
-    posted_ = false;
-    after(step);
-    ++next_;
+    if (next_tensor_ + 1 >= tensors_.size()) return Progress::kDone;
+    data_ += count_ * dtype_size(dtype_);  // the next tensor, with its own dot products
+    ++next_tensor_;
+    begin_tensor();
   }
-  return Progress::kDone;
 }
 
 }  // namespace concord

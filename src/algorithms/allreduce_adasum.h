@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.h"
+#include "algorithms/cost_model.h"
 #include "transport/communicator.h"
 
 namespace concord {
@@ -36,11 +37,25 @@ class AllreduceAdasum : public AllreduceAlgorithm {
  public:
   explicit AllreduceAdasum(Communicator& comm) : comm_(comm) {}
 
-  /// In-place Adasum of `count` elements at `data`. `op` must be ReduceOp::kAdasum.
-  /// Throws InvalidArgument for a size that is not a power of two, a dtype other than
-  /// float32/float64, or another op.
+  /// In-place Adasum of `count` elements at `data`, each tensor given by set_tensors()
+  /// separately (its own dot products), in order; one tensor without it. `op` must be
+  /// ReduceOp::kAdasum. Throws InvalidArgument for a size that is not a power of two, a
+  /// dtype other than float32/float64, another op, or tensors that do not add up to
+  /// `count` whole elements.
   void start(void* data, size_t count, DataType dtype, ReduceOp op) override;
   Progress progress() override;
+  void set_tensors(const std::vector<size_t>& tensor_bytes) override { tensor_bytes_ = tensor_bytes; }
+
+  /// Registry row: name and description; declines() refuses every op but kAdasum (and
+  /// is the only row that takes kAdasum: the element-wise rows decline it).
+  static constexpr const char* kName = "adasum";
+  static constexpr const char* kDescription =
+      "Adasum (Maleki et al.): vector-halving distance-doubling with per-tensor dot products; op adasum only";
+  /// "" for op kAdasum on a power-of-two world with float32/float64; otherwise why not.
+  static std::string declines(const Problem& problem);
+  /// Per tensor (the registry sees the buffer as one): log2 P levels, each a data exchange
+  /// of the halved vector and k+1 exchanges of three dot products.
+  static Cost cost(const Problem& problem);
 
   /// Adasum(a, b) of two vectors given their dot products (the paper's formula); the
   /// reference the tests compare against uses the same function.
@@ -62,6 +77,7 @@ class AllreduceAdasum : public AllreduceAlgorithm {
   };
 
   void build_steps();
+  void begin_tensor();  // starts tensor next_tensor_ of the operation
   void after(const Step& step);
   template <typename T>
   void dots_of_level(int level);
@@ -69,8 +85,12 @@ class AllreduceAdasum : public AllreduceAlgorithm {
   void combine_level(int level);
 
   Communicator& comm_;
-  uint8_t* data_ = nullptr;
-  size_t count_ = 0;
+  std::vector<size_t> tensor_bytes_;  // of the next start()
+  std::vector<size_t> tensors_;       // elements of each tensor of this operation
+  size_t next_tensor_ = 0;
+  uint8_t* buffer_ = nullptr;         // the operation's whole buffer
+  uint8_t* data_ = nullptr;           // the current tensor
+  size_t count_ = 0;                  // of the current tensor
   DataType dtype_ = DataType::kFloat32;
   std::vector<uint8_t> received_;  // the partner's half at the current level
   double dots_[3] = {0, 0, 0};     // a.b, |a|^2, |b|^2 (partial, then summed)

@@ -5,15 +5,6 @@
 #include "algorithms/device_capabilities.h"
 
 namespace concord {
-namespace {
-
-std::string declines_adasum(const Problem& problem) {
-  if (problem.op == ReduceOp::kAdasum) return "adasum is not element-wise (host buffers only)";
-  return "";
-}
-
-}  // namespace
-
 DeviceBufferRing::DeviceBufferRing(Communicator& comm, Device& device, size_t chunk_bytes, bool staged)
     : staging_(staged ? std::make_unique<StagingCommunicator>(comm, device) : nullptr),
       kernels_(device),
@@ -40,9 +31,7 @@ std::string AllreduceCudaAware::declines(const Problem& problem) {
   if (!problem.device->transport.supported) {
     return "the transport does not take device pointers: " + problem.device->transport.reason;
   }
-  return declines_adasum(problem);
+  return "";
 }
-
-std::string AllreduceStagedGpu::declines(const Problem& problem) { return declines_adasum(problem); }
 
 }  // namespace concord

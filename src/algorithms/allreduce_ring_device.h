@@ -60,7 +60,7 @@ class AllreduceCudaAware : public DeviceBufferRing {
       "ring with device pointers passed to a CUDA-aware transport (MPIX_Query_cuda_support), reduced by the "
       "device's kernel; no staging";
   static constexpr MemoryKind kMemory = MemoryKind::kDevice;
-  /// The transport does not take device pointers on every rank (problem.device), or adasum.
+  /// The transport does not take device pointers on every rank (problem.device).
   static std::string declines(const Problem& problem);
   static Cost cost(const Problem& problem) { return AllreduceRing::cost(problem); }
   static double seconds(const Problem& problem, const CostParams& params) {
@@ -78,8 +78,6 @@ class AllreduceStagedGpu : public DeviceBufferRing {
       "ring over the host transport with every message staged through pinned host memory; peer chunks "
       "copied up and reduced by the device's kernel";
   static constexpr MemoryKind kMemory = MemoryKind::kDevice;
-  /// Adasum (not element-wise) only.
-  static std::string declines(const Problem& problem);
   static Cost cost(const Problem& problem) { return AllreduceRing::cost(problem); }
   static double seconds(const Problem& problem, const CostParams& params) {
     return device_ring_seconds(problem, params, /*staged=*/true);

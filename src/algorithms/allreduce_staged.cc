@@ -35,11 +35,6 @@ void AllreduceStaged::choose_inner(size_t count, DataType dtype, ReduceOp op) {
   chunk_bytes_ = chunk_bytes;
 }
 
-std::string AllreduceStaged::declines(const Problem& problem) {
-  if (problem.op == ReduceOp::kAdasum) return "adasum is not element-wise (host buffers only)";
-  return "";
-}
-
 Cost AllreduceStaged::cost(const Problem& problem) {
   Cost total;
   if (problem.count == 0) return total;

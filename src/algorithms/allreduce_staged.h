@@ -61,8 +61,6 @@ class AllreduceStaged : public AllreduceAlgorithm {
       "device -> pinned host in chunks, host allreduce per chunk (best by the cost model; CPU reduction), "
       "host -> device; copies overlap the reduction";
   static constexpr MemoryKind kMemory = MemoryKind::kDevice;
-  /// Adasum (not element-wise) only.
-  static std::string declines(const Problem& problem);
   /// The inner host algorithm's messages and bytes on every chunk (the chunking and inner
   /// algorithm the default cost model chooses).
   static Cost cost(const Problem& problem);

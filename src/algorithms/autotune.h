@@ -71,12 +71,12 @@ class AutotuneTable {
 /// call takes ~0.1 s or more, so those sizes are left to the cost model.
 inline constexpr size_t kMaxMeasuredBytes = size_t{256} << 20;
 
-/// True when measured selection times `problem` (with CONCORD_AUTOTUNE on): allreduce of
-/// host buffers (the candidates run on host scratch buffers) on 2+ ranks of 1 B ..
-/// kMaxMeasuredBytes.
+/// True when measured selection times `problem` (with CONCORD_AUTOTUNE on): element-wise
+/// allreduce (adasum has one row) of host buffers (the candidates run on host scratch
+/// buffers) on 2+ ranks of 1 B .. kMaxMeasuredBytes.
 inline bool measured_selection_applies(const Problem& problem) {
-  return problem.memory == MemoryKind::kHost && problem.ranks > 1 && problem.bytes() > 0 &&
-         problem.bytes() <= kMaxMeasuredBytes;
+  return problem.memory == MemoryKind::kHost && problem.op != ReduceOp::kAdasum && problem.ranks > 1 &&
+         problem.bytes() > 0 && problem.bytes() <= kMaxMeasuredBytes;
 }
 
 /// The measured choice `table` holds for `problem` (key selection_key("allreduce", ...)),

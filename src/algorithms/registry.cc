@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <map>
+#include <type_traits>
 
 #include "algorithms/allgather_recursive_doubling.h"
 #include "algorithms/allgather_ring.h"
+#include "algorithms/allreduce_adasum.h"
 #include "algorithms/allreduce_double_tree.h"
 #include "algorithms/allreduce_halving_doubling.h"
 #include "algorithms/allreduce_hierarchical.h"
@@ -32,8 +34,9 @@ std::string always(const Problem&) { return ""; }
 
 // The registry row of algorithm A, from what A says about itself: A::kName,
 // A::kDescription, A::cost and, when A has them, A::declines (otherwise it supports every
-// problem on its memory), A::kMemory (otherwise host memory) and A::seconds (otherwise
-// cost().seconds()). Only how to construct it is given here.
+// element-wise problem on its memory), A::kMemory (otherwise host memory) and A::seconds
+// (otherwise cost().seconds()). Only how to construct it is given here. Op kAdasum is not
+// element-wise: only the adasum row takes it.
 template <typename A, typename Base>
 RegistryEntry<Base> describe(std::function<std::unique_ptr<Base>(const AlgorithmContext&)> create) {
   RegistryEntry<Base> entry{A::kName, A::kDescription, always, A::cost, std::move(create)};
@@ -42,7 +45,11 @@ RegistryEntry<Base> describe(std::function<std::unique_ptr<Base>(const Algorithm
   if constexpr (requires(const Problem& p) { A::declines(p); }) own = A::declines;
   entry.declines = [memory = entry.memory, own](const Problem& problem) -> std::string {
     if (problem.memory != memory) return memory == MemoryKind::kHost ? "host buffers only" : "device buffers only";
-    return own(problem);
+    if (std::string reason = own(problem); !reason.empty()) return reason;
+    if (problem.op == ReduceOp::kAdasum && !std::is_same_v<A, AllreduceAdasum>) {
+      return "adasum is not element-wise (the adasum row runs it)";
+    }
+    return "";
   };
   if constexpr (requires(const Problem& p) { A::sent_by(p, 0); }) entry.sent_by = A::sent_by;
   if constexpr (requires(const Problem& p, const CostParams& c) { A::seconds(p, c); }) {
@@ -118,6 +125,7 @@ const std::vector<AllreduceEntry>& allreduce_algorithms() {
         CONCORD_ENFORCE(native != nullptr, InvalidArgument, "algorithm 'mpi': the transport has no native allreduce");
         return std::make_unique<AllreduceMpi>(*native);
       }),
+      plain<AllreduceAdasum, Base>(),
       // Device buffers (docs/algorithms.md, "Device buffers").
       describe<AllreduceStaged, Base>([](const AlgorithmContext& ctx) -> std::unique_ptr<Base> {
         CONCORD_ENFORCE(ctx.device != nullptr, InvalidArgument, "algorithm 'staged' runs on device buffers: no device");

@@ -183,7 +183,6 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
   // as Horovod's allreduce does.
   if (response.op == ReduceOp::kAverage) postscale /= comm_.size();
   const ReduceOp op = response.op == ReduceOp::kAverage ? ReduceOp::kSum : response.op;
-  CONCORD_ENFORCE(!response.device || op != ReduceOp::kAdasum, InternalError, "Adasum reached the device data path");
 
   CollectiveMemory& memory = this->memory(response, entries.at(0));
   Kernels& kernels = memory.kernels();
@@ -203,8 +202,6 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
       source = buffer;
       if (prescale != 1.0) {  // the scaling pass writes the output: then in place
         kernels.scale(buffer, entry.input.data, total, dtype, prescale);
-      } else if (op == ReduceOp::kAdasum) {
-        if (entry.input.data != buffer) kernels.copy(buffer, entry.input.data, start.back());
       } else {  // out of place: the algorithm reads the input and writes the output itself
         source = entry.input.data;
       }
@@ -221,11 +218,10 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
     kernels.synchronize();
     if (entries.size() > 1) unmark(response);
 
-    if (op == ReduceOp::kAdasum) return adasum(response, entries, buffer, postscale);
-
     std::string activity = "allreduce";
     AllreduceAlgorithm& algorithm = allreduce_algorithm(response, entries.at(0), problem(total, dtype, op), activity);
     mark(response, activity);
+    if (entries.size() > 1) algorithm.set_tensors(tensor_bytes);  // adasum: dot products per tensor
     algorithm.start_out_of_place(source, buffer, total, dtype, op);
     if (entries.size() == 1) {  // the result is already in place: complete at the end
       run_to_completion(algorithm);
@@ -292,35 +288,13 @@ AllreduceAlgorithm& Executor::allreduce_algorithm(const Response& response, cons
   const ProblemForEntry tree_chunks = [this](const std::string& name, const Problem& p) {
     return tree_chunked_problem(name, p, config_.tree_chunks, context_.cost_params);
   };
-  const char* collective = response.device ? "allreduce_device" : "allreduce";
+  // Memoised apart: device buffers and adasum have rows of their own.
+  const char* collective = response.device                 ? "allreduce_device"
+                           : problem.op == ReduceOp::kAdasum ? "allreduce_adasum"
+                                                             : "allreduce";
   return this->algorithm(allreduce_algorithms(), problem,
                          choose(collective, allreduce_algorithms(), allreduce_rules_, problem, tree_chunks), activity,
                          tree_chunks, device);
-}
-
-void Executor::adasum(const Response& response, std::vector<TensorEntry>& entries, uint8_t* buffer, double postscale) {
-  const size_t element = dtype_size(response.dtype);
-  if (!adasum_) adasum_ = std::make_unique<AllreduceAdasum>(comm_);
-  mark(response, "ALLREDUCE_ADASUM");
-  size_t offset = 0;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const size_t n = static_cast<size_t>(response.sizes[i]);
-    adasum_->start(buffer + offset, n, response.dtype, ReduceOp::kAdasum);
-    run_to_completion(*adasum_);
-    offset += n * element;
-  }
-  unmark(response);
-  offset = 0;
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const size_t n = static_cast<size_t>(response.sizes[i]);
-    void* output = entries[i].output.data;
-    if (postscale != 1.0) {
-      scale_buffer(output, buffer + offset, n, response.dtype, postscale);
-    } else if (output != buffer + offset && n > 0) {
-      std::memcpy(output, buffer + offset, n * element);
-    }
-    offset += n * element;
-  }
 }
 
 void Executor::allgather(const Response& response, std::vector<TensorEntry>& entries) {

@@ -4,8 +4,11 @@
 // (applying the postscale factor, and 1/size for kAverage) and completes the handles.
 // A response of one allreduce tensor skips the fusion buffer: the algorithm reads the
 // input and writes the handle's output directly (AllreduceAlgorithm::start_out_of_place;
-// in place when they are the same buffer; a prescale pass or Adasum writes the output
-// first and reduces it in place), so out of place costs what in place costs.
+// in place when they are the same buffer; a prescale pass writes the output first and
+// reduces it in place), so out of place costs what in place costs. Adasum is the registry's
+// "adasum" row like any algorithm (the element-wise rows decline it); a fused response
+// tells the algorithm its tensors (AllreduceAlgorithm::set_tensors: Adasum's dot products
+// are per tensor).
 // Per-range completion: a fused allreduce copies out and completes each tensor as soon as
 // the algorithm reports its whole range final (AllreduceAlgorithm::take_final_ranges),
 // before the rest of the fused operation has finished.
@@ -42,7 +45,6 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/allreduce_adasum.h"
 #include "algorithms/autotune.h"
 #include "algorithms/registry.h"
 #include "algorithms/size_rules.h"
@@ -84,9 +86,6 @@ class Executor {
   // Completes (and sets completed[i] for) every fused tensor as soon as its bytes are
   // final (per-range completion); a single tensor is left to execute() to complete.
   void allreduce(const Response& response, std::vector<TensorEntry>& entries, std::vector<bool>& completed);
-  /// op kAdasum: AllreduceAdasum on each tensor of `buffer` (packed as by allreduce())
-  /// separately, since its dot products are per tensor; then postscale and copy out.
-  void adasum(const Response& response, std::vector<TensorEntry>& entries, uint8_t* buffer, double postscale);
   // The allreduce algorithm for `problem` (a host-buffer problem) in the memory of
   // `response`'s tensors (`first` is one of its entries): one selection for every memory
   // kind, the device rows judged on the device capabilities agreed over the ranks (the
@@ -147,7 +146,6 @@ class Executor {
   Timeline& timeline_;
   const Config& config_;
   ScratchBuffer fusion_buffer_;
-  std::unique_ptr<AllreduceAdasum> adasum_;  // created at the first Adasum allreduce
   ScratchBuffer scratch_;
   ScratchBuffer receive_buffer_;  // alltoall
   HostKernels host_kernels_{scratch_};

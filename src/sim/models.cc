@@ -1,5 +1,6 @@
 #include "sim/models.h"
 
+#include "algorithms/allreduce_adasum.h"
 #include "algorithms/allreduce_double_tree.h"
 #include "algorithms/allreduce_halving_doubling.h"
 #include "algorithms/allreduce_hierarchical.h"
@@ -192,6 +193,7 @@ CostParams params_of(const Topology& topology, double gamma) {
 const std::vector<std::pair<std::string, std::string>>& unmodelled_allreduces() {
   static const std::vector<std::pair<std::string, std::string>> unmodelled = {
       {AllreduceMpi::kName, "the MPI library's own allreduce: its schedule is not Concord's"},
+      {AllreduceAdasum::kName, "op adasum only; the simulator models element-wise sums"},
       // Device buffers: the simulator models the network only, not PCIe copies or kernels.
       {AllreduceStaged::kName, "device buffers: host copies and kernels are not modelled"},
       {AllreduceStagedGpu::kName, "device buffers: host copies and kernels are not modelled"},

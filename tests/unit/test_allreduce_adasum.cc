@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "algorithms/allreduce_adasum.h"
+#include "algorithms/registry.h"
 #include "common/enforce.h"
 #include "dtype_util.h"
 #include "patterns/vector_halving.h"
@@ -109,6 +110,79 @@ INSTANTIATE_TEST_SUITE_P(All, AdasumRanks,
                          [](const auto& info) {
                            return cat("P", std::get<0>(info.param), "_n", std::get<1>(info.param));
                          });
+
+// A fused buffer told its tensors (set_tensors) reduces each with its own dot products:
+// bit-identical to one call per tensor; without the tensors the dot products span the
+// whole buffer and the result differs.
+TEST(Adasum, FusedTensorsEachGetTheirOwnDotProducts) {
+  const int P = 4;
+  const std::vector<size_t> counts = {5, 0, 37, 1, 64};
+  size_t total = 0;
+  for (size_t n : counts) total += n;
+  const auto inputs = inputs_for(P, total);
+  std::vector<std::vector<float>> fused(P), separate(P), unsplit(P);
+  for (int r = 0; r < P; ++r) {
+    fused[r].assign(inputs[r].begin(), inputs[r].end());
+    separate[r] = unsplit[r] = fused[r];
+  }
+  std::vector<size_t> tensor_bytes;
+  for (size_t n : counts) tensor_bytes.push_back(n * sizeof(float));
+  const std::string error = run_ranks(P, [&](Communicator& comm, const AbortFlag& aborted) {
+    const int r = comm.rank();
+    AllreduceAdasum algorithm(comm);
+    algorithm.set_tensors(tensor_bytes);
+    algorithm.start(fused[r].data(), total, DataType::kFloat32, ReduceOp::kAdasum);
+    drive(algorithm, aborted);
+    size_t offset = 0;
+    for (size_t n : counts) {
+      algorithm.start(separate[r].data() + offset, n, DataType::kFloat32, ReduceOp::kAdasum);
+      drive(algorithm, aborted);
+      offset += n;
+    }
+    algorithm.start(unsplit[r].data(), total, DataType::kFloat32, ReduceOp::kAdasum);  // tensors applied once only
+    drive(algorithm, aborted);
+  });
+  ASSERT_EQ(error, "");
+  for (int r = 0; r < P; ++r) {
+    ASSERT_EQ(std::memcmp(fused[r].data(), separate[r].data(), total * sizeof(float)), 0)
+        << "rank " << r << ": fused adasum differs from one call per tensor";
+    EXPECT_NE(std::memcmp(unsplit[r].data(), separate[r].data(), total * sizeof(float)), 0)
+        << "rank " << r << ": dot products over the whole buffer gave the per-tensor result";
+  }
+  const std::string refused = run_ranks(1, [&](Communicator& comm, const AbortFlag&) {
+    AllreduceAdasum algorithm(comm);
+    algorithm.set_tensors({8, 6});  // 6 bytes: not whole float32 elements
+    float x[4] = {};
+    algorithm.start(x, 4, DataType::kFloat32, ReduceOp::kAdasum);
+  });
+  EXPECT_NE(refused.find("not whole float32 elements"), std::string::npos) << refused;
+}
+
+// Adasum is a row of the registry: the only one that takes op adasum (the element-wise rows
+// decline it, naming why), and it declines every other op.
+TEST(Adasum, TheRegistryRowIsTheOnlyOneForTheAdasumOp) {
+  Problem problem;
+  problem.ranks = 4;
+  problem.count = 1000;
+  problem.op = ReduceOp::kAdasum;
+  for (const auto& entry : allreduce_algorithms()) {
+    const std::string reason = entry.declines(problem);
+    if (entry.name == AllreduceAdasum::kName) {
+      EXPECT_EQ(reason, "");
+    } else {
+      EXPECT_NE(reason, "") << entry.name << " accepts op adasum";
+    }
+  }
+  EXPECT_EQ(select_algorithm(allreduce_algorithms(), problem, CostParams{}).name, AllreduceAdasum::kName);
+  EXPECT_EQ(select_algorithm(allreduce_algorithms(), problem, CostParams{}, "ring").name, AllreduceAdasum::kName);
+  EXPECT_EQ(find_algorithm(allreduce_algorithms(), "ring").declines(problem),
+            "adasum is not element-wise (the adasum row runs it)");
+  problem.op = ReduceOp::kSum;
+  EXPECT_EQ(find_algorithm(allreduce_algorithms(), AllreduceAdasum::kName).declines(problem), "adasum only");
+  problem.op = ReduceOp::kAdasum;
+  problem.ranks = 6;
+  EXPECT_NE(find_algorithm(allreduce_algorithms(), AllreduceAdasum::kName).declines(problem), "");
+}
 
 TEST(Adasum, ReusedInstanceGivesTheSameResult) { check<double>(4, 37, inputs_for(4, 37), 3); }
 

@@ -129,11 +129,12 @@ void check(int P, int per_node, size_t n, const AllreduceHierarchical::Phases& p
 
 // Every registered allreduce that can run among the roots (not "mpi": no native transport
 // here; not "hierarchical" itself: the roots are one per node; not the rows on device
-// buffers: the phases run on host memory).
+// buffers: the phases run on host memory; not "adasum": op adasum only).
 std::vector<std::string> inter_algorithms() {
   std::vector<std::string> names;
   for (const auto& entry : allreduce_algorithms())
-    if (entry.name != "mpi" && entry.name != AllreduceHierarchical::kName && entry.memory == MemoryKind::kHost)
+    if (entry.name != "mpi" && entry.name != AllreduceHierarchical::kName && entry.name != "adasum" &&
+        entry.memory == MemoryKind::kHost)
       names.push_back(entry.name);
   return names;
 }
