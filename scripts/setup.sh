@@ -13,6 +13,8 @@ packages=(
   clang-14 libclang-rt-14-dev  # libFuzzer: scripts/fuzz.sh
   clang-format-14  # scripts/format.sh (.clang-format)
   openmpi-bin libopenmpi-dev
+  libucx-dev  # the UCX transport (CONCORD_WITH_UCX, src/transport/ucx/)
+  libzmq3-dev  # the TCP rendezvous store (src/transport/rendezvous/)
   iproute2 util-linux  # ip netns, tc, unshare, flock: scripts/cluster.sh
   libgtest-dev libspdlog-dev libcli11-dev nlohmann-json3-dev
   pybind11-dev python3-dev python3-pytest python3-mpi4py

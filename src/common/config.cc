@@ -161,6 +161,14 @@ const std::vector<ConfigVar>& config_table() {
        "devices that TensorView::device indexes: auto (CUDA devices when built and usable), emulated "
        "(device 0 = the strict emulated device, for tests without a GPU) or none",
        parse_string<&Config::device>},
+      // Read by the transport layer when the process joins its world (transport_select.cc).
+      {"CONCORD_TRANSPORT", "auto", "string",
+       "mpi, ucx or auto (MPI under an MPI launcher or alone, UCX under torchrun, srun or concord-run)"},
+      {"CONCORD_STORE", "", "string",
+       "UCX rendezvous store: file:DIR (one host) or tcp:HOST:PORT (rank 0 serves); empty = "
+       "tcp:MASTER_ADDR:(MASTER_PORT+1)"},
+      {"CONCORD_INIT_TIMEOUT", "60", "float",
+       "seconds the UCX rendezvous waits for every rank before failing on every rank"},
   };
   return table;
 }
