@@ -18,9 +18,7 @@ Executor::Executor(Communicator& data, const Config& config, const CostParams& c
       timeline_(timeline),
       config_(config),
       context_{data, scratch_, static_cast<size_t>(config.ring_chunk_bytes), std::move(node_of_rank), cost},
-      allreduce_rules_(parse_size_rules(config.allreduce_algorithm, "CONCORD_ALLREDUCE_ALGORITHM")),
-      allgather_rules_(parse_size_rules(config.allgather_algorithm, "CONCORD_ALLGATHER_ALGORITHM")),
-      broadcast_rules_(parse_size_rules(config.broadcast_algorithm, "CONCORD_BROADCAST_ALGORITHM")),
+      policy_(config, cost),
       tuned_(std::move(tuned)),
       cache_path_(std::move(cache_path)),
       devices_(devices) {}
@@ -200,13 +198,11 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
   if (op == ReduceOp::kAdasum) return adasum(response, entries, buffer, postscale);
 
   std::string activity = "allreduce";
-  const ProblemForEntry tree_chunks = [this](const std::string& name, const Problem& p) {
-    return tree_chunked_problem(name, p, config_.tree_chunks, context_.cost_params);
-  };
+  const ProblemForEntry tree_chunks = policy_.problem_for();
   const Problem allreduce_problem = problem(total, dtype, op);
   auto& algorithm =
       this->algorithm(allreduce_algorithms(), allreduce_problem,
-                      choose("allreduce", allreduce_algorithms(), allreduce_rules_, allreduce_problem, tree_chunks),
+                      choose("allreduce", allreduce_algorithms(), allreduce_problem),
                       activity, tree_chunks);
   mark(response, activity);
   algorithm.start_out_of_place(source, buffer, total, dtype, op);
@@ -301,7 +297,7 @@ void Executor::allgather(const Response& response, std::vector<TensorEntry>& ent
   const Problem gather_problem = problem(block_offset[P], DataType::kUInt8, ReduceOp::kSum);
   auto& algorithm =
       this->algorithm(allgather_algorithms(), gather_problem,
-                      choose("allgather", allgather_algorithms(), allgather_rules_, gather_problem), activity);
+                      choose("allgather", allgather_algorithms(), gather_problem), activity);
   mark(response, activity);
   algorithm.start(buffer, block_bytes);
   run_to_completion(algorithm);
@@ -335,7 +331,7 @@ void Executor::broadcast(const Response& response, TensorEntry& entry) {
   const Problem broadcast_problem = problem(entry.output.num_bytes(), DataType::kUInt8, ReduceOp::kSum);
   auto& algorithm =
       this->algorithm(broadcast_algorithms(), broadcast_problem,
-                      choose("broadcast", broadcast_algorithms(), broadcast_rules_, broadcast_problem), activity);
+                      choose("broadcast", broadcast_algorithms(), broadcast_problem), activity);
   mark(response, activity);
   if (response.device) {
     device_path(entry.output.device).broadcast(entry, entry.output.num_bytes(), response.root, algorithm);

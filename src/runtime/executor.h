@@ -41,6 +41,7 @@
 #include "algorithms/allreduce_adasum.h"
 #include "algorithms/autotune.h"
 #include "algorithms/registry.h"
+#include "algorithms/selection_policy.h"
 #include "algorithms/size_rules.h"
 #include "common/config.h"
 #include "common/timeline.h"
@@ -113,8 +114,7 @@ class Executor {
   // select_algorithm's cost model decide. Collective when it measures.
   template <typename AlgorithmType>
   std::string choose(const char* collective, const std::vector<RegistryEntry<AlgorithmType>>& entries,
-                     const std::vector<SizeRule>& rules, const Problem& problem,
-                     const ProblemForEntry& problem_for = {});
+                     const Problem& problem);
   // Times every allreduce algorithm that accepts `problem` on scratch buffers, each
   // repetition one call in place and one out of place (both kinds share the choice, so that
   // hvd.allreduce and hvd.allreduce_ give bitwise-equal results; every algorithm but the
@@ -143,7 +143,7 @@ class Executor {
     size_t chunk_bytes = 0;  // the AlgorithmContext::chunk_bytes it was created with
   };
   std::map<std::string, Instance> instances_;  // by "COLLECTIVE_NAME"
-  std::vector<SizeRule> allreduce_rules_, allgather_rules_, broadcast_rules_;
+  SelectionPolicy policy_;  // rules, measured table, cost model (algorithms/selection_policy.h)
   std::map<std::string, std::string> chosen_;  // memo: selection_key -> algorithm
   AutotuneTable tuned_;
   std::string cache_path_;

@@ -16,8 +16,7 @@
 #include "algorithms/autotune.h"
 #include "algorithms/cost_model.h"
 #include "algorithms/registry.h"
-#include "algorithms/size_rules.h"
-#include "algorithms/tree_chunking.h"
+#include "algorithms/selection_policy.h"
 #include "common/config.h"
 #include "common/enforce.h"
 #include "concord/errors.h"
@@ -43,7 +42,7 @@ class AlgorithmAllreducer {
   /// with `op` (CONCORD_ALLREDUCE_ALGORITHM and measured selection aside).
   std::string choose(size_t count, const std::string& dtype, int op) const {
     const Problem problem = make_problem(context_, count, dtype_from_name(dtype), static_cast<ReduceOp>(op));
-    return select_algorithm(allreduce_algorithms(), problem, context_.cost_params, "", problem_for()).name;
+    return policy_.cost_model(allreduce_algorithms(), problem);
   }
 
   /// The registry entry the runtime runs for `count` elements of `dtype` with `op` (once
@@ -53,9 +52,8 @@ class AlgorithmAllreducer {
   /// the cost-model cache file (the runtime saves it there as soon as it measures; used
   /// where the runtime measures: 2+ ranks, 1 B .. kMaxMeasuredBytes, an entry that exists
   /// and accepts the problem), else the cost model; a rule's entry that declines falls back
-  /// to the cost model, as in the runtime. Executor::choose (src/runtime/executor_selection.cc)
-  /// without measuring; both use measured_selection_applies() and usable_measured_choice()
-  /// (algorithms/autotune.h). Collective over the world.
+  /// to the cost model, as in the runtime. The executor's SelectionPolicy
+  /// (algorithms/selection_policy.h) without measuring. Collective over the world.
   /// Throws InvalidArgument on every rank when rank 0 cannot decide (e.g. a malformed rule).
   std::string runtime_choice(size_t count, const std::string& dtype, int op) {
     if (is_initialized()) process_world().require_threads("AlgorithmAllreducer.runtime_choice");
@@ -103,31 +101,24 @@ class AlgorithmAllreducer {
   int size() const { return comm_->size(); }
 
  private:
-  // runtime_choice() on rank 0.
+  // runtime_choice() on rank 0: the executor's policy (algorithms/selection_policy.h) on
+  // the measured table the runtime saved; where the runtime would measure now, the cost model.
   std::string rank0_choice(const Problem& problem) const {
-    const auto& entries = allreduce_algorithms();
-    const ProblemForEntry for_entry = problem_for();
-    std::string name =
-        rule_for(parse_size_rules(config_.allreduce_algorithm, "CONCORD_ALLREDUCE_ALGORITHM"), problem.bytes());
-    if (name.empty() && config_.autotune && measured_selection_applies(problem) && !cost_model_cache_path().empty()) {
-      const std::vector<int>& nodes = context_.node_of_rank;
-      const int node_count = nodes.empty() ? 1 : *std::max_element(nodes.begin(), nodes.end()) + 1;
-      AutotuneTable table(autotune_scope(comm_->size(), node_count, config_.ring_chunk_bytes, config_.tree_chunks));
+    const std::vector<int>& nodes = context_.node_of_rank;
+    const int node_count = nodes.empty() ? 1 : *std::max_element(nodes.begin(), nodes.end()) + 1;
+    AutotuneTable table(autotune_scope(comm_->size(), node_count, config_.ring_chunk_bytes, config_.tree_chunks));
+    if (!cost_model_cache_path().empty()) {
       try {
         table.load(cost_model_cache_path());
       } catch (const Error&) {  // unreadable: the runtime ignores it too (and warns)
       }
-      name = usable_measured_choice(table, entries, problem, for_entry);  // "": the runtime would measure now
     }
-    return select_algorithm(entries, problem, context_.cost_params, name, for_entry).name;
+    const auto& entries = allreduce_algorithms();
+    const SelectionDecision decision = policy_.decide("allreduce", entries, problem, table);
+    return policy_.cost_model(entries, problem, decision.measure ? "" : decision.name);
   }
 
-  // As the executor: the tree allreduces get their chunking from CONCORD_TREE_CHUNKS.
-  ProblemForEntry problem_for() const {
-    return [this](const std::string& name, const Problem& p) {
-      return tree_chunked_problem(name, p, config_.tree_chunks, context_.cost_params);
-    };
-  }
+  ProblemForEntry problem_for() const { return policy_.problem_for(); }
 
   struct Instance {
     std::unique_ptr<AllreduceAlgorithm> algorithm;
@@ -137,6 +128,7 @@ class AlgorithmAllreducer {
   Config config_;
   ScratchBuffer scratch_;
   AlgorithmContext context_;
+  SelectionPolicy policy_{config_, context_.cost_params};
   std::map<std::string, Instance> instances_;
 };
 
