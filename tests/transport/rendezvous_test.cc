@@ -44,14 +44,15 @@ std::string error_of(const std::function<void()>& call) {
 }
 
 TEST(AddressFrame, RoundTripsHostAndAddress) {
-  const PeerAddress peer{"node-a", {1, 2, 3, 250, 0, 7}};
+  const PeerAddress peer{"node-a", 4194301, {1, 2, 3, 250, 0, 7}};
   const PeerAddress back = unframe_address(frame_address(peer), 3);
   EXPECT_EQ(back.host, peer.host);
+  EXPECT_EQ(back.pid, peer.pid);
   EXPECT_EQ(back.address, peer.address);
 }
 
 TEST(AddressFrame, RefusesTruncatedForeignOtherVersionAndCorruptRecords) {
-  const auto frame = frame_address({"host", std::vector<uint8_t>(40, 9)});
+  const auto frame = frame_address({"host", 77, std::vector<uint8_t>(40, 9)});
   auto truncated = frame;
   truncated.resize(frame.size() - 1);
   EXPECT_NE(error_of([&] { unframe_address(truncated, 2); }).find("rank 2"), std::string::npos);
@@ -117,7 +118,7 @@ std::vector<std::string> rendezvous_threads(Store& shared, const std::vector<int
     threads.emplace_back([&, t] {
       errors[t] = error_of([&] {
         const RendezvousOptions options{ranks[t], sizes[t], "job", deadline};
-        const auto peers = exchange_addresses(shared, options, {"host" + std::to_string(ranks[t] % 2), {uint8_t(ranks[t])}});
+        const auto peers = exchange_addresses(shared, options, {"host" + std::to_string(ranks[t] % 2), ranks[t], {uint8_t(ranks[t])}});
         for (int r = 0; r < sizes[t]; ++r) {
           EXPECT_EQ(peers[r].address, std::vector<uint8_t>{uint8_t(r)}) << "thread " << t << " peer " << r;
           EXPECT_EQ(peers[r].host, "host" + std::to_string(r % 2));

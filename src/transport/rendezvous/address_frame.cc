@@ -9,6 +9,7 @@ namespace {
 
 constexpr char kMagic[4] = {'C', 'N', 'C', 'D'};
 constexpr size_t kHeaderBytes = 16;
+constexpr size_t kPidBytes = 8;  // the process id at the start of the payload
 
 uint32_t fnv1a(const uint8_t* data, size_t bytes) {
   uint32_t hash = 2166136261u;
@@ -31,15 +32,16 @@ T take(const std::vector<uint8_t>& in, size_t offset) {
 }  // namespace
 
 std::vector<uint8_t> frame_address(const PeerAddress& peer) {
-  const size_t payload = peer.host.size() + peer.address.size();
+  const size_t payload = kPidBytes + peer.host.size() + peer.address.size();
   std::vector<uint8_t> frame(kHeaderBytes + payload);
   std::memcpy(frame.data(), kMagic, 4);
   put<uint16_t>(frame, 4, kAddressFrameVersion);
   put<uint16_t>(frame, 6, static_cast<uint16_t>(peer.host.size()));
   put<uint32_t>(frame, 8, static_cast<uint32_t>(payload));
-  std::memcpy(frame.data() + kHeaderBytes, peer.host.data(), peer.host.size());
+  put<uint64_t>(frame, kHeaderBytes, static_cast<uint64_t>(peer.pid));
+  std::memcpy(frame.data() + kHeaderBytes + kPidBytes, peer.host.data(), peer.host.size());
   if (!peer.address.empty())
-    std::memcpy(frame.data() + kHeaderBytes + peer.host.size(), peer.address.data(), peer.address.size());
+    std::memcpy(frame.data() + kHeaderBytes + kPidBytes + peer.host.size(), peer.address.data(), peer.address.size());
   put<uint32_t>(frame, 12, fnv1a(frame.data() + kHeaderBytes, payload));
   return frame;
 }
@@ -55,14 +57,15 @@ PeerAddress unframe_address(const std::vector<uint8_t>& frame, int rank) {
                   " (mixed Concord versions in one job?)");
   const auto host_bytes = take<uint16_t>(frame, 6);
   const auto payload = take<uint32_t>(frame, 8);
-  CONCORD_ENFORCE(frame.size() == kHeaderBytes + payload && host_bytes <= payload, CommError, "rendezvous: rank ",
+  CONCORD_ENFORCE(frame.size() == kHeaderBytes + payload && kPidBytes + host_bytes <= payload, CommError, "rendezvous: rank ",
                   rank, "'s address record says ", payload, " payload bytes (host name ", host_bytes, ") but has ",
                   frame.size() - kHeaderBytes, " (truncated or corrupt)");
   CONCORD_ENFORCE(take<uint32_t>(frame, 12) == fnv1a(frame.data() + kHeaderBytes, payload), CommError,
                   "rendezvous: rank ", rank, "'s address record fails its checksum (corrupt)");
   PeerAddress peer;
-  peer.host.assign(reinterpret_cast<const char*>(frame.data() + kHeaderBytes), host_bytes);
-  peer.address.assign(frame.begin() + kHeaderBytes + host_bytes, frame.end());
+  peer.pid = static_cast<int64_t>(take<uint64_t>(frame, kHeaderBytes));
+  peer.host.assign(reinterpret_cast<const char*>(frame.data() + kHeaderBytes + kPidBytes), host_bytes);
+  peer.address.assign(frame.begin() + kHeaderBytes + kPidBytes + host_bytes, frame.end());
   return peer;
 }
 

@@ -4,9 +4,9 @@
 //   bytes 0..3   magic "CNCD"
 //   bytes 4..5   version (1)
 //   bytes 6..7   host name length H
-//   bytes 8..11  payload length L (H + address bytes)
+//   bytes 8..11  payload length L (8 + H + address bytes)
 //   bytes 12..15 FNV-1a 32-bit checksum of the payload
-//   bytes 16..   host name (H bytes), then the worker address (L - H bytes)
+//   bytes 16..   process id (8 bytes), host name (H bytes), then the worker address
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,7 @@ namespace concord::rendezvous {
 
 struct PeerAddress {
   std::string host;              ///< gethostname() of the rank: ranks of one host form a node
+  int64_t pid = 0;               ///< the rank's process id on `host` (liveness of peers on one host)
   std::vector<uint8_t> address;  ///< ucp_worker_get_address()'s bytes
 };
 

@@ -26,8 +26,16 @@ constexpr std::chrono::milliseconds kPollBeforeSleeping{1};
 // An isend or irecv in flight (null `request_` once complete or when UCX completed it at once).
 class UcxRequest : public TransportRequest {
  public:
-  UcxRequest(std::shared_ptr<UcxWorker> worker, void* request, bool receive, size_t bytes, int peer, int tag)
-      : worker_(std::move(worker)), request_(request), receive_(receive), bytes_(bytes), peer_(peer), tag_(tag) {}
+  UcxRequest(std::shared_ptr<UcxWorker> worker, void* request, bool receive, size_t bytes, int peer, int world_peer,
+             int tag)
+      : worker_(std::move(worker)),
+        request_(request),
+        receive_(receive),
+        bytes_(bytes),
+        peer_(peer),
+        world_peer_(world_peer),
+        tag_(tag),
+        next_liveness_check_(std::chrono::steady_clock::now() + kLivenessInterval) {}
 
   ~UcxRequest() override {
     if (!request_) return;
@@ -46,7 +54,10 @@ class UcxRequest : public TransportRequest {
     ucp_tag_recv_info_t info{};
     if (receive_) status = ucp_tag_recv_request_test(request_, &info);
     else status = ucp_request_check_status(request_);
-    if (status == UCS_INPROGRESS) return false;
+    if (status == UCS_INPROGRESS) {
+      check_peer_alive();
+      return false;
+    }
     ucp_request_free(request_);
     request_ = nullptr;
     CONCORD_ENFORCE(status == UCS_OK, CommError, "UCX ", receive_ ? "receive from" : "send to", " rank ", peer_,
@@ -57,12 +68,29 @@ class UcxRequest : public TransportRequest {
   }
 
  private:
+  // Throws CommError naming the peer when its process on this host has exited (checked
+  // at most every kLivenessInterval; UcxWorker::peer_gone). Called with the worker locked.
+  void check_peer_alive() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_liveness_check_) return;
+    next_liveness_check_ = now + kLivenessInterval;
+    const std::string gone = worker_->peer_gone(world_peer_);
+    if (gone.empty()) return;
+    if (receive_) ucp_request_cancel(worker_->handle(), request_);
+    ucp_request_free(request_);  // UCX releases it once cancelled or completed
+    request_ = nullptr;
+    CONCORD_THROW(CommError, "UCX ", receive_ ? "receive from" : "send to", " rank ", peer_, " (tag ", tag_, ", ",
+                  bytes_, " bytes) cannot complete: world ", gone);
+  }
+
   std::shared_ptr<UcxWorker> worker_;
   void* request_;
   bool receive_;
   size_t bytes_;
   int peer_;
+  int world_peer_;
   int tag_;
+  std::chrono::steady_clock::time_point next_liveness_check_;
 };
 
 // The groups of a split, encoded by rank 0: [id, then per rank: color, key].
@@ -102,7 +130,7 @@ RequestPtr UcxCommunicator::isend(const void* data, size_t bytes, int peer, int 
   CONCORD_ENFORCE(!UCS_PTR_IS_ERR(request), CommError, "UCX send to rank ", peer, " (tag ", tag, ", ", bytes,
                   " bytes) failed: ", ucs_status_string(UCS_PTR_STATUS(request)));
   record_sent(bytes);
-  return std::make_unique<UcxRequest>(worker_, request, false, bytes, peer, tag);
+  return std::make_unique<UcxRequest>(worker_, request, false, bytes, peer, members_[peer], tag);
 }
 
 RequestPtr UcxCommunicator::irecv(void* data, size_t bytes, int peer, int tag) {
@@ -116,7 +144,7 @@ RequestPtr UcxCommunicator::irecv(void* data, size_t bytes, int peer, int tag) {
   CONCORD_ENFORCE(!UCS_PTR_IS_ERR(request), CommError, "UCX receive from rank ", peer, " (tag ", tag, ", ", bytes,
                   " bytes) failed: ", ucs_status_string(UCS_PTR_STATUS(request)));
   record_received(bytes);
-  return std::make_unique<UcxRequest>(worker_, request, true, bytes, peer, tag);
+  return std::make_unique<UcxRequest>(worker_, request, true, bytes, peer, members_[peer], tag);
 }
 
 P2pControl UcxCommunicator::control() {

@@ -1,6 +1,10 @@
 #include "transport/ucx/ucx_worker.h"
 
 #include <poll.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdio>
 #include <cstdlib>
@@ -98,6 +102,21 @@ uint32_t UcxWorker::reserve_communicator_id(uint32_t at_least) {
                   1u << kCommunicatorIdBits, " communicators per process; too many splits or process sets)");
   next_id_ = id + 1;
   return id;
+}
+
+void UcxWorker::set_peers(std::vector<std::string> hosts, std::vector<int64_t> pids) {
+  hosts_ = std::move(hosts);
+  pids_ = std::move(pids);
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  my_host_ = name;
+}
+
+std::string UcxWorker::peer_gone(int rank) const {
+  if (rank < 0 || rank >= static_cast<int>(pids_.size()) || hosts_[rank] != my_host_ || pids_[rank] <= 0) return "";
+  if (::kill(static_cast<pid_t>(pids_[rank]), 0) == 0 || errno != ESRCH) return "";
+  return "rank " + std::to_string(rank) + " (process " + std::to_string(pids_[rank]) + " on " + hosts_[rank] +
+         ") has exited";
 }
 
 std::string UcxWorker::describe_lanes(int rank) const {

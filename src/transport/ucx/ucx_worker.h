@@ -47,6 +47,15 @@ class UcxWorker {
   /// The lowest id not reserved yet (what this rank proposes when a split agrees on one).
   uint32_t next_communicator_id() const { return next_id_; }
 
+  /// Remembers where every world rank runs (host name and process id, from the
+  /// rendezvous), so peer_gone() can tell a dead peer on this host.
+  void set_peers(std::vector<std::string> hosts, std::vector<int64_t> pids);
+  /// A message naming world rank `rank` when its process on this host has exited, else ""
+  /// (alive, or on another host: not detectable here). UCX's fast endpoints (shared
+  /// memory, CMA) report no peer failure, so a receive from a dead peer would wait forever;
+  /// the requests ask this at most every kLivenessInterval while they wait.
+  std::string peer_gone(int rank) const;
+
   /// "transport/device" pairs UCX chose for the endpoint to `rank` (ucp_ep_print_info's
   /// lanes), for checking that shared memory or CMA carries on-host traffic.
   std::string describe_lanes(int rank) const;
@@ -56,9 +65,15 @@ class UcxWorker {
   ucp_worker_h worker_ = nullptr;
   int event_fd_ = -1;
   std::vector<ucp_ep_h> endpoints_;
+  std::vector<std::string> hosts_;
+  std::vector<int64_t> pids_;
+  std::string my_host_;
   std::mutex mutex_;
   uint32_t next_id_ = 1;  // 0 is the world communicator's
 };
+
+/// How often a waiting UCX request checks that its peer's process still exists.
+inline constexpr std::chrono::milliseconds kLivenessInterval{200};
 
 /// Bits of the UCX tag that hold the communicator id (see ucx_communicator.h).
 inline constexpr int kCommunicatorIdBits = 12;

@@ -24,7 +24,7 @@ class UcxWorld : public TransportWorld {
     origin_.transport = "ucx";
     origin_.launcher = env.launcher;
     std::vector<rendezvous::PeerAddress> peers;
-    const rendezvous::PeerAddress mine{host_name(), worker_->address()};
+    const rendezvous::PeerAddress mine{host_name(), static_cast<int64_t>(::getpid()), worker_->address()};
     if (env.size == 1) {
       origin_.rendezvous = "none";
       peers.push_back(mine);
@@ -35,11 +35,14 @@ class UcxWorld : public TransportWorld {
     }
     std::vector<std::vector<uint8_t>> addresses;
     std::vector<std::string> hosts;
+    std::vector<int64_t> pids;
     for (auto& peer : peers) {
       addresses.push_back(std::move(peer.address));
       hosts.push_back(std::move(peer.host));
+      pids.push_back(peer.pid);
     }
     worker_->connect(addresses);
+    worker_->set_peers(hosts, pids);
     for (const auto& host : hosts) {  // node numbers in order of each node's lowest rank
       const auto first = std::find(hosts.begin(), hosts.end(), host) - hosts.begin();
       nodes_.push_back(first == static_cast<long>(nodes_.size()) ? next_node_++ : nodes_[first]);
