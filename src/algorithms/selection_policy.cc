@@ -44,7 +44,7 @@ SelectionDecision SelectionPolicy::decide(const std::string& collective,
   return {cost_model(entries, problem), "cost model"};
 }
 
-#define CONCORD_INSTANTIATE(Type)                                                                              \
+#define CONCORD_INSTANTIATE(Type)                                                                                 \
   template SelectionDecision SelectionPolicy::decide(const std::string&, const std::vector<RegistryEntry<Type>>&, \
                                                      const Problem&, const AutotuneTable&) const;
 CONCORD_INSTANTIATE(AllreduceAlgorithm)

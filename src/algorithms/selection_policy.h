@@ -25,8 +25,8 @@ namespace concord {
 
 /// The outcome of steps 1-3 for one problem.
 struct SelectionDecision {
-  std::string name;    ///< the entry; empty when `measure` is set
-  const char* source;  ///< "size rule", "measured earlier (autotune table)", "cost model" or "measure now"
+  std::string name;      ///< the entry; empty when `measure` is set
+  const char* source;    ///< "size rule", "measured earlier (autotune table)", "cost model" or "measure now"
   bool measure = false;  ///< step 2 applies but the table has no usable choice: time the candidates
   bool ruled() const { return std::string(source) == "size rule"; }
 };

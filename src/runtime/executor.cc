@@ -202,8 +202,7 @@ void Executor::allreduce(const Response& response, std::vector<TensorEntry>& ent
   const Problem allreduce_problem = problem(total, dtype, op);
   auto& algorithm =
       this->algorithm(allreduce_algorithms(), allreduce_problem,
-                      choose("allreduce", allreduce_algorithms(), allreduce_problem),
-                      activity, tree_chunks);
+                      choose("allreduce", allreduce_algorithms(), allreduce_problem), activity, tree_chunks);
   mark(response, activity);
   algorithm.start_out_of_place(source, buffer, total, dtype, op);
   if (entries.size() == 1) {  // the result is already in place: complete at the end
@@ -295,9 +294,8 @@ void Executor::allgather(const Response& response, std::vector<TensorEntry>& ent
   memory.copy_in(own, response.dtype, 1.0);
   std::string activity = "allgather";
   const Problem gather_problem = problem(block_offset[P], DataType::kUInt8, ReduceOp::kSum);
-  auto& algorithm =
-      this->algorithm(allgather_algorithms(), gather_problem,
-                      choose("allgather", allgather_algorithms(), gather_problem), activity);
+  auto& algorithm = this->algorithm(allgather_algorithms(), gather_problem,
+                                    choose("allgather", allgather_algorithms(), gather_problem), activity);
   mark(response, activity);
   algorithm.start(buffer, block_bytes);
   run_to_completion(algorithm);
@@ -329,9 +327,8 @@ void Executor::broadcast(const Response& response, TensorEntry& entry) {
                   " has called join() and has no tensor to send");
   std::string activity = "broadcast";
   const Problem broadcast_problem = problem(entry.output.num_bytes(), DataType::kUInt8, ReduceOp::kSum);
-  auto& algorithm =
-      this->algorithm(broadcast_algorithms(), broadcast_problem,
-                      choose("broadcast", broadcast_algorithms(), broadcast_problem), activity);
+  auto& algorithm = this->algorithm(broadcast_algorithms(), broadcast_problem,
+                                    choose("broadcast", broadcast_algorithms(), broadcast_problem), activity);
   mark(response, activity);
   if (response.device) {
     device_path(entry.output.device).broadcast(entry, entry.output.num_bytes(), response.root, algorithm);

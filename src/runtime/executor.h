@@ -143,7 +143,7 @@ class Executor {
     size_t chunk_bytes = 0;  // the AlgorithmContext::chunk_bytes it was created with
   };
   std::map<std::string, Instance> instances_;  // by "COLLECTIVE_NAME"
-  SelectionPolicy policy_;  // rules, measured table, cost model (algorithms/selection_policy.h)
+  SelectionPolicy policy_;                     // rules, measured table, cost model (algorithms/selection_policy.h)
   std::map<std::string, std::string> chosen_;  // memo: selection_key -> algorithm
   AutotuneTable tuned_;
   std::string cache_path_;

@@ -203,7 +203,9 @@ std::vector<std::vector<uint8_t>> InProcessCommunicator::gather_bytes(const std:
   return control().gather_bytes(mine, root);
 }
 
-void InProcessCommunicator::broadcast_bytes(std::vector<uint8_t>& data, int root) { control().broadcast_bytes(data, root); }
+void InProcessCommunicator::broadcast_bytes(std::vector<uint8_t>& data, int root) {
+  control().broadcast_bytes(data, root);
+}
 
 void InProcessCommunicator::allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) {
   control().allreduce_bits(words, bitwise_and);

@@ -50,8 +50,8 @@ LaunchEnvironment read_launch_environment(const std::function<std::optional<std:
     env.mpi_launcher = source.mpi;
     env.rank = parse_int(*rank, source.rank);
     env.size = parse_int(*size, source.size);
-    CONCORD_ENFORCE(env.size >= 1 && env.rank < env.size, InvalidArgument, source.rank, "=", env.rank, " is not a rank of ",
-                    source.size, "=", env.size);
+    CONCORD_ENFORCE(env.size >= 1 && env.rank < env.size, InvalidArgument, source.rank, "=", env.rank,
+                    " is not a rank of ", source.size, "=", env.size);
     if (const auto local = lookup(source.local_rank)) env.local_rank = parse_int(*local, source.local_rank);
     break;
   }

@@ -32,7 +32,6 @@ struct LaunchEnvironment {
 
 /// Reads `lookup` (std::getenv by default; tests pass a map). Throws InvalidArgument naming
 /// the variable when a rank or size is malformed or the rank is outside [0, size).
-LaunchEnvironment read_launch_environment(
-    const std::function<std::optional<std::string>(const char*)>& lookup = {});
+LaunchEnvironment read_launch_environment(const std::function<std::optional<std::string>(const char*)>& lookup = {});
 
 }  // namespace concord

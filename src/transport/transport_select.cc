@@ -31,8 +31,8 @@ Choice choose(const LaunchEnvironment& env) {
   if (env.mpi_launcher) return {"mpi", "auto: started by an MPI launcher"};
   if (!env.several()) return {"mpi", "auto: a single process (no launcher names a larger world)"};
   if (!ucx_available())
-    return {"mpi", "auto: " + env.launcher + " names a world of " + std::to_string(env.size) +
-                       " but this build has no UCX"};
+    return {"mpi",
+            "auto: " + env.launcher + " names a world of " + std::to_string(env.size) + " but this build has no UCX"};
   return {"ucx", "auto: started by " + env.launcher + " without an MPI launcher"};
 }
 

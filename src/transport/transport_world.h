@@ -19,9 +19,9 @@ namespace concord {
 
 /// Where this process's world came from (for concord-info and error messages).
 struct WorldOrigin {
-  std::string transport;  ///< "mpi" or "ucx"
-  std::string launcher;   ///< what started the process: "mpirun", "torchrun", "slurm", "concord-run", "none"
-  std::string rendezvous; ///< how the ranks found each other: "MPI_Init", "file:PATH", "tcp:HOST:PORT", "none"
+  std::string transport;   ///< "mpi" or "ucx"
+  std::string launcher;    ///< what started the process: "mpirun", "torchrun", "slurm", "concord-run", "none"
+  std::string rendezvous;  ///< how the ranks found each other: "MPI_Init", "file:PATH", "tcp:HOST:PORT", "none"
 };
 
 class TransportWorld {

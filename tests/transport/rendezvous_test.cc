@@ -118,7 +118,8 @@ std::vector<std::string> rendezvous_threads(Store& shared, const std::vector<int
     threads.emplace_back([&, t] {
       errors[t] = error_of([&] {
         const RendezvousOptions options{ranks[t], sizes[t], "job", deadline};
-        const auto peers = exchange_addresses(shared, options, {"host" + std::to_string(ranks[t] % 2), ranks[t], {uint8_t(ranks[t])}});
+        const auto peers =
+            exchange_addresses(shared, options, {"host" + std::to_string(ranks[t] % 2), ranks[t], {uint8_t(ranks[t])}});
         for (int r = 0; r < sizes[t]; ++r) {
           EXPECT_EQ(peers[r].address, std::vector<uint8_t>{uint8_t(r)}) << "thread " << t << " peer " << r;
           EXPECT_EQ(peers[r].host, "host" + std::to_string(r % 2));
@@ -175,8 +176,11 @@ std::function<std::optional<std::string>(const char*)> lookup(std::map<std::stri
 }
 
 TEST(LaunchEnvironment, ReadsTorchrunSlurmAndMpirun) {
-  const auto torchrun = read_launch_environment(lookup({{"RANK", "2"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "2"},
-                                                        {"MASTER_ADDR", "h"}, {"MASTER_PORT", "29500"},
+  const auto torchrun = read_launch_environment(lookup({{"RANK", "2"},
+                                                        {"WORLD_SIZE", "4"},
+                                                        {"LOCAL_RANK", "2"},
+                                                        {"MASTER_ADDR", "h"},
+                                                        {"MASTER_PORT", "29500"},
                                                         {"TORCHELASTIC_RUN_ID", "none"}}));
   EXPECT_EQ(torchrun.launcher, "torchrun");
   EXPECT_EQ(torchrun.rank, 2);
@@ -194,9 +198,13 @@ TEST(LaunchEnvironment, ReadsTorchrunSlurmAndMpirun) {
   EXPECT_EQ(mpi.size, 3);
   const auto alone = read_launch_environment(lookup({}));
   EXPECT_FALSE(alone.several());
-  EXPECT_NE(error_of([] { read_launch_environment(lookup({{"RANK", "4"}, {"WORLD_SIZE", "4"}})); }).find("WORLD_SIZE=4"),
+  EXPECT_NE(error_of([] {
+              read_launch_environment(lookup({{"RANK", "4"}, {"WORLD_SIZE", "4"}}));
+            }).find("WORLD_SIZE=4"),
             std::string::npos);
-  EXPECT_NE(error_of([] { read_launch_environment(lookup({{"RANK", "x"}, {"WORLD_SIZE", "4"}})); }).find("RANK='x'"),
+  EXPECT_NE(error_of([] {
+              read_launch_environment(lookup({{"RANK", "x"}, {"WORLD_SIZE", "4"}}));
+            }).find("RANK='x'"),
             std::string::npos);
 }
 

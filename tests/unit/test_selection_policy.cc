@@ -58,7 +58,8 @@ TEST(SelectionPolicy, WithoutAutotuneTheCostModelDecidesAndOtherCollectivesHaveT
   const Problem problem = allreduce_problem(4, 1 << 16);
   const SelectionDecision decision = policy.decide("allreduce", allreduce_algorithms(), problem, table);
   EXPECT_STREQ(decision.source, "cost model");
-  EXPECT_EQ(decision.name, select_algorithm(allreduce_algorithms(), problem, CostParams{}, "", policy.problem_for()).name);
+  EXPECT_EQ(decision.name,
+            select_algorithm(allreduce_algorithms(), problem, CostParams{}, "", policy.problem_for()).name);
   const SelectionDecision broadcast = policy.decide("broadcast", broadcast_algorithms(), problem, table);
   EXPECT_TRUE(broadcast.ruled());
   EXPECT_EQ(broadcast.name, "chain");

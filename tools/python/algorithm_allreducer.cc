@@ -19,8 +19,8 @@
 #include "algorithms/selection_policy.h"
 #include "common/config.h"
 #include "common/enforce.h"
-#include "concord/errors.h"
 #include "concord/concord.h"
+#include "concord/errors.h"
 #include "transport/transport_world.h"
 
 namespace py = pybind11;

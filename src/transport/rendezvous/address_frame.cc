@@ -57,9 +57,9 @@ PeerAddress unframe_address(const std::vector<uint8_t>& frame, int rank) {
                   " (mixed Concord versions in one job?)");
   const auto host_bytes = take<uint16_t>(frame, 6);
   const auto payload = take<uint32_t>(frame, 8);
-  CONCORD_ENFORCE(frame.size() == kHeaderBytes + payload && kPidBytes + host_bytes <= payload, CommError, "rendezvous: rank ",
-                  rank, "'s address record says ", payload, " payload bytes (host name ", host_bytes, ") but has ",
-                  frame.size() - kHeaderBytes, " (truncated or corrupt)");
+  CONCORD_ENFORCE(frame.size() == kHeaderBytes + payload && kPidBytes + host_bytes <= payload, CommError,
+                  "rendezvous: rank ", rank, "'s address record says ", payload, " payload bytes (host name ",
+                  host_bytes, ") but has ", frame.size() - kHeaderBytes, " (truncated or corrupt)");
   CONCORD_ENFORCE(take<uint32_t>(frame, 12) == fnv1a(frame.data() + kHeaderBytes, payload), CommError,
                   "rendezvous: rank ", rank, "'s address record fails its checksum (corrupt)");
   PeerAddress peer;

@@ -56,8 +56,8 @@ void FileStore::set(const std::string& key, const Bytes& value) {
     out.write(reinterpret_cast<const char*>(value.data()), static_cast<std::streamsize>(value.size()));
     CONCORD_ENFORCE(out.good(), CommError, "rendezvous: cannot write key '", key, "' to ", temporary);
   }
-  CONCORD_ENFORCE(std::rename(temporary.c_str(), path.c_str()) == 0, CommError, "rendezvous: cannot publish key '",
-                  key, "' as ", path, ": ", std::strerror(errno));
+  CONCORD_ENFORCE(std::rename(temporary.c_str(), path.c_str()) == 0, CommError, "rendezvous: cannot publish key '", key,
+                  "' as ", path, ": ", std::strerror(errno));
 }
 
 std::optional<Bytes> FileStore::try_get(const std::string& key) {

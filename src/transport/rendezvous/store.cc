@@ -34,8 +34,8 @@ Bytes Store::get(const std::string& key, Clock::time_point deadline,
   for (;;) {
     if (auto value = try_get(key)) return *value;
     check_abort(abort);
-    CONCORD_ENFORCE(Clock::now() < deadline, CommError, "rendezvous: key '", key, "' was not set in store ",
-                    describe(), " before the deadline (CONCORD_INIT_TIMEOUT)");
+    CONCORD_ENFORCE(Clock::now() < deadline, CommError, "rendezvous: key '", key, "' was not set in store ", describe(),
+                    " before the deadline (CONCORD_INIT_TIMEOUT)");
     interval.sleep();
   }
 }

@@ -83,7 +83,8 @@ void TcpStoreServer::serve() {
       else answer = it->second;
     } else if (op == 'A') {
       const auto it = values_.find(key);
-      const int64_t value = (it == values_.end() ? 0 : std::stoll(to_string(it->second))) + std::stoll(to_string(argument));
+      const int64_t value =
+          (it == values_.end() ? 0 : std::stoll(to_string(it->second))) + std::stoll(to_string(argument));
       answer = to_bytes(std::to_string(value));
       values_[key] = answer;
     } else {
@@ -121,7 +122,8 @@ std::pair<char, Bytes> TcpStore::request(char op, const std::string& key, const 
   for (;;) {
     auto frames = receive_frames(socket_);
     CONCORD_ENFORCE(frames.has_value(), CommError, "rendezvous: the store at ", describe(), " did not answer within ",
-                    timeout_.count(), " ms (is rank 0 running, and are MASTER_ADDR/MASTER_PORT or CONCORD_STORE right?)");
+                    timeout_.count(),
+                    " ms (is rank 0 running, and are MASTER_ADDR/MASTER_PORT or CONCORD_STORE right?)");
     if (frames->size() == 3 && (*frames)[0] == id_frame && (*frames)[1].size() == 1)
       return {static_cast<char>((*frames)[1][0]), std::move((*frames)[2])};
     // an answer to an earlier request this client gave up on: dropped

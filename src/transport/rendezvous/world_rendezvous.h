@@ -22,7 +22,7 @@ namespace concord::rendezvous {
 struct RendezvousOptions {
   int rank = 0;
   int size = 1;
-  std::string run_id;     ///< key prefix: jobs sharing one store must differ
+  std::string run_id;  ///< key prefix: jobs sharing one store must differ
   Clock::time_point deadline;
 };
 

@@ -6,9 +6,6 @@
 
 #include <cerrno>
 
-#include <cstdio>
-#include <cstdlib>
-
 #include "common/enforce.h"
 
 namespace concord {
@@ -78,7 +75,8 @@ void UcxWorker::connect(const std::vector<std::vector<uint8_t>>& addresses) {
     params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
     ucp_ep_h endpoint = nullptr;
     const ucs_status_t status = ucp_ep_create(worker_, &params, &endpoint);
-    CONCORD_ENFORCE(status == UCS_OK, CommError, "ucp_ep_create to rank ", rank, " failed: ", ucs_status_string(status));
+    CONCORD_ENFORCE(status == UCS_OK, CommError, "ucp_ep_create to rank ", rank,
+                    " failed: ", ucs_status_string(status));
     endpoints_.push_back(endpoint);
   }
 }
@@ -117,17 +115,6 @@ std::string UcxWorker::peer_gone(int rank) const {
   if (::kill(static_cast<pid_t>(pids_[rank]), 0) == 0 || errno != ESRCH) return "";
   return "rank " + std::to_string(rank) + " (process " + std::to_string(pids_[rank]) + " on " + hosts_[rank] +
          ") has exited";
-}
-
-std::string UcxWorker::describe_lanes(int rank) const {
-  char* text = nullptr;
-  size_t size = 0;
-  FILE* stream = open_memstream(&text, &size);
-  ucp_ep_print_info(endpoints_.at(rank), stream);
-  std::fclose(stream);
-  std::string result(text, size);
-  std::free(text);
-  return result;
 }
 
 }  // namespace concord

@@ -56,10 +56,6 @@ class UcxWorker {
   /// the requests ask this at most every kLivenessInterval while they wait.
   std::string peer_gone(int rank) const;
 
-  /// "transport/device" pairs UCX chose for the endpoint to `rank` (ucp_ep_print_info's
-  /// lanes), for checking that shared memory or CMA carries on-host traffic.
-  std::string describe_lanes(int rank) const;
-
  private:
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
