@@ -1,7 +1,7 @@
 // KVStore on MpiCommunicator under mpirun (ctest mpi.kvstore.np1..np4): the scenarios of
 // tests/test_support/kvstore_scenarios.h for every design, with Concord's runtime active
 // (main.cc calls concord::init), so the store's threads share MPI with the runtime's
-// background thread (MPI_THREAD_MULTIPLE, checked by make_mpi_world).
+// background thread (MPI_THREAD_MULTIPLE, checked by kvstore::make_world).
 #include <gtest/gtest.h>
 
 #include "kvstore/kvstore_world.h"
