@@ -13,6 +13,7 @@ namespace concord {
 namespace {
 
 constexpr uint64_t kFullMask = ~uint64_t{0};
+constexpr uint64_t kSourceBits = uint64_t{0xFFFFF} << 32;  // see ucx_tag()
 // How long one blocking wait sleeps on the event fd before progressing again: UCX's
 // keepalive runs only inside progress calls.
 constexpr std::chrono::milliseconds kEventWait{100};
@@ -26,8 +27,9 @@ constexpr std::chrono::milliseconds kPollBeforeSleeping{1};
 // An isend or irecv in flight (null `request_` once complete or when UCX completed it at once).
 class UcxRequest : public TransportRequest {
  public:
+  // A receive from any source has peer -1 and reports the sender through `source`.
   UcxRequest(std::shared_ptr<UcxWorker> worker, void* request, bool receive, size_t bytes, int peer, int world_peer,
-             int tag)
+             int tag, int* source = nullptr)
       : worker_(std::move(worker)),
         request_(request),
         receive_(receive),
@@ -35,6 +37,7 @@ class UcxRequest : public TransportRequest {
         peer_(peer),
         world_peer_(world_peer),
         tag_(tag),
+        source_(source),
         next_liveness_check_(std::chrono::steady_clock::now() + kLivenessInterval) {}
 
   ~UcxRequest() override {
@@ -64,6 +67,7 @@ class UcxRequest : public TransportRequest {
                     " (tag ", tag_, ", ", bytes_, " bytes) failed: ", ucs_status_string(status));
     CONCORD_ENFORCE(!receive_ || info.length == bytes_, CommError, "UCX receive of ", bytes_, " bytes from rank ",
                     peer_, " (tag ", tag_, ") matched a message of ", info.length, " bytes");
+    if (source_) *source_ = static_cast<int>((info.sender_tag & kSourceBits) >> 32);
     return true;
   }
 
@@ -90,6 +94,7 @@ class UcxRequest : public TransportRequest {
   int peer_;
   int world_peer_;
   int tag_;
+  int* source_;
   std::chrono::steady_clock::time_point next_liveness_check_;
 };
 
@@ -145,6 +150,19 @@ RequestPtr UcxCommunicator::irecv(void* data, size_t bytes, int peer, int tag) {
                   " bytes) failed: ", ucs_status_string(UCS_PTR_STATUS(request)));
   record_received(bytes);
   return std::make_unique<UcxRequest>(worker_, request, true, bytes, peer, members_[peer], tag);
+}
+
+RequestPtr UcxCommunicator::irecv_any_source(void* data, size_t bytes, int tag, int* source) {
+  ucp_request_param_t param{};
+  void* request;
+  {
+    std::lock_guard<std::mutex> lock(worker_->mutex());
+    request = ucp_tag_recv_nbx(worker_->handle(), data, bytes, ucx_tag(id_, 0, tag), kFullMask & ~kSourceBits, &param);
+  }
+  CONCORD_ENFORCE(!UCS_PTR_IS_ERR(request), CommError, "UCX receive from any rank (tag ", tag, ", ", bytes,
+                  " bytes) failed: ", ucs_status_string(UCS_PTR_STATUS(request)));
+  record_received(bytes);
+  return std::make_unique<UcxRequest>(worker_, request, true, bytes, -1, -1, tag, source);
 }
 
 P2pControl UcxCommunicator::control() {

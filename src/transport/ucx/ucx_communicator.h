@@ -38,6 +38,10 @@ class UcxCommunicator : public Communicator {
   /// ucp_tag_recv_nbx of exactly `bytes` bytes from `peer` with `tag`; test() throws
   /// CommError naming the peer, tag and both sizes when the message has another length.
   RequestPtr irecv(void* data, size_t bytes, int peer, int tag) override;
+  /// A receive of exactly `bytes` bytes with `tag` from whichever rank sends first (UCX
+  /// matches the tag with the source bits masked); once test() returns true, `*source`
+  /// holds the sender's rank in this communicator. CommError as irecv.
+  RequestPtr irecv_any_source(void* data, size_t bytes, int tag, int* source);
   std::vector<std::vector<uint8_t>> gather_bytes(const std::vector<uint8_t>& mine, int root) override;
   void broadcast_bytes(std::vector<uint8_t>& data, int root) override;
   void barrier() override;
