@@ -5,7 +5,8 @@
 //                communicators it belongs to, agreed by the members at split()
 //   bits 32..51  the sender's rank in this communicator (up to 2^20 ranks)
 //   bits  0..31  Concord's tag (src/transport/tags.h)
-// and a receive matches all 64 bits (an any-source receive would mask bits 32..51).
+// and a receive matches all 64 bits (irecv_any_source masks bits 32..51 and reads the
+// sender from the matched tag).
 // UCX keeps messages of one sender and tag in order, as MPI's non-overtaking rule.
 // The control collectives run on point-to-point (transport/p2p_control.h) with an
 // event-driven wait. No native collectives: native() is null, so the `mpi` algorithm
