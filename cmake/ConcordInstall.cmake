@@ -98,6 +98,10 @@ if(TARGET _core)
   install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/concord DESTINATION ${CONCORD_PYTHON_INSTALL_DIR}
     COMPONENT python FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
   install(TARGETS _core LIBRARY DESTINATION ${CONCORD_PYTHON_INSTALL_DIR}/concord COMPONENT python)
+  if(TARGET _bench)  # concord._bench, the benchmarks' classes (tools/python/), beside _core
+    set_target_properties(_bench PROPERTIES INSTALL_RPATH "${core_rpath}")
+    install(TARGETS _bench LIBRARY DESTINATION ${CONCORD_PYTHON_INSTALL_DIR}/concord COMPONENT python)
+  endif()
   # bin/concord-run, the launcher (python/concord/run.py), for the found interpreter.
   if(EXISTS ${PROJECT_SOURCE_DIR}/python/concord/run.py)
     file(RELATIVE_PATH CONCORD_RUN_PYTHONPATH "/${CMAKE_INSTALL_BINDIR}" "/${CONCORD_PYTHON_INSTALL_DIR}")

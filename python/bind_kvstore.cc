@@ -1,6 +1,6 @@
 // concord._core.KVStore: the binding of the KVStore (src/kvstore/kvstore.h) for Python. Each
-// object owns a dependency engine, an MPI world communicator (make_mpi_world: a duplicate
-// of MPI_COMM_WORLD, collective) and the store. Tensors arrive as (address, dtype name,
+// object owns a dependency engine, a world communicator (make_world: a duplicate of the
+// process's transport world, collective) and the store. Tensors arrive as (address, dtype name,
 // shape); every call that may block or communicate releases the GIL. The documented
 // wrapper is python/concord/kvstore.py.
 #include <pybind11/pybind11.h>
@@ -11,7 +11,7 @@
 #include "common/enforce.h"
 #include "engine/engine.h"
 #include "kvstore/kvstore.h"
-#include "kvstore/kvstore_mpi.h"
+#include "kvstore/kvstore_world.h"
 
 namespace py = pybind11;
 
@@ -36,7 +36,7 @@ class PyKVStore {
     options.algorithm = algorithm;
     options.cost_params = CostParams::from_env();
     engine_ = std::make_unique<engine::Engine>(1, 1);
-    world_ = kvstore::make_mpi_world(options.type);
+    world_ = kvstore::make_world(options.type);
     store_ = std::make_unique<kvstore::KVStore>(*engine_, *world_, options);
   }
 
@@ -45,7 +45,7 @@ class PyKVStore {
     return *store_;
   }
 
-  // Waits for the store's collectives and frees the communicators (before MPI_Finalize).
+  // Waits for the store's collectives and frees the communicators (before the transport shuts down).
   void close() {
     store_.reset();
     world_.reset();

@@ -1,10 +1,10 @@
 // concord._core.SparseAllreducer: the sparse allreduces of src/sparse (Ok-Topk and its
 // baselines; Li & Hoefler, "Near-Optimal Sparse Allreduce for Distributed Deep Learning",
-// PPoPP 2022; docs/algorithms.md) for Python. Each object owns its own duplicate of
-// MPI_COMM_WORLD, so its traffic never meets the runtime's or the application's, and one
+// PPoPP 2022; docs/algorithms.md) for Python. Each object owns its own duplicate of the
+// process's transport world (transport/transport_world.h: MPI or UCX), so its traffic
+// never meets the runtime's or the application's, and one
 // SparseAllreduce instance (thresholds, regions and call counter persist across calls).
 // allreduce() blocks with the GIL released.
-#include <mpi.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -13,11 +13,10 @@
 #include <string>
 #include <utility>
 
-#include "bind_mpi.h"
 #include "common/enforce.h"
 #include "concord/concord.h"
 #include "sparse/sparse_allreduce.h"
-#include "transport/mpi_communicator.h"
+#include "transport/transport_world.h"
 
 namespace py = pybind11;
 
@@ -93,9 +92,9 @@ std::pair<float*, int64_t> float32_buffer(const py::object& acc) {
 class SparseAllreducer {
  public:
   SparseAllreducer(const std::string& name, const sparse::SparseOptions& options) {
-    ensure_mpi_initialized();
-    require_thread_multiple_if_runtime_active("SparseAllreducer");
-    comm_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
+    TransportWorld& world = process_world();
+    if (is_initialized()) world.require_threads("SparseAllreducer");
+    comm_ = world.duplicate("sparse");
     algorithm_ = sparse::make_sparse_allreduce(name, *comm_, options);
   }
 
@@ -105,7 +104,7 @@ class SparseAllreducer {
     sparse::SparseResult result;
     {
       py::gil_scoped_release release;
-      require_thread_multiple_if_runtime_active("SparseAllreducer.allreduce");
+      if (is_initialized()) process_world().require_threads("SparseAllreducer.allreduce");
       algorithm_->allreduce(data, n, result);
     }
     py::array_t<int64_t> indices(static_cast<py::ssize_t>(result.indices.size()), result.indices.data());
@@ -120,7 +119,7 @@ class SparseAllreducer {
   uint64_t messages_sent() const { return comm_->counters().messages_sent; }
 
  private:
-  std::unique_ptr<MpiCommunicator> comm_;
+  std::unique_ptr<Communicator> comm_;
   std::unique_ptr<sparse::SparseAllreduce> algorithm_;
 };
 
@@ -131,7 +130,7 @@ void bind_sparse(py::module_& m) {
   using concord::SparseAllreducer;
   py::class_<SparseAllreducer>(m, "SparseAllreducer",
                                "SparseAllreducer(name, **options): a sparse allreduce (Ok-Topk or a "
-                               "baseline) on its own duplicate of MPI_COMM_WORLD. Collective.")
+                               "baseline) on its own duplicate of the transport world. Collective.")
       .def(py::init([](const std::string& name, const py::kwargs& kwargs) {
              auto options = concord::options_from(kwargs);
              py::gil_scoped_release release;

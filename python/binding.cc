@@ -17,7 +17,6 @@ void bind_sparse(py::module_& m);       // bind_sparse.cc
 void bind_engine(py::module_& m);       // bind_engine.cc
 void bind_kvstore(py::module_& m);      // bind_kvstore.cc
 void bind_collectives(py::module_& m);  // bind_collectives.cc
-void bind_algorithm(py::module_& m);    // bind_algorithm.cc
 void bind_output_pool(py::module_& m);  // bind_output_pool.cc
 
 namespace {
@@ -152,6 +151,5 @@ PYBIND11_MODULE(_core, m) {
   bind_engine(m);
   bind_kvstore(m);
   bind_collectives(m);
-  bind_algorithm(m);
   bind_output_pool(m);
 }

@@ -22,6 +22,8 @@ packages=(  # the build of the library, tools and Python extension, and the trai
   g++ cmake ninja-build pkg-config
   ccache  # cmake/ConcordCcache.cmake: every build tree of every clone shares compiled objects
   openmpi-bin libopenmpi-dev
+  libucx-dev  # the UCX transport (CONCORD_WITH_UCX, src/transport/ucx/): torchrun, srun, concord-run
+  libzmq3-dev  # the TCP rendezvous store (src/transport/rendezvous/)
   libspdlog-dev libcli11-dev nlohmann-json3-dev pybind11-dev python3-dev
   python3-torch python3-numpy python3-sklearn
   python3-tqdm  # examples/train_digits.py's progress bar

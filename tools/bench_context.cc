@@ -38,15 +38,15 @@ std::vector<std::string> registry_names(Collective collective) {
 }  // namespace
 
 BenchContext::BenchContext()
-    : comm_(MPI_COMM_WORLD),
-      context_{comm_, scratch_, static_cast<size_t>(Config::from_env().ring_chunk_bytes),
-               node_of_every_rank(MPI_COMM_WORLD)},
+    : comm_(process_world().duplicate("bench")),
+      context_{*comm_, scratch_, static_cast<size_t>(Config::from_env().ring_chunk_bytes),
+               process_world().node_of_rank()},
       cost_(CostParams::from_env()) {
   // Rank 0's cost model on every rank (as the runtime adopts it): every rank then reports
   // the same model choice and gives measured selection the same estimates.
   const std::string mine = cost_.encode();
   std::vector<uint8_t> bytes(mine.begin(), mine.end());
-  comm_.broadcast_bytes(bytes, 0);
+  comm_->broadcast_bytes(bytes, 0);
   cost_ = CostParams::decode(std::string(bytes.begin(), bytes.end()));
 }
 
@@ -70,6 +70,10 @@ Resolution BenchContext::resolve(const std::vector<RegistryEntry<AlgorithmType>>
                                  const Problem& problem) const {
   Resolution result;
   if (name == "mpi") {
+    if (process_world().origin().transport != "mpi") {  // the MPI library's collective needs MPI's world
+      result.skip_reason = "the transport is " + process_world().origin().transport + ", not MPI";
+      return result;
+    }
     result.kind = Resolution::Kind::kMpi;
     return result;
   }
@@ -113,7 +117,7 @@ std::string BenchContext::tuned_allreduce(const Problem& problem) {
                                        }});
   }
   if (candidates.empty()) return tuned_[key] = "";
-  return tuned_[key] = candidates[measure_fastest(comm_, candidates).winner].name;
+  return tuned_[key] = candidates[measure_fastest(*comm_, candidates).winner].name;
 }
 
 template <typename AlgorithmType>

@@ -1,5 +1,6 @@
-// What concord-bench's measurements share: an MpiCommunicator of MPI_COMM_WORLD, the node
-// of every rank (MPI's shared-memory split, so "hierarchical" sees the real nodes), one
+// What concord-bench's measurements share: a duplicate of the process's transport world
+// (MPI_COMM_WORLD's under mpirun, the UCX world's under a store launcher), the node of every
+// rank (the world's, so "hierarchical" sees the real nodes), one
 // persistent scratch buffer and one instance per registry algorithm (so scratch persists
 // across sizes, as in the runtime), the cost parameters the "auto" choice uses
 // (CostParams::from_env) and, on first use, the Concord runtime.
@@ -17,7 +18,7 @@
 
 #include "algorithms/registry.h"
 #include "tools/bench_options.h"
-#include "transport/mpi_communicator.h"
+#include "transport/transport_world.h"
 
 namespace concord::bench {
 
@@ -31,14 +32,16 @@ struct Resolution {
 
 class BenchContext {
  public:
-  /// Collective over MPI_COMM_WORLD (duplicates it and exchanges node indices).
+  /// Collective over the world (duplicates it).
   BenchContext();
   ~BenchContext();
   BenchContext(const BenchContext&) = delete;
   BenchContext& operator=(const BenchContext&) = delete;
 
-  int rank() const { return comm_.rank(); }
-  int size() const { return comm_.size(); }
+  int rank() const { return comm_->rank(); }
+  int size() const { return comm_->size(); }
+  /// The bench's communicator (timing barriers and the slowest rank's time).
+  Communicator& comm() { return *comm_; }
   int nodes() const;
   /// The Problem the registry sees (see make_problem in algorithms/registry.h).
   Problem problem(size_t count, DataType dtype, ReduceOp op) const { return make_problem(context_, count, dtype, op); }
@@ -64,7 +67,7 @@ class BenchContext {
   void start_runtime();
 
  private:
-  MpiCommunicator comm_;
+  std::unique_ptr<Communicator> comm_;
   ScratchBuffer scratch_;
   AlgorithmContext context_;
   CostParams cost_;

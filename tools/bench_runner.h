@@ -4,11 +4,14 @@
 // one file per collective implements it (bench_allreduce.cc, bench_allgather.cc, ...).
 #pragma once
 
+#include <mpi.h>  // the "mpi" rows call the MPI library's own collectives
+
 #include <memory>
 #include <string>
 
 #include "tools/bench_context.h"
 #include "tools/bench_options.h"
+#include "transport/mpi_communicator.h"  // check_mpi
 
 namespace concord::bench {
 

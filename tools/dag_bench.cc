@@ -51,7 +51,7 @@
 #include "concord/concord.h"
 #include "engine/engine.h"
 #include "kvstore/kvstore.h"
-#include "kvstore/kvstore_mpi.h"
+#include "kvstore/kvstore_world.h"
 #include "tools/mpi_tool.h"
 
 namespace concord::tools {
@@ -351,7 +351,7 @@ Result run_mode(const std::string& mode, const Config& c, int rank) {
     options.communicators = c.communicators;
     options.outstanding = c.outstanding;
     options.cost_params = CostParams::from_env();
-    world = kvstore::make_mpi_world(options.type);
+    world = kvstore::make_world(options.type);
     kv = std::make_unique<kvstore::KVStore>(engine, *world, options);
     for (int l = 0; l < c.layers; ++l) kv->init(l, model.grad(l));
     sync = std::make_unique<KVStoreSync>(*kv);

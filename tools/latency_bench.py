@@ -23,7 +23,7 @@ Sections (``--sections``, comma-separated, default all):
              (out of place, the result dropped each call), ``hvd.allreduce_`` (in place), the
              C++ algorithm the runtime picks (``runtime_choice``, asked after the runtime's
              warm-up calls have measured the size) run alone in place on its own communicator
-             (``_core.AlgorithmAllreducer``: what concord-bench times, no runtime) and mpi4py's
+             (``concord._bench.AlgorithmAllreducer``: what concord-bench times, no runtime) and mpi4py's
              MPI_Allreduce (in place), and the runtime's out-of-place call into a tensor
              that already exists (``into``: no result tensor to make); medians and minima
              of ``--oop-iters``, then the ratios out-of-place / in-place (target <= 1.15),
@@ -206,6 +206,20 @@ def iteration_rows(args, rank):
     return result
 
 
+def algorithm_allreducer():
+    """concord._bench.AlgorithmAllreducer (built with the tools), or None where the module is
+    missing: an install older than the module (a "before" run) or one built without the
+    tools has no algorithm column. Collective."""
+    try:
+        from concord import _bench
+    except ImportError:
+        try:  # installs from before the module existed kept the class in the extension
+            return concord._core.AlgorithmAllreducer()
+        except AttributeError:
+            return None
+    return _bench.AlgorithmAllreducer()
+
+
 def out_of_place_rows(args):
     """Two rows per size: (statistic, bytes, algorithm name, {variant: slowest rank's
     seconds}), statistic "median" then "min" (the least disturbed call: on a loaded machine
@@ -217,8 +231,7 @@ def out_of_place_rows(args):
     (the first call after the non-runtime ones finds the background thread napping and its
     caches cold, which alone cost 10-25% at 1 MiB when the order was fixed).
     """
-    # An install older than the binding (a "before" run) has no algorithm column.
-    allreducer = concord._core.AlgorithmAllreducer() if hasattr(concord._core, "AlgorithmAllreducer") else None
+    allreducer = algorithm_allreducer()
     forced = os.environ.get("CONCORD_ALLREDUCE_ALGORITHM", "auto")
     rows = []
     for mib in [float(m) for m in args.oop_mib.split(",") if m]:

@@ -1,26 +1,23 @@
-// What every MPI command-line tool of Concord does first: start MPI (MPI_THREAD_MULTIPLE
-// requested, as the runtime may run its own thread), know its rank and size, and parse the
-// flags with CLI11 so that a bad flag stops every rank with the same exit code (rank 0
-// prints the message) instead of leaving mpirun to report a mix of codes.
+// What every multi-rank command-line tool of Concord does first: join the process's
+// transport world (transport/transport_world.h: MPI under mpirun, initialised with
+// MPI_THREAD_MULTIPLE requested as the runtime may run its own thread, and finalized at
+// exit; UCX under torchrun or concord-run --launcher local), know its rank and size, and
+// parse the flags with CLI11 so that a bad flag stops every rank with the same exit code
+// (rank 0 prints the message) instead of leaving the launcher to report a mix of codes.
 #pragma once
 
-#include <mpi.h>
 #include <CLI/CLI.hpp>
 
 #include <optional>
 
+#include "transport/transport_world.h"
+
 namespace concord::tools {
 
-/// Initialises MPI on construction and finalizes it on destruction.
+/// Joins the process's world on construction (process_world(); MPI is finalized at exit).
 class MpiTool {
  public:
-  MpiTool(int& argc, char**& argv) {
-    int provided = 0;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  }
-  ~MpiTool() { MPI_Finalize(); }
+  MpiTool(int&, char**&) : rank_(process_world().rank()), size_(process_world().size()) {}
   MpiTool(const MpiTool&) = delete;
   MpiTool& operator=(const MpiTool&) = delete;
 

@@ -39,8 +39,13 @@ __all__ = [
 def init(cycle_time_ms=None, fusion_threshold_bytes=None, process_sets=None, comm=None):
     """Start Concord on every rank (collective; a no-op when already initialized).
 
-    Initializes MPI unless someone else (e.g. mpi4py) already did, in which case MPI must
-    provide at least MPI_THREAD_SERIALIZED. Without ``mpirun`` the process is one rank.
+    Joins the process's world on the transport ``CONCORD_TRANSPORT`` selects (``auto``:
+    MPI under ``mpirun`` or alone, UCX under ``torchrun``, ``srun`` or ``concord-run
+    --launcher local``, rendezvousing through ``CONCORD_STORE`` or MASTER_ADDR/MASTER_PORT).
+    Over MPI it initializes MPI unless someone else (e.g. mpi4py) already did, in which case
+    MPI must provide at least MPI_THREAD_SERIALIZED. Without any launcher the process is one
+    rank; when the environment says it is one of several but it cannot join them, init()
+    raises instead of running alone.
 
     Args:
         cycle_time_ms (float, optional): milliseconds between background cycles; default
@@ -54,7 +59,11 @@ def init(cycle_time_ms=None, fusion_threshold_bytes=None, process_sets=None, com
         comm: Horovod's communicator argument; only None (MPI_COMM_WORLD) is supported.
 
     Raises:
-        StateError: MPI was finalized or provides too low a thread level.
+        StateError: MPI was finalized or provides too low a thread level; the launcher
+            names a world this process cannot join (e.g. ``WORLD_SIZE=4`` with
+            ``CONCORD_TRANSPORT=mpi`` and no mpirun).
+        CommError: the UCX rendezvous failed (a rank never arrived within
+            ``CONCORD_INIT_TIMEOUT``, a duplicate rank, differing world sizes, no store).
         InvalidArgumentError: a malformed ``CONCORD_*`` environment variable, bad or
             differing process sets, a communicator other than the world.
     """

@@ -1,7 +1,10 @@
 """``concord-run``: Horovod's ``horovodrun`` for Concord, a thin wrapper that builds and
-runs the ``mpirun`` command of a data-parallel job.
+runs the ``mpirun`` command of a data-parallel job, or (``--launcher local``) starts the
+ranks on this host itself, without MPI, rendezvousing through a file store over the UCX
+transport (python/concord/local_launch.py; ``horovodrun --gloo``'s role).
 
     concord-run -np 4 python train.py
+    concord-run --launcher local -np 4 python train.py
     concord-run -np 8 -H host1:4,host2:4 --fusion-threshold-mb 32 --verbose python train.py
 
 The Horovod flags that apply are accepted (``-np``, ``-H``/``--hosts``, ``--hostfile``,
@@ -98,6 +101,9 @@ def make_parser():
                         help="preload this malloc into every rank (LD_PRELOAD); faster with many small tensors")
     parser.add_argument("--mpi-args", default="", help="extra arguments for mpirun, one string")
     parser.add_argument("--verbose", action="store_true", help="print the mpirun command before running it")
+    parser.add_argument("--launcher", choices=("mpirun", "local"), default="mpirun",
+                        help="mpirun (default), or local: start the ranks on this host without MPI, over "
+                        "the UCX transport with a file store")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the program and its arguments")
     return parser
 
@@ -228,6 +234,8 @@ def main(argv=None):
     return its exit status (2 for a usage error, with the reason on stderr)."""
     parser = make_parser()
     args = parser.parse_args(argv)
+    if args.launcher == "local":
+        return _run_local(parser, args)
     if shutil.which("mpirun") is None:
         parser.error("mpirun was not found on PATH (install Open MPI: apt-get install openmpi-bin)")
     try:
@@ -237,6 +245,23 @@ def main(argv=None):
     if args.verbose:
         print(" ".join(shlex.quote(part) for part in cmd), flush=True)
     return subprocess.call(cmd)
+
+
+def _run_local(parser, args):
+    """concord-run --launcher local: the flags' settings exported, the ranks started by
+    local_launch.run_local (-H and --hostfile are refused: local ranks only)."""
+    from concord import local_launch
+    if args.hosts or args.hostfile:
+        parser.error("--launcher local starts ranks on this host only; leave -H/--hostfile out")
+    env = dict(os.environ)
+    try:
+        env.update(settings_env(args))
+        if args.allocator:
+            env["LD_PRELOAD"] = allocator_preload(args.allocator, os.environ.get("LD_PRELOAD"))
+        command = args.command[1:] if args.command[:1] == ["--"] else list(args.command)
+        return local_launch.run_local(args.np, command, environ=env)
+    except ValueError as error:
+        parser.error(str(error))
 
 
 if __name__ == "__main__":

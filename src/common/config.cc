@@ -208,6 +208,14 @@ const std::vector<ConfigVar>& config_table() {
        "devices that TensorView::device indexes: auto (CUDA devices when built and usable), emulated "
        "(device 0 = the strict emulated device, for tests without a GPU) or none",
        parse_string<&Config::device>},
+      // Read by the transport layer when the process joins its world (transport_select.cc).
+      {"CONCORD_TRANSPORT", "auto", "string",
+       "mpi, ucx or auto (MPI under an MPI launcher or alone, UCX under torchrun, srun or concord-run)"},
+      {"CONCORD_STORE", "", "string",
+       "UCX rendezvous store: file:DIR (one host) or tcp:HOST:PORT (rank 0 serves); empty = "
+       "tcp:MASTER_ADDR:(MASTER_PORT+1)"},
+      {"CONCORD_INIT_TIMEOUT", "60", "float",
+       "seconds the UCX rendezvous waits for every rank before failing on every rank"},
       ignored("HOROVOD_TIMELINE_MARK_CYCLES", "Concord's timeline has no cycle markers"),
       ignored("HOROVOD_DISABLE_GROUP_FUSION",
               "a group's members are fused with each other and with other ready tensors regardless"),
@@ -219,8 +227,8 @@ const std::vector<ConfigVar>& config_table() {
       ignored("HOROVOD_AUTOTUNE_GAUSSIAN_PROCESS_NOISE", "CONCORD_AUTOTUNE does no Bayesian optimisation"),
       ignored("HOROVOD_LOG_HIDE_TIME", "log lines carry the rank; the format is fixed"),
       ignored("HOROVOD_MPI_THREADS_DISABLE", "the thread level is chosen at init (concord.mpi_threads_supported())"),
-      ignored("HOROVOD_CPU_OPERATIONS", "host tensors always use Concord's own algorithms over MPI"),
-      ignored("HOROVOD_CONTROLLER", "the controller is always MPI"),
+      ignored("HOROVOD_CPU_OPERATIONS", "host tensors always use Concord's own algorithms over the transport"),
+      ignored("HOROVOD_CONTROLLER", "the control plane runs on the transport CONCORD_TRANSPORT chooses (mpi or ucx)"),
       ignored("HOROVOD_GPU_OPERATIONS", "device algorithms are chosen at run time (concord-info lists them)"),
       ignored("HOROVOD_NUM_NCCL_STREAMS", "Concord's device path chooses its own streams"),
       ignored("HOROVOD_THREAD_AFFINITY", "the background thread is not pinned"),

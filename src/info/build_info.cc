@@ -12,11 +12,14 @@
 #include "algorithms/cost_model.h"
 #include "algorithms/registry.h"
 #include "common/config.h"
+#include "common/enforce.h"
 #include "concord/version.h"
 #include "device/cuda_status.h"
 #include "device/nccl/nccl_api.h"
 #include "sparse/sparse_allreduce.h"
 #include "transport/device_pointers.h"
+#include "transport/transport_world.h"
+#include "transport/ucx_world.h"
 
 namespace concord {
 namespace {
@@ -81,7 +84,14 @@ json document() {
   const DevicePointerSupport mpi_cuda = mpi_cuda_support();
   nccl::Status nccl;
   nccl::library(&nccl);
+  std::string transport;
+  try {
+    transport = describe_transport_choice();
+  } catch (const Error& error) {
+    transport = std::string("none: ") + error.what();
+  }
   return {{"version", CONCORD_VERSION_STRING},
+          {"transport", {{"ucx_built", ucx_available()}, {"choice", transport}}},
           {"settings", settings},
           {"unknown_horovod_variables", unknown_horovod_variables()},
           {"collectives", collectives},
@@ -146,6 +156,7 @@ std::string build_info_text() {
   append(out, "\ncost model: alpha %.3g s, beta %.3g s/B, gamma %.3g s/B, inter_alpha %.3g s, inter_beta %.3g s/B\n",
          cost["alpha"].get<double>(), cost["beta"].get<double>(), cost["gamma"].get<double>(),
          cost["inter_alpha"].get<double>(), cost["inter_beta"].get<double>());
+  append(out, "\ntransport: %s\n", str(info["transport"]["choice"]));
   append(out, "\nMPI CUDA-aware: %s (%s)\n", info["mpi_cuda_aware"]["supported"].get<bool>() ? "yes" : "no",
          str(info["mpi_cuda_aware"]["reason"]));
   append(out, "%s\n", str(info["nccl"]["summary"]));

@@ -15,6 +15,8 @@
 //   "collectives": [{"collective", "setting", "algorithms": [{"name", "description"}]}] in
 //                 registry order; "setting" is the CONCORD_*_ALGORITHM variable that forces
 //                 one, or null
+//   "transport":  {"ucx_built", "choice"}: whether this build has the UCX transport, and the
+//                 transport init() would take here and why (CONCORD_TRANSPORT, launcher)
 //   "cost_model": {"alpha", "beta", ...} seconds and seconds per byte (CostParams)
 //   "mpi_cuda_aware": {"supported", "reason"} whether MPI takes CUDA device pointers
 //                 (mpi_cuda_support(): the run-time answer once MPI is initialised, the

@@ -1,7 +1,7 @@
 // The public free functions of include/concord/concord.h: one process-wide Runtime,
-// created by init() on MPI_COMM_WORLD's communicators (the MPI set-up lives here and in
-// the transport layer; the Runtime itself only sees injected communicators) and
-// destroyed by shutdown().
+// created by init() on communicators of the process's transport world (process_world():
+// MPI or UCX, chosen by the transport layer; the Runtime itself only sees injected
+// communicators) and destroyed by shutdown().
 #include <cstdlib>
 #include <mutex>
 
@@ -10,7 +10,7 @@
 #include "runtime/api_devices.h"
 #include "runtime/exit_watchdog.h"
 #include "runtime/runtime.h"
-#include "transport/mpi_communicator.h"
+#include "transport/transport_world.h"
 
 namespace concord {
 namespace {
@@ -97,11 +97,11 @@ void init(const InitOptions& options) {
   Config config = Config::from_env();
   if (options.cycle_time_ms >= 0) config.cycle_time_ms = options.cycle_time_ms;
   if (options.fusion_threshold_bytes >= 0) config.fusion_threshold_bytes = options.fusion_threshold_bytes;
-  p.runtime = std::make_shared<Runtime>(mpi_communicator_set(), std::move(config), options.process_sets);
+  p.runtime = std::make_shared<Runtime>(process_world().communicator_set(), std::move(config), options.process_sets);
   p.rank = p.runtime->rank();
   p.failure.clear();
   if (!p.exit_hook_registered) {
-    // Registered after MPI's own exit hook, so it runs before MPI_Finalize.
+    // Registered after the transport's own exit hook (MPI_Finalize), so it runs first.
     std::atexit(shutdown_at_exit);
     p.exit_hook_registered = true;
   }

@@ -19,9 +19,7 @@ Executor::Executor(Communicator& data, const Config& config, const CostParams& c
       timeline_(timeline),
       config_(config),
       context_{data, scratch_, static_cast<size_t>(config.ring_chunk_bytes), std::move(node_of_rank), cost},
-      allreduce_rules_(parse_size_rules(config.allreduce_algorithm, "CONCORD_ALLREDUCE_ALGORITHM")),
-      allgather_rules_(parse_size_rules(config.allgather_algorithm, "CONCORD_ALLGATHER_ALGORITHM")),
-      broadcast_rules_(parse_size_rules(config.broadcast_algorithm, "CONCORD_BROADCAST_ALGORITHM")),
+      policy_(config, cost),
       tuned_(std::move(tuned)),
       cache_path_(std::move(cache_path)),
       devices_(devices) {}
@@ -285,16 +283,13 @@ AllreduceAlgorithm& Executor::allreduce_algorithm(const Response& response, cons
     problem.device = &path.capabilities();
     device = &path.device();
   }
-  const ProblemForEntry tree_chunks = [this](const std::string& name, const Problem& p) {
-    return tree_chunked_problem(name, p, config_.tree_chunks, context_.cost_params);
-  };
+  const ProblemForEntry tree_chunks = policy_.problem_for();
   // Memoised apart: device buffers and adasum have rows of their own.
-  const char* collective = response.device                 ? "allreduce_device"
-                           : problem.op == ReduceOp::kAdasum ? "allreduce_adasum"
-                                                             : "allreduce";
-  return this->algorithm(allreduce_algorithms(), problem,
-                         choose(collective, allreduce_algorithms(), allreduce_rules_, problem, tree_chunks), activity,
-                         tree_chunks, device);
+  const char* memo = response.device                 ? "allreduce_device"
+                     : problem.op == ReduceOp::kAdasum ? "allreduce_adasum"
+                                                       : "allreduce";
+  return this->algorithm(allreduce_algorithms(), problem, choose("allreduce", allreduce_algorithms(), problem, memo),
+                         activity, tree_chunks, device);
 }
 
 void Executor::allgather(const Response& response, std::vector<TensorEntry>& entries) {
@@ -326,9 +321,8 @@ void Executor::allgather(const Response& response, std::vector<TensorEntry>& ent
   memory.copy_in(own, response.dtype, 1.0);
   std::string activity = "allgather";
   const Problem gather_problem = problem(block_offset[P], DataType::kUInt8, ReduceOp::kSum);
-  auto& algorithm =
-      this->algorithm(allgather_algorithms(), gather_problem,
-                      choose("allgather", allgather_algorithms(), allgather_rules_, gather_problem), activity);
+  auto& algorithm = this->algorithm(allgather_algorithms(), gather_problem,
+                                    choose("allgather", allgather_algorithms(), gather_problem), activity);
   mark(response, activity);
   algorithm.start(buffer, block_bytes);
   run_to_completion(algorithm);
@@ -357,9 +351,8 @@ void Executor::allgather(const Response& response, std::vector<TensorEntry>& ent
 void Executor::broadcast(const Response& response, TensorEntry& entry) {
   std::string activity = "broadcast";
   const Problem broadcast_problem = problem(entry.output.num_bytes(), DataType::kUInt8, ReduceOp::kSum);
-  auto& algorithm =
-      this->algorithm(broadcast_algorithms(), broadcast_problem,
-                      choose("broadcast", broadcast_algorithms(), broadcast_rules_, broadcast_problem), activity);
+  auto& algorithm = this->algorithm(broadcast_algorithms(), broadcast_problem,
+                                    choose("broadcast", broadcast_algorithms(), broadcast_problem), activity);
   mark(response, activity);
   if (response.device) {
     device_path(entry.output.device).broadcast(entry, entry.output.num_bytes(), response.root, algorithm);

@@ -47,6 +47,7 @@
 
 #include "algorithms/autotune.h"
 #include "algorithms/registry.h"
+#include "algorithms/selection_policy.h"
 #include "algorithms/size_rules.h"
 #include "common/config.h"
 #include "common/timeline.h"
@@ -124,11 +125,12 @@ class Executor {
   CollectiveMemory& memory(const Response& response, const TensorEntry& first);
 
   // The algorithm name for `problem` of `collective` (see the header comment); "" = let
-  // select_algorithm's cost model decide. Collective when it measures.
+  // select_algorithm's cost model decide. Collective when it measures. `memo` names the
+  // memo's entry when it differs from the collective (device buffers and adasum have rows
+  // of their own, so their choices are kept apart).
   template <typename AlgorithmType>
   std::string choose(const char* collective, const std::vector<RegistryEntry<AlgorithmType>>& entries,
-                     const std::vector<SizeRule>& rules, const Problem& problem,
-                     const ProblemForEntry& problem_for = {});
+                     const Problem& problem, const char* memo = nullptr);
   // Times every allreduce algorithm that accepts `problem` on scratch buffers, each
   // repetition one call in place and one out of place (both kinds share the choice, so that
   // hvd.allreduce and hvd.allreduce_ give bitwise-equal results; every algorithm but the
@@ -158,7 +160,7 @@ class Executor {
     Device* device = nullptr;  // the AlgorithmContext::device it was created with
   };
   std::map<std::string, Instance> instances_;  // by "COLLECTIVE_NAME"
-  std::vector<SizeRule> allreduce_rules_, allgather_rules_, broadcast_rules_;
+  SelectionPolicy policy_;                     // rules, measured table, cost model (algorithms/selection_policy.h)
   std::map<std::string, std::string> chosen_;  // memo: selection_key -> algorithm
   AutotuneTable tuned_;
   std::string cache_path_;

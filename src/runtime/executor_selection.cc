@@ -13,40 +13,31 @@ namespace concord {
 
 template <typename AlgorithmType>
 std::string Executor::choose(const char* collective, const std::vector<RegistryEntry<AlgorithmType>>& entries,
-                             const std::vector<SizeRule>& rules, const Problem& problem,
-                             const ProblemForEntry& problem_for) {
+                             const Problem& problem, const char* memo) {
+  // A memoised key never has a size rule (the rules are fixed and a ruled size is never
+  // memoised), so looking the memo up first keeps the policy's order.
   const size_t bytes = problem.bytes();
-  std::string ruled = rule_for(rules, bytes);
-  if (!ruled.empty()) return ruled;  // select_algorithm falls back to the cost model if it declines
-  const std::string key = selection_key(collective, problem.dtype, bytes);
+  const std::string key = selection_key(memo != nullptr ? memo : collective, problem.dtype, bytes);
   if (const auto it = chosen_.find(key); it != chosen_.end()) return it->second;
-  std::string name, source;
+  SelectionDecision decision = policy_.decide(collective, entries, problem, tuned_);
+  if (decision.ruled()) return decision.name;  // select_algorithm falls back to the cost model if it declines
   if constexpr (std::is_same_v<AlgorithmType, AllreduceAlgorithm>) {
-    if (config_.autotune && measured_selection_applies(problem)) {
-      name = usable_measured_choice(tuned_, entries, problem, problem_for);
-      source = "measured earlier (autotune table)";
-      if (name.empty()) {
-        name = measure_allreduce(problem, problem_for);
-        source = "measured now";
-        tuned_.set(key, name);
-        if (!cache_path_.empty()) {
-          try {
-            tuned_.save(cache_path_);
-          } catch (const Error& error) {
-            CONCORD_LOG_WARN("autotune: the measured choices are not saved: {}", error.what());
-          }
+    if (decision.measure) {
+      decision.name = measure_allreduce(problem, policy_.problem_for());
+      tuned_.set(key, decision.name);
+      if (!cache_path_.empty()) {
+        try {
+          tuned_.save(cache_path_);
+        } catch (const Error& error) {
+          CONCORD_LOG_WARN("autotune: the measured choices are not saved: {}", error.what());
         }
       }
     }
   }
-  if (source.empty()) {
-    name = select_algorithm(entries, problem, context_.cost_params, "", problem_for).name;
-    source = "cost model";
-  }
   CONCORD_LOG_DEBUG("selection: {} on {} ranks ({} B, first of bucket {}) -> {} ({})", key, problem.ranks, bytes,
-                    size_bucket(bytes), name, source);
-  chosen_[key] = name;
-  return name;
+                    size_bucket(bytes), decision.name, decision.source);
+  chosen_[key] = decision.name;
+  return decision.name;
 }
 
 std::string Executor::measure_allreduce(const Problem& problem, const ProblemForEntry& problem_for) {
@@ -77,9 +68,9 @@ std::string Executor::measure_allreduce(const Problem& problem, const ProblemFor
   return candidates[result.winner].name;
 }
 
-#define CONCORD_INSTANTIATE(Type)                                                             \
-  template std::string Executor::choose(const char*, const std::vector<RegistryEntry<Type>>&, \
-                                        const std::vector<SizeRule>&, const Problem&, const ProblemForEntry&);
+#define CONCORD_INSTANTIATE(Type) \
+  template std::string Executor::choose(const char*, const std::vector<RegistryEntry<Type>>&, const Problem&, \
+                                        const char*);
 CONCORD_INSTANTIATE(AllreduceAlgorithm)
 CONCORD_INSTANTIATE(AllgatherAlgorithm)
 CONCORD_INSTANTIATE(BroadcastAlgorithm)

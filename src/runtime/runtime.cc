@@ -355,6 +355,7 @@ bool Runtime::pending_anywhere() const {
 
 void Runtime::background_loop() {
   std::string stop_reason = "Concord was shut down (shutdown() was called on some rank)";
+  bool transport_failed = false;  // a CommError stopped the thread: pending handles fail with CommError
   bool failed = false;
   try {
     while (true) {
@@ -383,13 +384,14 @@ void Runtime::background_loop() {
   } catch (const std::exception& error) {
     stop_reason = std::string("Concord's background thread stopped: ") + error.what();
     failed = true;
+    transport_failed = dynamic_cast<const CommError*>(&error) != nullptr;
     CONCORD_LOG_ERROR("{}", stop_reason);
   }
   if (failed) {
     std::lock_guard<std::mutex> lock(stats_mutex_);
     failure_ = stop_reason;
   }
-  for (const auto& set : sets_->all()) set->queue.close(stop_reason);
+  for (const auto& set : sets_->all()) set->queue.close(stop_reason, transport_failed);
 }
 
 ResponseList Runtime::negotiate_round() {

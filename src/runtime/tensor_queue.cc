@@ -81,7 +81,7 @@ std::vector<std::optional<TensorEntry>> TensorQueue::try_take_all(const std::vec
   return entries;
 }
 
-void TensorQueue::close(const std::string& message) {
+void TensorQueue::close(const std::string& message, bool transport_failed) {
   std::unordered_map<std::string, TensorEntry> pending;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -90,9 +90,11 @@ void TensorQueue::close(const std::string& message) {
     new_requests_.clear();
     new_count_.store(0, std::memory_order_release);
   }
-  for (auto& [name, entry] : pending)
-    entry.handle->fail(
-        std::make_exception_ptr(StateError(detail::concat(message, " (tensor '", name, "' was pending)"))));
+  for (auto& [name, entry] : pending) {
+    const std::string text = detail::concat(message, " (tensor '", name, "' was pending)");
+    entry.handle->fail(transport_failed ? std::make_exception_ptr(CommError(text))
+                                        : std::make_exception_ptr(StateError(text)));
+  }
 }
 
 bool TensorQueue::wait_for_push(std::chrono::microseconds timeout) {

@@ -49,8 +49,9 @@ class TensorQueue {
   /// tensors must not contend with the framework thread's pushes once per tensor).
   std::vector<std::optional<TensorEntry>> try_take_all(const std::vector<std::string>& names);
   /// Refuses further pushes and fails every in-flight entry with StateError(message +
-  /// " (tensor '<name>')").
-  void close(const std::string& message);
+  /// " (tensor '<name>')"), or CommError when `transport_failed` (a peer or the transport
+  /// failed: the handles say so as the transport did).
+  void close(const std::string& message, bool transport_failed = false);
   /// Number of entries in flight.
   size_t in_flight() const;
   /// True when requests were pushed since the last pop_requests().

@@ -10,7 +10,9 @@
 //                       carries a default that throws "not supported".
 // A Communicator is a group with point-to-point, control collectives, split() and traffic
 // counters. Implementations: MpiCommunicator (src/transport/mpi_communicator.h, also
-// NativeCollectives) and InProcessCommunicator (threads as ranks, for unit tests).
+// NativeCollectives), UcxCommunicator (src/transport/ucx/) and InProcessCommunicator
+// (threads as ranks, for unit tests); all but the last come from the process's
+// TransportWorld (src/transport/transport_world.h).
 // Tags: src/transport/tags.h; posting and reaping requests: src/transport/request_set.h.
 #pragma once
 

@@ -8,6 +8,7 @@
 
 #include "common/enforce.h"
 #include "transport/message_split.h"
+#include "transport/p2p_control.h"
 #include "transport/request_set.h"
 #include "transport/tags.h"
 
@@ -199,76 +200,21 @@ RequestPtr InProcessCommunicator::receive_piece(uint8_t* data, size_t bytes, int
 }
 
 std::vector<std::vector<uint8_t>> InProcessCommunicator::gather_bytes(const std::vector<uint8_t>& mine, int root) {
-  std::vector<std::vector<uint8_t>> result;
-  if (rank_ != root) {
-    uint64_t length = mine.size();
-    RequestSet requests;
-    requests.post(isend(&length, sizeof length, root, kControlTag));
-    requests.post(isend(mine.data(), mine.size(), root, kControlTag));
-    requests.wait();
-    return result;
-  }
-  result.resize(size());
-  for (int r = 0; r < size(); ++r) {
-    if (r == root) {
-      result[r] = mine;
-      continue;
-    }
-    uint64_t length = 0;
-    RequestSet requests;
-    requests.post(irecv(&length, sizeof length, r, kControlTag));
-    requests.wait();
-    result[r].resize(length);
-    requests.post(irecv(result[r].data(), length, r, kControlTag));
-    requests.wait();
-  }
-  return result;
+  return control().gather_bytes(mine, root);
 }
 
 void InProcessCommunicator::broadcast_bytes(std::vector<uint8_t>& data, int root) {
-  RequestSet requests;
-  if (rank_ == root) {
-    uint64_t length = data.size();
-    for (int r = 0; r < size(); ++r) {
-      if (r == root) continue;
-      requests.post(isend(&length, sizeof length, r, kControlTag + 1));
-      requests.post(isend(data.data(), data.size(), r, kControlTag + 1));
-    }
-    requests.wait();
-    return;
-  }
-  uint64_t length = 0;
-  requests.post(irecv(&length, sizeof length, root, kControlTag + 1));
-  requests.wait();
-  data.resize(length);
-  requests.post(irecv(data.data(), length, root, kControlTag + 1));
-  requests.wait();
+  control().broadcast_bytes(data, root);
 }
 
 void InProcessCommunicator::allreduce_bits(std::vector<uint64_t>& words, bool bitwise_and) {
-  std::vector<uint8_t> bytes(words.size() * sizeof(uint64_t));
-  std::memcpy(bytes.data(), words.data(), bytes.size());
-  const auto all = gather_bytes(bytes, 0);
-  if (rank_ == 0) {
-    for (const auto& other : all) {
-      CONCORD_ENFORCE(other.size() == bytes.size(), CommError, "bit vectors of ", other.size(), " and ", bytes.size(),
-                      " bytes");
-      for (size_t w = 0; w < words.size(); ++w) {
-        uint64_t value;
-        std::memcpy(&value, other.data() + w * sizeof(uint64_t), sizeof value);
-        words[w] = bitwise_and ? (words[w] & value) : (words[w] | value);
-      }
-    }
-    std::memcpy(bytes.data(), words.data(), bytes.size());
-  }
-  broadcast_bytes(bytes, 0);
-  std::memcpy(words.data(), bytes.data(), bytes.size());
+  control().allreduce_bits(words, bitwise_and);
 }
 
-void InProcessCommunicator::barrier() {
-  std::vector<uint8_t> nothing;
-  gather_bytes(nothing, 0);
-  broadcast_bytes(nothing, 0);
+void InProcessCommunicator::barrier() { control().barrier(); }
+
+P2pControl InProcessCommunicator::control() {
+  return P2pControl{*this, kControlTag, [](RequestSet& requests) { requests.wait(); }};
 }
 
 std::pair<std::shared_ptr<InProcessWorld>, int> InProcessWorld::split(int rank, int color, int key) {

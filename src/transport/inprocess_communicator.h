@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "transport/communicator.h"
+#include "transport/p2p_control.h"
 
 namespace concord {
 
@@ -59,6 +60,8 @@ class InProcessCommunicator : public Communicator {
   // receive or queued as unexpected; received from the unexpected queue or posted.
   RequestPtr send_piece(const uint8_t* data, size_t bytes, int peer, int tag);
   RequestPtr receive_piece(uint8_t* data, size_t bytes, int peer, int tag);
+  // The control collectives on this communicator's point-to-point (transport/p2p_control.h).
+  P2pControl control();
 
   std::shared_ptr<InProcessWorld> world_;
   int rank_;

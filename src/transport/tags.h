@@ -7,7 +7,8 @@
 //   90 .. 99          the KVStore's key check (src/kvstore/key_check.h, key_digest.h)
 //   0x3A4E            the negotiator's wake messages (src/control/wake_channel.h)
 //   0x5300 .. 0x53ff  sparse collectives (src/sparse)
-//   1 << 29           the in-process transport's control collectives (never seen by MPI)
+//   1 << 29           the control collectives over point-to-point (in-process and UCX
+//                     transports, p2p_control.h; never seen by MPI)
 // A new algorithm takes the next free value of its range here; tests/unit/test_tags.cc
 // checks that no two tags are equal and that each lies in its range.
 #pragma once
@@ -51,7 +52,7 @@ inline constexpr int kSparseRotation = 0x5302;
 inline constexpr int kSparseBalance = 0x5303;
 inline constexpr int kSparseTreeReduce = 0x5311;
 
-// The in-process transport's control collectives (src/transport/inprocess_communicator.cc).
+// The control collectives over point-to-point, and + 1 (src/transport/p2p_control.h).
 inline constexpr int kInProcessControl = 1 << 29;
 
 /// Every tag above, for the uniqueness test.

@@ -1,12 +1,11 @@
-// Every registered algorithm run directly on an MpiCommunicator (real processes, MPI
-// nonblocking point-to-point), at 1-5 ranks (device-buffer allreduces on the strict
+// Every registered algorithm run directly on a duplicate of the process's transport world
+// (real processes: MPI's nonblocking point-to-point under mpirun, UCX's under a store
+// launcher), at 1-5 ranks (device-buffer allreduces on the strict
 // emulated device): allreduce for a subset of dtypes x ops x sizes
 // {0, 1, P+1, 1023, > 1 MiB odd}, with the default and a small pipeline chunk; allgather,
 // broadcast from every root, reduce-scatter and alltoall with known contents. Each rank
 // checks its own result against a reference built from every rank's deterministic input,
 // and allreduce results must be bit-identical across ranks (64-bit checksums gathered).
-#include <mpi.h>
-
 #include <numeric>
 
 #include "algorithms/device_capabilities.h"
@@ -14,8 +13,8 @@
 #include "device/emulated_device.h"
 #include "patterns/ring.h"
 #include "transport/device_pointers.h"
-#include "transport/mpi_communicator.h"
 #include "transport/staging_communicator.h"
+#include "transport/transport_world.h"
 #include "unit/allreduce_check.h"
 
 namespace concord {
@@ -23,32 +22,11 @@ namespace {
 
 using testing_util::cat;
 
-// Node of every rank from MPI's shared-memory split (as the runtime computes it).
-std::vector<int> node_map(MPI_Comm comm) {
-  MPI_Comm local;
-  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
-  int rank = 0, size = 0, leader = 0;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  leader = rank;
-  MPI_Bcast(&leader, 1, MPI_INT, 0, local);
-  MPI_Comm_free(&local);
-  std::vector<int> leaders(size), nodes(size);
-  MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm);
-  std::vector<int> seen;
-  for (int r = 0; r < size; ++r) {
-    auto it = std::find(seen.begin(), seen.end(), leaders[r]);
-    nodes[r] = static_cast<int>(it - seen.begin());
-    if (it == seen.end()) seen.push_back(leaders[r]);
-  }
-  return nodes;
-}
-
-class AlgorithmsOverMpi : public ::testing::Test {
+class AlgorithmsOverTransport : public ::testing::Test {
  protected:
   void SetUp() override {
-    comm_ = std::make_unique<MpiCommunicator>(MPI_COMM_WORLD);
-    nodes_ = node_map(MPI_COMM_WORLD);
+    comm_ = process_world().duplicate("test.algorithms");
+    nodes_ = process_world().node_of_rank();
   }
   Problem problem(size_t count, size_t element_size, DataType dtype, ReduceOp op, size_t chunk) const {
     Problem p;
@@ -59,7 +37,7 @@ class AlgorithmsOverMpi : public ::testing::Test {
     p.dtype = dtype;
     p.op = op;
     p.chunk_bytes = chunk;
-    p.native_available = comm_->native_allreduce_supported(dtype, op);
+    p.native_available = comm_->native() != nullptr && comm_->native()->native_allreduce_supported(dtype, op);
     return p;
   }
   template <typename Entry>
@@ -71,31 +49,32 @@ class AlgorithmsOverMpi : public ::testing::Test {
   bool identical_on_every_rank(const std::vector<uint8_t>& bytes) {
     uint64_t h = 1469598103934665603ull;
     for (uint8_t b : bytes) h = (h ^ b) * 1099511628211ull;
-    std::vector<uint64_t> all(comm_->size());
-    MPI_Allgather(&h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
-    return std::all_of(all.begin(), all.end(), [&](uint64_t x) { return x == all[0]; });
+    std::vector<uint64_t> both = {h, ~h};  // AND of h and of ~h: all equal iff AND(h) == h and AND(~h) == ~h
+    comm_->allreduce_bits(both, true);
+    return both[0] == h && both[1] == ~h;
   }
 
-  std::unique_ptr<MpiCommunicator> comm_;
+  std::unique_ptr<Communicator> comm_;
   std::vector<int> nodes_;
   ScratchBuffer scratch_;
 };
 
-TEST_F(AlgorithmsOverMpi, AllreduceEveryAlgorithmMatchesReference) {
+TEST_F(AlgorithmsOverTransport, AllreduceEveryAlgorithmMatchesReference) {
   const int P = comm_->size(), rank = comm_->rank();
   const DataType dtypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt64,
                              DataType::kFloat64};
   for (const auto& entry : allreduce_algorithms()) {
     if (entry.memory != MemoryKind::kHost) continue;  // DeviceBufferAllreduces below
     for (size_t chunk : {size_t{1} << 19, size_t{4000}}) {
-      auto algorithm = create(entry, chunk);  // the same instance serves every call
+      decltype(create(entry, chunk)) algorithm;  // created on first use; then it serves every call
       for (DataType dtype : dtypes) {
         const size_t large = (size_t{1} << 20) / dtype_size(dtype) + 3;
         for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kProduct}) {
           for (size_t n : {size_t{0}, size_t{1}, static_cast<size_t>(P + 1), size_t{1023}, large}) {
             if (n == large && (op != ReduceOp::kSum || chunk != (size_t{1} << 19))) continue;
             const Problem p = problem(n, dtype_size(dtype), dtype, op, chunk);
-            if (!entry.declines(p).empty()) continue;
+            if (!entry.declines(p).empty()) continue;  // e.g. "mpi" on a transport without MPI's collectives
+            if (!algorithm) algorithm = create(entry, chunk);
             const std::string what = cat(entry.name, " P=", P, " n=", n, " dtype=", dtype_name(dtype),
                                          " op=", reduce_op_name(op), " chunk_bytes=", chunk, " rank=", rank);
             SCOPED_TRACE(what);
@@ -121,21 +100,21 @@ TEST_F(AlgorithmsOverMpi, AllreduceEveryAlgorithmMatchesReference) {
 // Each runs over MPI as it is (an algorithm that declines, e.g. "cuda_aware" where MPI is
 // not CUDA-aware, is skipped with its reason) and over StagingCommunicator wrapping MPI,
 // a transport that takes device pointers, so "cuda_aware" runs under mpirun too.
-TEST_F(AlgorithmsOverMpi, DeviceAllreduceEveryAlgorithmOnEmulatedDevice) {
+TEST_F(AlgorithmsOverTransport, DeviceAllreduceEveryAlgorithmOnEmulatedDevice) {
   const int P = comm_->size(), rank = comm_->rank();
   EmulatedDevice device;
   auto stream = device.create_stream();
   StagingCommunicator staging(*comm_, device);
   for (Communicator* transport : {static_cast<Communicator*>(comm_.get()), static_cast<Communicator*>(&staging)}) {
     const DeviceCapabilities caps = agree_device_capabilities(*transport, device);
-    const char* over = transport == &staging ? "staging transport" : "MPI";
+    const std::string over = transport == &staging ? "staging transport" : process_world().origin().transport;
     for (const auto& entry : allreduce_algorithms()) {
       if (entry.memory != MemoryKind::kDevice) continue;
       Problem declined = problem(1 << 20, 4, DataType::kFloat32, ReduceOp::kSum, size_t{1} << 19);
       declined.memory = MemoryKind::kDevice;
       declined.device = &caps;
       if (const std::string reason = entry.declines(declined); !reason.empty()) {
-        if (rank == 0) std::printf("[ skipped ] %s over %s: %s\n", entry.name.c_str(), over, reason.c_str());
+        if (rank == 0) std::printf("[ skipped ] %s over %s: %s\n", entry.name.c_str(), over.c_str(), reason.c_str());
         continue;
       }
       AlgorithmContext context{*transport, scratch_, 4096, nodes_};
@@ -167,7 +146,8 @@ TEST_F(AlgorithmsOverMpi, DeviceAllreduceEveryAlgorithmOnEmulatedDevice) {
 
 // MPI says whether it takes CUDA device pointers (MPIX_Query_cuda_support at run time);
 // every rank gets the same answer with a reason, and the communicator reports the same.
-TEST_F(AlgorithmsOverMpi, MpiCudaSupportIsReportedWithAReason) {
+TEST_F(AlgorithmsOverTransport, MpiCudaSupportIsReportedWithAReason) {
+  if (process_world().origin().transport != "mpi") GTEST_SKIP() << "a question to MPI; the suite runs over UCX";
   const DevicePointerSupport mpi = mpi_cuda_support();
   EXPECT_FALSE(mpi.reason.empty());
   const DevicePointerSupport comm = device_pointer_support(*comm_);
@@ -177,7 +157,7 @@ TEST_F(AlgorithmsOverMpi, MpiCudaSupportIsReportedWithAReason) {
   EXPECT_TRUE(identical_on_every_rank(answer)) << mpi.summary();
 }
 
-TEST_F(AlgorithmsOverMpi, AllgatherEveryAlgorithm) {
+TEST_F(AlgorithmsOverTransport, AllgatherEveryAlgorithm) {
   const int P = comm_->size(), rank = comm_->rank();
   for (const auto& entry : allgather_algorithms()) {
     for (size_t total : {size_t{0}, size_t{5}, size_t{1001}, size_t{3u << 20}}) {
@@ -198,7 +178,7 @@ TEST_F(AlgorithmsOverMpi, AllgatherEveryAlgorithm) {
   }
 }
 
-TEST_F(AlgorithmsOverMpi, BroadcastEveryAlgorithmFromEveryRoot) {
+TEST_F(AlgorithmsOverTransport, BroadcastEveryAlgorithmFromEveryRoot) {
   const int P = comm_->size(), rank = comm_->rank();
   for (const auto& entry : broadcast_algorithms()) {
     for (size_t bytes : {size_t{0}, size_t{1}, size_t{4099}, size_t{(1u << 21) + 5}}) {
@@ -217,7 +197,7 @@ TEST_F(AlgorithmsOverMpi, BroadcastEveryAlgorithmFromEveryRoot) {
   }
 }
 
-TEST_F(AlgorithmsOverMpi, ReduceScatterEveryAlgorithm) {
+TEST_F(AlgorithmsOverTransport, ReduceScatterEveryAlgorithm) {
   const int P = comm_->size(), rank = comm_->rank();
   for (const auto& entry : reduce_scatter_algorithms()) {
     for (size_t n : {size_t{0}, size_t{1}, static_cast<size_t>(P + 1), size_t{100003}}) {
@@ -237,7 +217,7 @@ TEST_F(AlgorithmsOverMpi, ReduceScatterEveryAlgorithm) {
   }
 }
 
-TEST_F(AlgorithmsOverMpi, AlltoallEveryAlgorithm) {
+TEST_F(AlgorithmsOverTransport, AlltoallEveryAlgorithm) {
   const int P = comm_->size(), rank = comm_->rank();
   for (const auto& entry : alltoall_algorithms()) {
     for (size_t block : {size_t{0}, size_t{1}, size_t{777}, size_t{300000}}) {

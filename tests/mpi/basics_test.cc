@@ -15,6 +15,7 @@ TEST(Basics, RankAndSizeMatchMpiWorld) {
 }
 
 TEST(Basics, LocalRankAndSizeMatchSharedMemorySplit) {
+  if (!over_mpi()) GTEST_SKIP() << "asks MPI itself; the suite runs over " << process_world().origin().transport;
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
   // This test calls MPI from the main thread while Concord's background thread uses it.

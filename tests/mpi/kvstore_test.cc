@@ -1,10 +1,10 @@
 // KVStore on MpiCommunicator under mpirun (ctest mpi.kvstore.np1..np4): the scenarios of
 // tests/test_support/kvstore_scenarios.h for every design, with Concord's runtime active
 // (main.cc calls concord::init), so the store's threads share MPI with the runtime's
-// background thread (MPI_THREAD_MULTIPLE, checked by make_mpi_world).
+// background thread (MPI_THREAD_MULTIPLE, checked by kvstore::make_world).
 #include <gtest/gtest.h>
 
-#include "kvstore/kvstore_mpi.h"
+#include "kvstore/kvstore_world.h"
 #include "test_support/kvstore_scenarios.h"
 
 namespace concord::kvstore {
@@ -13,7 +13,7 @@ namespace {
 class KVStoreMpiTest : public ::testing::TestWithParam<KVStoreType> {
  protected:
   // A fresh world communicator per test (collective: every rank runs every test in order).
-  std::unique_ptr<Communicator> world() { return make_mpi_world(GetParam()); }
+  std::unique_ptr<Communicator> world() { return make_world(GetParam()); }
 };
 
 TEST_P(KVStoreMpiTest, InitTakesRank0Value) { scenarios::init_takes_rank0_value(*world(), GetParam()); }
@@ -53,7 +53,7 @@ INSTANTIATE_TEST_SUITE_P(Designs, KVStoreMpiTest,
                          });
 
 TEST(KVStoreMpi, ConcurrentOrderMattersOnlyPerCommunicator) {
-  auto comm = make_mpi_world(KVStoreType::kConcurrent);
+  auto comm = make_world(KVStoreType::kConcurrent);
   if (comm->size() < 2) GTEST_SKIP() << "needs two ranks";
   scenarios::concurrent_order_matters_only_per_communicator(*comm);
 }

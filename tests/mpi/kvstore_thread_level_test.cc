@@ -1,4 +1,4 @@
-// The KVStore's MPI thread-level check (kvstore/kvstore_mpi.h) under mpirun: MPI is
+// The KVStore's MPI thread-level check (kvstore/kvstore_world.h) under mpirun: MPI is
 // initialised here with MPI_THREAD_SERIALIZED only, as an application might. The concurrent
 // and depchain designs call MPI from two threads and must refuse with a StateError naming
 // MPI_THREAD_MULTIPLE (instead of corrupting MPI's state); funneled, which calls MPI from
@@ -10,7 +10,7 @@
 
 #include "concord/errors.h"
 #include "engine/engine.h"
-#include "kvstore/kvstore_mpi.h"
+#include "kvstore/kvstore_world.h"
 
 namespace concord::kvstore {
 namespace {
@@ -18,7 +18,7 @@ namespace {
 TEST(KVStoreThreadLevel, MultiThreadedDesignsRefuseSerializedMpi) {
   for (auto type : {KVStoreType::kConcurrent, KVStoreType::kDepChain}) {
     try {
-      make_mpi_world(type);
+      make_world(type);
       ADD_FAILURE() << kvstore_type_name(type) << ": accepted MPI_THREAD_SERIALIZED";
     } catch (const StateError& e) {
       EXPECT_NE(std::string(e.what()).find("MPI_THREAD_MULTIPLE"), std::string::npos) << e.what();
@@ -28,7 +28,7 @@ TEST(KVStoreThreadLevel, MultiThreadedDesignsRefuseSerializedMpi) {
 }
 
 TEST(KVStoreThreadLevel, FunneledWorksWithSerializedMpi) {
-  auto world = make_mpi_world(KVStoreType::kFunneled);
+  auto world = make_world(KVStoreType::kFunneled);
   engine::Engine engine(1, 1);
   KVStore kv(engine, *world, {});
   std::vector<int64_t> value(10, world->rank() + 1);

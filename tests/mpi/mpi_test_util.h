@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <sstream>
@@ -25,6 +26,7 @@
 #include "common/half.h"
 #include "concord/concord.h"
 #include "test_support/dtype_lists.h"
+#include "transport/transport_world.h"
 
 namespace concord::mpitest {
 
@@ -51,26 +53,14 @@ inline Real unit_roundoff(DataType dtype) {
   }
 }
 
-/// The world rank from MPI itself: valid before init() and after shutdown().
-inline int world_rank() {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (!initialized || finalized) return 0;
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  return rank;
-}
+/// The world rank from the transport itself (MPI_COMM_WORLD's under mpirun, the UCX
+/// world's under a store launcher): valid before init() and after shutdown().
+inline int world_rank() { return process_world().rank(); }
 
-inline int world_size() {
-  int initialized = 0, finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (!initialized || finalized) return 1;
-  int size = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  return size;
-}
+inline int world_size() { return process_world().size(); }
+
+/// True when the suite runs over MPI (tests that call MPI themselves skip otherwise).
+inline bool over_mpi() { return process_world().origin().transport == "mpi"; }
 
 /// Element i of a buffer of `dtype`, widened exactly.
 inline Real load(DataType dtype, const void* data, int64_t i) {
@@ -270,7 +260,7 @@ inline std::exception_ptr wait_for(const Handle& handle, const std::string& what
       std::fprintf(stderr, "[rank %d] TIMEOUT: %s did not complete within %lld s; aborting\n", world_rank(),
                    what.c_str(), static_cast<long long>(kWaitLimit.count()));
       std::fflush(stderr);
-      MPI_Abort(MPI_COMM_WORLD, 3);
+      std::_Exit(3);  // the launcher (mpirun, concord-run) then ends the other ranks
     }
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }

@@ -19,14 +19,14 @@ import concord.torch as hvd
 
 
 def _launcher_rank():
-    for variable in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"):
+    for variable in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK"):
         if variable in os.environ:
             return os.environ[variable]
     return "0"
 
 
 def pytest_report_header(config):
-    return f"concord: rank {_launcher_rank()} (from the MPI launcher's environment)"
+    return f"concord: rank {_launcher_rank()} (from the launcher's environment)"
 
 
 _WHERE = {"text": f"rank {_launcher_rank()}"}

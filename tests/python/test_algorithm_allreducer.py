@@ -1,6 +1,6 @@
-"""concord._core.AlgorithmAllreducer, the baseline tools/latency_bench.py times the runtime
-against: one registry algorithm run alone, and runtime_choice(), the entry the runtime runs
-for a size (a CONCORD_ALLREDUCE_ALGORITHM rule, else rank 0's measured choice from the
+"""concord._bench.AlgorithmAllreducer (the benchmarks' module, built with the tools), the
+baseline tools/latency_bench.py times the runtime against: one registry algorithm run
+alone, and runtime_choice(), the entry the runtime runs for a size (a CONCORD_ALLREDUCE_ALGORITHM rule, else rank 0's measured choice from the
 cost-model cache file, else the cost model), decided on rank 0. Run on every rank in the same
 order; each test makes all of its collective calls before it asserts."""
 
@@ -11,6 +11,7 @@ import pytest
 
 import concord
 import concord.torch as hvd
+from concord import _bench
 
 
 
@@ -26,7 +27,7 @@ def make_allreducer(monkeypatch, **environment):
         monkeypatch.delenv(name, raising=False)
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
-    return concord._core.AlgorithmAllreducer()
+    return _bench.AlgorithmAllreducer()
 
 
 def test_allreduce_runs_the_named_algorithm(monkeypatch):

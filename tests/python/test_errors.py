@@ -369,8 +369,11 @@ LIFECYCLE_SCRIPT = textwrap.dedent("""
 """)
 
 # Variables by which a process learns it was started by mpirun/mpiexec (Open MPI, PMIx,
-# MPICH/Hydra); without them MPI_Init makes a singleton (one rank).
-_LAUNCHER_PREFIXES = ("OMPI_", "PMIX_", "PMI_", "HYDRA_", "MPI_LOCAL", "OPAL_", "ORTE_")
+# MPICH/Hydra) or by a store launcher (torchrun's env://, concord-run --launcher local,
+# srun); without them the process is a world of one.
+_LAUNCHER_PREFIXES = ("OMPI_", "PMIX_", "PMI_", "HYDRA_", "MPI_LOCAL", "OPAL_", "ORTE_", "RANK", "WORLD_SIZE",
+                      "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_", "SLURM_",
+                      "CONCORD_STORE", "CONCORD_RUN_")
 
 
 _lifecycle_process = {}
@@ -386,7 +389,7 @@ def _lifecycle_command():
 
 
 def _is_launcher_rank_0():
-    return all(os.environ.get(v, "0") == "0" for v in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"))
+    return all(os.environ.get(v, "0") == "0" for v in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "RANK"))
 
 
 def start_background_work(items):

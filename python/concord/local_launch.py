@@ -1,0 +1,119 @@
+"""Starts the ranks of a job on this host without MPI: ``concord-run --launcher local`` (and
+the ctest suites that run over UCX) use it, as ``torchrun --nproc_per_node`` or
+``horovodrun --gloo`` would. Every rank gets torchrun's env:// variables (``RANK``,
+``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``) and a fresh file store
+(``CONCORD_STORE=file:DIR``, removed afterwards) to rendezvous through, so Concord picks its
+UCX transport (``CONCORD_TRANSPORT=auto``). When a rank fails, the others are stopped after
+a grace period (SIGTERM, then SIGKILL) and the launcher names the rank and its exit status.
+
+Runnable as a script, without importing the ``concord`` package (the build tree's tests):
+``python3 local_launch.py -np 4 [--grace-seconds S] program args...``.
+"""
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def rank_environment(base, rank, size, store_dir, run_id):
+    """The environment of rank ``rank`` of ``size``: ``base`` plus the env:// variables, the
+    file store ``store_dir`` and the run id (a dict of strings)."""
+    env = dict(base)
+    env.update({"RANK": str(rank), "WORLD_SIZE": str(size), "LOCAL_RANK": str(rank),
+                "LOCAL_WORLD_SIZE": str(size), "CONCORD_STORE": f"file:{store_dir}",
+                "CONCORD_RUN_ID": run_id, "CONCORD_RUN_LOCAL": "1"})
+    return env
+
+
+def _describe(code):
+    """'exit status N' or 'signal NAME' for a Popen return code."""
+    if code < 0:
+        try:
+            return f"signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"signal {-code}"
+    return f"exit status {code}"
+
+
+def run_local(np, command, grace_seconds=30.0, environ=None, out=sys.stderr):
+    """Runs ``command`` (a list) as ``np`` ranks on this host and returns the job's exit
+    status: 0 when every rank exits 0, else the first failing rank's status (128 + signal
+    for a rank killed by a signal). Once a rank fails, the others get ``grace_seconds`` to
+    end by themselves (Concord reports the lost peer) before SIGTERM, then SIGKILL 5 s later.
+
+    Raises:
+        ValueError: np < 1 or an empty command.
+    """
+    if np < 1:
+        raise ValueError(f"local launcher: -np must be >= 1, got {np}")
+    if not command:
+        raise ValueError("local launcher: no program given")
+    store_dir = tempfile.mkdtemp(prefix="concord-store-")
+    run_id = os.path.basename(store_dir)
+    base = os.environ if environ is None else environ
+    procs = []
+    try:
+        for rank in range(np):
+            procs.append(subprocess.Popen(command, env=rank_environment(base, rank, np, store_dir, run_id)))
+        return _supervise(procs, grace_seconds, out)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(store_dir, ignore_errors=True)
+
+
+def _supervise(procs, grace_seconds, out):
+    """Waits for the ranks; after the first failure, stops the rest (see run_local)."""
+    failed, deadline = None, None
+    while True:
+        running = [p for p in procs if p.poll() is None]
+        if failed is None:
+            for rank, proc in enumerate(procs):
+                if proc.returncode not in (None, 0):
+                    failed = (rank, proc.returncode)
+                    deadline = time.monotonic() + grace_seconds
+                    print(f"concord-run: rank {rank} failed ({_describe(proc.returncode)}); stopping the "
+                          f"other ranks within {grace_seconds:g} s", file=out, flush=True)
+                    break
+        if not running:
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            for proc in running:
+                proc.terminate()
+            end = time.monotonic() + 5
+            while any(p.poll() is None for p in running) and time.monotonic() < end:
+                time.sleep(0.05)
+            for proc in running:
+                if proc.poll() is None:
+                    proc.kill()
+            deadline = float("inf")
+        time.sleep(0.05)
+    if failed is None:
+        return 0
+    code = failed[1]
+    return 128 - code if code < 0 else code
+
+
+def main(argv=None):
+    """Script entry point: ``local_launch.py -np N [--grace-seconds S] program args...``."""
+    parser = argparse.ArgumentParser(prog="local_launch.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("-np", type=int, required=True)
+    parser.add_argument("--grace-seconds", type=float, default=30.0)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    try:
+        return run_local(args.np, command, args.grace_seconds)
+    except ValueError as error:
+        parser.error(str(error))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

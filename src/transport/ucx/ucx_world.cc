@@ -1,0 +1,80 @@
+#include "transport/ucx_world.h"
+
+#include <unistd.h>
+
+#include <numeric>
+
+#include "common/enforce.h"
+#include "transport/rendezvous/world_rendezvous.h"
+#include "transport/ucx/ucx_communicator.h"
+
+namespace concord {
+namespace {
+
+std::string host_name() {
+  char name[256] = {};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+class UcxWorld : public TransportWorld {
+ public:
+  UcxWorld(const LaunchEnvironment& env, rendezvous::OpenStore store, std::chrono::milliseconds timeout)
+      : store_(std::move(store)), worker_(std::make_shared<UcxWorker>()) {
+    origin_.transport = "ucx";
+    origin_.launcher = env.launcher;
+    std::vector<rendezvous::PeerAddress> peers;
+    const rendezvous::PeerAddress mine{host_name(), static_cast<int64_t>(::getpid()), worker_->address()};
+    if (env.size == 1) {
+      origin_.rendezvous = "none";
+      peers.push_back(mine);
+    } else {
+      origin_.rendezvous = store_.store->describe();
+      rendezvous::RendezvousOptions options{env.rank, env.size, env.run_id, rendezvous::Clock::now() + timeout};
+      peers = rendezvous::exchange_addresses(*store_.store, options, mine);
+    }
+    std::vector<std::vector<uint8_t>> addresses;
+    std::vector<std::string> hosts;
+    std::vector<int64_t> pids;
+    for (auto& peer : peers) {
+      addresses.push_back(std::move(peer.address));
+      hosts.push_back(std::move(peer.host));
+      pids.push_back(peer.pid);
+    }
+    worker_->connect(addresses);
+    worker_->set_peers(hosts, pids);
+    for (const auto& host : hosts) {  // node numbers in order of each node's lowest rank
+      const auto first = std::find(hosts.begin(), hosts.end(), host) - hosts.begin();
+      nodes_.push_back(first == static_cast<long>(nodes_.size()) ? next_node_++ : nodes_[first]);
+    }
+    std::vector<int> members(env.size);
+    std::iota(members.begin(), members.end(), 0);
+    world_ = std::make_unique<UcxCommunicator>(worker_, 0, std::move(members), env.rank);
+  }
+
+  int rank() const override { return world_->rank(); }
+  int size() const override { return world_->size(); }
+  const WorldOrigin& origin() const override { return origin_; }
+  std::unique_ptr<Communicator> duplicate(const std::string&) override { return world_->split(0, world_->rank()); }
+  const std::vector<int>& node_of_rank() override { return nodes_; }
+  bool threads_supported() const override { return true; }
+
+ private:
+  rendezvous::OpenStore store_;  // kept: a TCP store's server must outlive every rank's rendezvous
+  std::shared_ptr<UcxWorker> worker_;
+  std::unique_ptr<UcxCommunicator> world_;
+  std::vector<int> nodes_;
+  int next_node_ = 0;
+  WorldOrigin origin_;
+};
+
+}  // namespace
+
+bool ucx_available() { return true; }
+
+std::unique_ptr<TransportWorld> make_ucx_world(const LaunchEnvironment& env, rendezvous::OpenStore store,
+                                               std::chrono::milliseconds timeout) {
+  return std::make_unique<UcxWorld>(env, std::move(store), timeout);
+}
+
+}  // namespace concord
