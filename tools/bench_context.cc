@@ -19,8 +19,10 @@ bool is_bench_name(const std::string& name) { return name == "mpi" || name == "r
 template <typename AlgorithmType>
 std::vector<std::string> registry_names(const std::vector<RegistryEntry<AlgorithmType>>& entries) {
   std::vector<std::string> names;
-  for (const auto& entry : entries)
+  for (const auto& entry : entries) {
+    if (entry.memory != MemoryKind::kHost) continue;  // host buffers here: concord-gpubench-allreduce times the others
     names.push_back(is_bench_name(entry.name) ? kRegistryPrefix + entry.name : entry.name);
+  }
   return names;
 }
 
