@@ -95,12 +95,13 @@ TEST(FileStore, SetGetAddWait) {
 }
 
 TEST(TcpStore, SetGetAddWait) {
-  TcpStoreServer server(29817);
-  exercise_store([] { return std::make_unique<TcpStore>("127.0.0.1", 29817, 5000ms); });
+  TcpStoreServer server(0);  // a free port the system picks
+  exercise_store([&server] { return std::make_unique<TcpStore>("127.0.0.1", server.port(), 5000ms); });
 }
 
 TEST(TcpStore, UnreachableStoreFailsWithinItsTimeout) {
-  TcpStore store("127.0.0.1", 29818, 300ms);  // nobody serves this port
+  const int port = TcpStoreServer(0).port();  // free a moment ago; nobody serves it now
+  TcpStore store("127.0.0.1", port, 300ms);
   const auto start = Clock::now();
   const std::string message = error_of([&] { store.set("k", to_bytes("v")); });
   EXPECT_NE(message.find("did not answer"), std::string::npos) << message;

@@ -47,7 +47,7 @@ TcpStoreServer::TcpStoreServer(int port) : context_(zmq_ctx_new()) {
   socket_ = zmq_socket(context_, ZMQ_ROUTER);
   set_option(socket_, ZMQ_LINGER, 0);
   set_option(socket_, ZMQ_RCVTIMEO, 100);  // the serving loop checks stop_ this often
-  const std::string endpoint = "tcp://*:" + std::to_string(port);
+  const std::string endpoint = "tcp://*:" + (port > 0 ? std::to_string(port) : std::string("*"));
   if (zmq_bind(socket_, endpoint.c_str()) != 0) {
     const std::string why = zmq_strerror(zmq_errno());
     zmq_close(socket_);
@@ -55,6 +55,11 @@ TcpStoreServer::TcpStoreServer(int port) : context_(zmq_ctx_new()) {
     CONCORD_THROW(CommError, "rendezvous: cannot serve the TCP store on port ", port, ": ", why,
                   " (set CONCORD_STORE=tcp:HOST:PORT to a free port)");
   }
+  char bound[256] = {};
+  size_t length = sizeof bound;
+  zmq_getsockopt(socket_, ZMQ_LAST_ENDPOINT, bound, &length);  // "tcp://0.0.0.0:PORT"
+  const std::string text(bound);
+  port_ = std::stoi(text.substr(text.rfind(':') + 1));
   thread_ = std::thread([this] { serve(); });
 }
 

@@ -22,8 +22,11 @@ namespace concord::rendezvous {
 class TcpStoreServer {
  public:
   /// Throws CommError when the port cannot be bound (in use: another job, or torchrun's
-  /// own store when CONCORD_STORE names MASTER_PORT itself).
+  /// own store when CONCORD_STORE names MASTER_PORT itself). Port 0: one the system picks
+  /// (port() says which).
   explicit TcpStoreServer(int port);
+  /// The port it serves on.
+  int port() const { return port_; }
   ~TcpStoreServer();
   TcpStoreServer(const TcpStoreServer&) = delete;
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
@@ -33,6 +36,7 @@ class TcpStoreServer {
 
   void* context_ = nullptr;
   void* socket_ = nullptr;
+  int port_ = 0;
   std::map<std::string, Bytes> values_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
