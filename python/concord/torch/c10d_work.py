@@ -18,6 +18,7 @@ block on its future (PowerSGD does), which needs the completer free. The pool st
 thread when every thread is busy in such a callback.
 """
 
+import collections
 import datetime
 import queue
 import threading
@@ -26,17 +27,31 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 from torch._C._distributed_c10d import Work
 
+#: Finished works a CallbackPool keeps alive. C++ code of torch (DDP's reducer, the
+#: parameter broadcast) holds a returned Work by its C++ part and calls ``wait()`` /
+#: ``getFuture()`` on it later, which reach this Python object only while it is alive
+#: (pybind11 looks the override up by the live Python instance; without it torch's base
+#: ``Work::wait`` would block forever). Those calls come within a training iteration, far
+#: fewer calls than this apart.
+RETAINED_WORKS = 4096
+
 #: Most threads a CallbackPool runs at once: each is a future callback blocked on a nested
 #: collective (PowerSGD nests two), so this bounds the nesting depth, not the throughput.
 MAX_CALLBACK_THREADS = 32
 
 
 class CallbackPool:
-    """Threads that complete futures (and so run their callbacks)."""
+    """Threads that complete futures (and so run their callbacks), and the finished works
+    kept alive for torch's C++ callers (RETAINED_WORKS)."""
 
     def __init__(self):
         self._executor = ThreadPoolExecutor(max_workers=MAX_CALLBACK_THREADS,
                                             thread_name_prefix="concord-c10d-callback")
+        self._retained = collections.deque(maxlen=RETAINED_WORKS)
+
+    def retain(self, work):
+        """Keeps ``work`` alive until RETAINED_WORKS later works finished."""
+        self._retained.append(work)
 
     def settle(self, future, result, error):
         """Completes ``future`` with ``result`` (or fails it with ``error``) on a pool thread."""
@@ -89,6 +104,7 @@ class ConcordWork(Work):
             self._result, self._error, self._source = result, error, source_rank
             self._done.set()
             future = self._future
+        self._callbacks.retain(self)
         if future is not None:
             self._callbacks.settle(future, result, error)
 
