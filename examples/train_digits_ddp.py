@@ -81,7 +81,8 @@ def train(args, data, group):
             optimizer.step()
             losses.append(loss.item())
     rate = args.epochs * steps * args.batch_size * size / (time.perf_counter() - start)
-    return losses, accuracy(model, x_test, y_test), torch.cat([p.detach().reshape(-1) for p in model.parameters()]), rate
+    params = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    return losses, accuracy(model, x_test, y_test), params, rate
 
 
 def identical_on_all_ranks(params):

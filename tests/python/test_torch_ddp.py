@@ -115,7 +115,8 @@ def test_ddp_powersgd(world):
                                        random_seed=7)
         results.append(_train(group, steps=5, hook=powersgd.powerSGD_hook, state=state))
     for step, (ours, theirs) in enumerate(zip(results[0][0], results[1][0])):
-        assert abs(ours - theirs) <= 1e-9 * max(1.0, abs(theirs)), where("powerSGD", step=step, concord=ours, gloo=theirs)
+        assert abs(ours - theirs) <= 1e-9 * max(1.0, abs(theirs)), \
+            where("powerSGD", step=step, concord=ours, gloo=theirs)
 
 
 def test_zero_redundancy_optimizer(world):

@@ -22,6 +22,7 @@ import collections
 import datetime
 import queue
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
@@ -101,12 +102,21 @@ class ConcordWork(Work):
         """Marks the work done with ``result`` (a list of tensors) or ``error`` (an
         exception); called once, by the thread that completed the operation."""
         with self._lock:
+            if self._done.is_set():  # expired by the watchdog: the late completion is dropped
+                return
             self._result, self._error, self._source = result, error, source_rank
             self._done.set()
             future = self._future
         self._callbacks.retain(self)
         if future is not None:
             self._callbacks.settle(future, result, error)
+
+    def expire(self):
+        """Fails the work (and its future) with a timeout error unless it finished: the
+        group's timeout passed since it was submitted (Completer's watchdog)."""
+        self.finish(None, RuntimeError(f"concord: {self._description} did not finish within {self._timeout:g} s "
+                                       "of its submission (the timeout of init_process_group/new_group); a rank "
+                                       "may not have called it"))
 
     def wait(self, timeout=None):
         """Block until done (at most ``timeout``, a timedelta; default: the group's timeout).
@@ -170,7 +180,9 @@ class ConcordWork(Work):
 
 
 class Completer:
-    """One thread completing a process group's works in submission order.
+    """One thread completing a process group's works in submission order, and a watchdog
+    thread failing those not finished within the group's timeout of their submission (so
+    that futures waited by torch's C++ code, which waits without a timeout, fail too).
 
     Each submitted item is ``(work, complete)``: ``complete()`` blocks until the operation
     finished (waiting with the GIL released) and returns the output tensor list; what it
@@ -179,16 +191,49 @@ class Completer:
 
     def __init__(self, name):
         self._queue = queue.SimpleQueue()
+        self._pending = collections.deque()  # (deadline, work), submission order
+        self._watch = threading.Condition()
+        self._closed = False
         self._thread = threading.Thread(target=self._run, name=f"concord-c10d-{name}", daemon=True)
         self._thread.start()
+        self._watchdog = threading.Thread(target=self._expire_late, name=f"concord-c10d-watchdog-{name}",
+                                          daemon=True)
+        self._watchdog.start()
 
     def submit(self, work, complete):
+        with self._watch:
+            self._pending.append((time.monotonic() + work._timeout, work))
+            if len(self._pending) == 1:
+                self._watch.notify()
         self._queue.put((work, complete))
         return work
 
     def close(self):
-        """Stops the thread after the works already submitted."""
+        """Stops the threads after the works already submitted."""
         self._queue.put(None)
+        with self._watch:
+            self._closed = True
+            self._watch.notify()
+
+    def _done_with(self, work):
+        with self._watch:
+            if self._pending and self._pending[0][1] is work:
+                self._pending.popleft()
+
+    def _expire_late(self):
+        while True:
+            with self._watch:
+                while not self._pending and not self._closed:
+                    self._watch.wait()
+                if self._closed:
+                    return
+                deadline, work = self._pending[0]
+                remaining = deadline - time.monotonic()
+                if remaining > 0:
+                    self._watch.wait(remaining)
+                    continue
+                self._pending.popleft()
+            work.expire()
 
     def _run(self):
         while True:
@@ -206,3 +251,4 @@ class Completer:
                 work.finish(None, wrapped)
             else:
                 work.finish(result, None)
+            self._done_with(work)

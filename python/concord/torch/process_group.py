@@ -41,8 +41,8 @@ from torch._C._distributed_c10d import ProcessGroup
 
 from concord.torch import collectives
 from concord.torch.c10d_p2p import StoreMessages
-from concord.torch.c10d_tensors import (BITWISE_OPS, CONCORD_OPS, SCATTER_OPS, check_like, concord_op, flat, one_tensor,
-                                        reduce_op, unwire, wire, wire_width)
+from concord.torch.c10d_tensors import (BITWISE_OPS, CONCORD_OPS, SCATTER_OPS, check_like, concord_op, flat,
+                                        one_tensor, reduce_op, unwire, wire, wire_width)
 from concord.torch.c10d_work import Completer, ConcordWork, seconds
 from concord.torch.handles import Sum, synchronize
 
