@@ -297,3 +297,21 @@ def test_group_timeout_fails_futures(world):
     check = torch.ones(1)
     dist.all_reduce(check)  # on the world: the others wait here for rank 0 longer than 1 s
     assert check.item() == size, where("all_reduce after an expired one")
+
+
+def test_monitored_barrier_names_the_missing_rank(world):
+    """The last rank skips a monitored barrier: rank 0 names it, the others are not
+    released. (The group's monitored barriers stay out of step afterwards, as after a
+    failed one on Gloo, which is why this test runs last.)"""
+    size, rank = dist.get_world_size(), dist.get_rank()
+    if size == 1:
+        pytest.skip("a missing rank needs two ranks")
+    group = dist.distributed_c10d._get_default_group()
+    late = size - 1
+    if rank == 0:
+        with pytest.raises(RuntimeError, match=rf"rank\(s\) \[{late}\] failed to pass monitored_barrier"):
+            group.monitored_barrier(datetime.timedelta(seconds=0.5), True)
+    elif rank != late:
+        with pytest.raises(RuntimeError, match="was not released from monitored_barrier"):
+            group.monitored_barrier(datetime.timedelta(seconds=1.5), True)
+    dist.barrier()

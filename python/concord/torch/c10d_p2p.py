@@ -15,6 +15,7 @@ receive takes the oldest arrival on its tag not yet taken by a receive naming it
 
 import datetime
 import threading
+import time
 
 import torch
 
@@ -119,8 +120,8 @@ class StoreMessages:
         return sender
 
     def monitored_barrier(self, timeout=None, wait_all_ranks=False):
-        """Gloo's monitored barrier: every rank checks in with rank 0, which waits for each
-        within ``timeout`` (seconds) and then releases them.
+        """Gloo's monitored barrier: every rank checks in with rank 0, which waits for all of
+        them within ``timeout`` (seconds, in total) and then releases them.
 
         Raises:
             RuntimeError: on rank 0, naming the first rank (every rank with
@@ -138,10 +139,11 @@ class StoreMessages:
                 raise RuntimeError(f"concord: rank {self._rank} was not released from monitored_barrier "
                                    f"{barrier} by rank 0 within {limit}: {error}") from error
             return
-        missing = []
+        missing, deadline = [], time.monotonic() + limit.total_seconds()
         for rank in range(1, self._size):
+            remaining = datetime.timedelta(seconds=max(deadline - time.monotonic(), 0.001))
             try:
-                self._store.wait([f"monitored_barrier/{barrier}/{rank}"], limit)
+                self._store.wait([f"monitored_barrier/{barrier}/{rank}"], remaining)
             except RuntimeError:
                 missing.append(rank)
                 if not wait_all_ranks:
