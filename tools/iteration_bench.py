@@ -7,7 +7,9 @@ backward order, ``gradient_queuing=False``; ``overlap_priority`` with ByteSchedu
 credit-based priority scheduling, ``gradient_queuing="priority"``, ``--credit-mib``), each
 with every allreduce
 algorithm asked for (CONCORD_ALLREDUCE_ALGORITHM, switched by concord.shutdown()/init()
-inside the run), against torch.nn.parallel.DistributedDataParallel on the Gloo backend.
+inside the run), against torch.nn.parallel.DistributedDataParallel on the Gloo backend (``ddp``) and on the
+``"concord"`` torch.distributed backend (``ddp_concord``: the same DDP code on a group of every
+rank run by Concord's runtime, concord.torch.process_group).
 Two more modes give the C-Cube paper's reference points (its Fig. 13): ``after_backward``,
 its baseline B: every gradient allreduced (``hvd.allreduce_async_``, all at once) only after
 the whole backward pass, the forward pass waiting for all of them, so nothing overlaps; and
@@ -60,9 +62,9 @@ def parse_args(argv=None):
     parser.add_argument("--warmup", type=int, default=2, help="untimed iterations first (default 2)")
     parser.add_argument("--algorithms", default="ring,overlapped_tree",
                         help="CONCORD_ALLREDUCE_ALGORITHM values, comma-separated (default ring,overlapped_tree)")
-    parser.add_argument("--modes", default="plain,overlap,overlap_eager,overlap_priority,ddp",
+    parser.add_argument("--modes", default="plain,overlap,overlap_eager,overlap_priority,ddp,ddp_concord",
                         help="plain, overlap, overlap_eager, overlap_priority, after_backward, compute, ddp, "
-                             "comma-separated (default: all but after_backward and compute)")
+                             "ddp_concord, comma-separated (default: all but after_backward and compute)")
     parser.add_argument("--credit-mib", type=float, default=32,
                         help="overlap_priority's credit_bytes in MiB (default 32)")
     parser.add_argument("--port", type=int, default=29517, help="MASTER_PORT of the Gloo rendezvous")
@@ -193,17 +195,27 @@ def paper_line(rows):
 QUEUING = {"overlap": True, "overlap_eager": False, "overlap_priority": "priority"}
 
 
-def run_ddp(args, x, y):
-    model = torch.nn.parallel.DistributedDataParallel(make_model(args))
+def run_ddp(args, x, y, group=None):
+    """Seconds per iteration of DDP on ``group`` (None: the default group, Gloo)."""
+    model = torch.nn.parallel.DistributedDataParallel(make_model(args), process_group=group)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
     return time_loop(args, model, optimizer, x, y)
+
+
+def run_ddp_concord(args, x, y):
+    """Seconds per iteration of DDP on the "concord" backend: ``new_group(backend="concord")``
+    starts Concord's runtime (every rank), which is shut down afterwards."""
+    try:
+        return run_ddp(args, x, y, dist.new_group(backend="concord"))
+    finally:
+        hvd.shutdown()
 
 
 def main(argv=None):
     args = parse_args(argv)
     rank, size = init_gloo(args.port)
     modes = [m for m in args.modes.split(",") if m]
-    unknown = set(modes) - {"plain", "ddp", "after_backward", "compute", *QUEUING}
+    unknown = set(modes) - {"plain", "ddp", "ddp_concord", "after_backward", "compute", *QUEUING}
     if unknown:
         raise SystemExit(f"iteration_bench: unknown modes {sorted(unknown)}")
     x, y = make_batch(args, rank)
@@ -211,6 +223,8 @@ def main(argv=None):
     load_start = os.getloadavg()[0]
     if "ddp" in modes:
         rows.append(("ddp", "gloo", slowest(run_ddp(args, x, y))))
+    if "ddp_concord" in modes:
+        rows.append(("ddp_concord", "-", slowest(run_ddp_concord(args, x, y))))
     if "compute" in modes:
         rows.append(("compute", "-", slowest(run_compute(args, x, y))))
     algorithms = [a for a in args.algorithms.split(",") if a]

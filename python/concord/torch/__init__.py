@@ -7,7 +7,8 @@ broadcast_optimizer_state and broadcast_object; DistributedOptimizer and
 SparseDistributedOptimizer (Ok-Topk sparse allreduce with residuals); alltoall,
 reducescatter, grouped_allgather, grouped_reducescatter, barrier and join
 (concord.torch.collectives; their differentiable forms: concord.torch.autograd;
-handles: concord.torch.handles); process sets. Tensors must be CPU tensors of dtype float32, float64, float16,
+handles: concord.torch.handles); process sets; and the torch.distributed backend
+``"concord"`` (concord.torch.process_group), registered on import. Tensors must be CPU tensors of dtype float32, float64, float16,
 bfloat16, int32, int64, int16, int8 or uint8 (bool for broadcast, allgather and alltoall).
 """
 
@@ -35,6 +36,10 @@ from concord.torch.distributed_optimizer import DistributedOptimizer
 from concord.torch.sparse_grad import sparse_allreduce, sparse_allreduce_async
 from concord.torch.sync_batch_norm import SyncBatchNorm
 from concord.torch.sparse import SparseDistributedOptimizer, sparse_allreduce_names
+from concord.torch import c10d_backend as _c10d_backend
+
+# torch.distributed.init_process_group("concord", ...) runs on this runtime (docs/torch_distributed.md).
+_c10d_backend.register()
 
 # Horovod's name for the error a failed collective raises: every error synchronize() can
 # raise (MismatchError, CommError, StateError, ...) is a ConcordError.

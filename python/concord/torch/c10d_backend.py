@@ -1,0 +1,130 @@
+"""Registers ``"concord"`` as a torch.distributed backend (``import concord.torch`` does):
+``dist.init_process_group("concord", init_method=..., rank=..., world_size=...)`` then runs
+``dist.*`` collectives, DistributedDataParallel, ZeroRedundancyOptimizer, ... on Concord's
+runtime (concord.torch.process_group).
+
+The backend is a Python subclass of torch 1.13's ``c10d::ProcessGroup`` registered with
+``Backend.register_backend(..., extended_api=True)``: the creator receives the group's
+PrefixStore, rank, size, timeout, group id and global ranks.
+
+Starting the runtime (the default group's creator): Concord's runtime starts over MPI
+today. Under an MPI launcher (``mpirun``) the creator starts it (``concord.init``, with
+dynamic process sets for ``new_group``) and checks that torch.distributed's rank and world
+size are MPI's: a disagreement is a RuntimeError naming both, never a wrong world. Outside
+a launcher a world of one rank works; larger worlds need a runtime started from the c10d
+store, which the creator uses as soon as ``concord.init`` takes ``store=`` (and ``rank=``,
+``size=``); until then it raises a RuntimeError saying so. A runtime already started
+(``hvd.init()``) is used as is, after the same check.
+
+Subgroups: ``dist.new_group(ranks)`` is called by every rank of the world, in the same
+order (torch's contract), but calls the creator on the members only. Concord's process
+sets are registered by every rank (``add_process_set`` is collective), so the backend wraps
+torch's ``distributed_c10d._new_process_group_helper``: for a ``"concord"`` subgroup every
+rank registers the process set of its ranks first (or reuses the one registered for the
+same ranks), and the members' creator picks it up.
+"""
+
+import inspect
+import os
+
+import torch.distributed as dist
+from torch.distributed import distributed_c10d
+
+import concord
+from concord import process_sets
+from concord.torch.c10d_work import CallbackPool
+from concord.torch.process_group import ProcessGroupConcord
+
+BACKEND = "concord"
+#: Environment variables an MPI launcher sets in every rank (Open MPI, MPICH/Hydra, PMIx).
+MPI_LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK")
+
+
+def launched_by_mpi(environ=os.environ):
+    """True when an MPI launcher started this process."""
+    return any(variable in environ for variable in MPI_LAUNCHER_VARIABLES)
+
+
+class ConcordBackend:
+    """The backend's state: the runtime start, the process sets of the subgroups (by their
+    sorted global ranks) and the threads completing futures."""
+
+    def __init__(self):
+        self._callbacks = CallbackPool()
+        self._sets = {}
+
+    def start_runtime(self, store, rank, size):
+        """Starts Concord's runtime for a world of ``size`` ranks in which this process is
+        ``rank`` (no-op when started), then checks the runtime agrees.
+
+        Raises:
+            RuntimeError: no way to start a world of this size here (no MPI launcher, no
+                store-based init), or the runtime's rank/size differ from torch's.
+        """
+        if not concord.is_initialized():
+            if store is not None and "store" in inspect.signature(concord.init).parameters:
+                concord.init(process_sets="dynamic", store=store, rank=rank, size=size)
+            elif launched_by_mpi() or size == 1:
+                concord.init(process_sets="dynamic")
+            else:
+                raise RuntimeError(
+                    f"init_process_group('concord') outside an MPI launcher needs the store transport, which "
+                    f"this build of Concord does not have (concord.init takes no store): start the {size} "
+                    "ranks with mpirun (scripts/mpirun.sh -np N python script.py) and pass init_method, rank "
+                    "and world_size as MPI numbers them (docs/torch_distributed.md)")
+        if concord.rank() != rank or concord.size() != size:
+            raise RuntimeError(
+                f"init_process_group('concord'): torch.distributed says rank {rank} of {size}, Concord's runtime "
+                f"(MPI) says rank {concord.rank()} of {concord.size()}; pass rank and world_size as the MPI "
+                "launcher numbers the processes (e.g. OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE)")
+
+    def process_set(self, ranks):
+        """The process set of the sorted global ``ranks`` (None for the whole world),
+        registering it on first use: collective, every rank calls it in the same order."""
+        ranks = tuple(sorted(int(r) for r in ranks))
+        if ranks == tuple(range(concord.size())):
+            return None
+        if ranks not in self._sets:
+            self._sets[ranks] = process_sets.add_process_set(list(ranks))
+        return self._sets[ranks]
+
+    def create(self, options, pg_options=None):
+        """torch.distributed's creator (extended API): a ProcessGroupConcord for the
+        group described by ``options`` (``_DistributedBackendOptions``)."""
+        del pg_options  # the backend takes no options object
+        ranks = list(options.global_ranks_in_group)
+        if not ranks:  # the default group: the world
+            self.start_runtime(options.store, options.group_rank, options.group_size)
+            ranks, process_set = list(range(options.group_size)), None
+        else:
+            key = tuple(sorted(ranks))
+            if key != tuple(range(concord.size())) and key not in self._sets:
+                raise RuntimeError(f"concord: the group of ranks {list(key)} was not created by dist.new_group on "
+                                   "every rank (Concord registers a subgroup's process set on every rank)")
+            process_set = self.process_set(key)
+        return ProcessGroupConcord(options.group_rank, options.group_size, ranks, process_set,
+                                   options.group_id or "world", options.store, options.timeout, self._callbacks)
+
+    def wrap_group_helper(self, helper):
+        """torch's ``_new_process_group_helper`` (which new_group calls on every rank),
+        registering a ``"concord"`` subgroup's process set on every rank first."""
+        def new_process_group_helper(group_size, group_rank, global_ranks_in_group, backend, store, *args,
+                                     **kwargs):
+            if global_ranks_in_group and str(backend).upper() == BACKEND.upper():
+                world = distributed_c10d._get_default_group()
+                self.start_runtime(None, world.rank(), world.size())
+                self.process_set(global_ranks_in_group)
+            return helper(group_size, group_rank, global_ranks_in_group, backend, store, *args, **kwargs)
+        new_process_group_helper.wrapped_by_concord = True
+        return new_process_group_helper
+
+
+def register():
+    """Registers the ``"concord"`` backend with torch.distributed (once per process)."""
+    if BACKEND.upper() in dist.Backend._plugins:
+        return
+    backend = ConcordBackend()
+    dist.Backend.register_backend(BACKEND, backend.create, extended_api=True)
+    helper = distributed_c10d._new_process_group_helper
+    if not getattr(helper, "wrapped_by_concord", False):
+        distributed_c10d._new_process_group_helper = backend.wrap_group_helper(helper)

@@ -1,0 +1,437 @@
+"""``ProcessGroupConcord``: the torch.distributed ProcessGroup of the ``"concord"`` backend
+(torch 1.13's ``c10d::ProcessGroup`` API, subclassed from Python), every call mapped onto
+Concord's runtime.
+
+Naming: c10d calls collectives in the same order on every member of a group and without
+names; call n of group g is named ``c10d.<g>.<n>``, so Concord negotiates it like any named
+tensor: a rank calling another collective, shape, dtype or op at the same position gets
+Concord's MismatchError (naming tensor, ranks and what differed) on every rank; fusion,
+measured algorithm selection, the timeline and the stall inspector apply. Each name is
+used once, so the response cache (keyed by name) does not hit for these calls.
+
+What each call costs in Concord's collectives (P ranks, n bytes per rank):
+
+================================  ===================================================
+allreduce (SUM AVG MIN MAX PROD)  one allreduce, in place
+allreduce (BAND BOR BXOR)         allgather (P*n bytes received) + local fold
+allreduce_coalesced               one grouped allreduce (negotiated and fused together)
+broadcast                         one broadcast
+allgather, _allgather_base        one allgather
+allgather_coalesced               one grouped allgather
+gather / scatter                  one alltoall moving only the root's rows
+reduce                            one allreduce (non-roots reduce into a scratch copy)
+reduce_scatter (SUM AVG)          one reduce-scatter of the stacked inputs
+reduce_scatter (other ops)        an allreduce of the stacked inputs (P*n bytes)
+alltoall_base, alltoall           one alltoall (uneven splits allowed)
+barrier                           a 1-byte allreduce, done after the group's earlier calls
+send, recv, recv_anysource        through the c10d store (concord.torch.c10d_p2p)
+monitored_barrier                 through the c10d store (Gloo's protocol)
+================================  ===================================================
+
+One tensor per process and call (Gloo's multi-tensor forms are for several devices per
+process). dtypes: every dtype Concord carries, plus complex (as pairs of reals; SUM/AVG)
+and bool (reductions as uint8 logical and/or).
+"""
+
+import itertools
+import threading
+
+import torch
+from torch._C._distributed_c10d import ProcessGroup
+
+from concord.torch import collectives
+from concord.torch.c10d_p2p import StoreMessages
+from concord.torch.c10d_tensors import (BITWISE_OPS, CONCORD_OPS, SCATTER_OPS, check_like, concord_op, flat,
+                                        one_tensor, reduce_op, unwire, wire, wire_width)
+from concord.torch.c10d_work import Completer, ConcordWork, seconds
+from concord.torch.handles import Sum, synchronize
+
+
+def _write(tensor, result):
+    """Copies ``result`` into ``tensor`` unless it already is ``tensor``'s memory."""
+    if not (tensor.is_contiguous() and result.data_ptr() == tensor.data_ptr()):
+        tensor.copy_(result)
+
+
+class ProcessGroupConcord(ProcessGroup):
+    """The ranks of one torch.distributed group, on Concord's runtime.
+
+    Args:
+        rank (int), size (int): this process's rank in the group and the group size.
+        ranks (list of int): the group's global ranks (rank i of the group is ranks[i]).
+        process_set (concord.ProcessSet or None): Concord's set of those ranks (None: the
+            world).
+        group_name (str): the group's name, the same on every member (c10d's group id).
+        store: the group's c10d store (point-to-point messages, monitored barrier).
+        timeout (datetime.timedelta): how long a call waits by default.
+        callbacks (CallbackPool): completes the futures.
+    """
+
+    def __init__(self, rank, size, ranks, process_set, group_name, store, timeout, callbacks):
+        super().__init__(rank, size)
+        self._ranks = list(ranks)
+        self._set = process_set
+        self._group = group_name
+        self._timeout = seconds(timeout, 1800.0)
+        self._callbacks = callbacks
+        self._completer = Completer(group_name)
+        self._messages = StoreMessages(store, rank, size, self._timeout)
+        self._sequence = itertools.count()
+
+    def getBackendName(self):
+        """``"concord"`` (what ``dist.get_backend`` and DDP's logging report)."""
+        return "concord"
+
+    def __del__(self):
+        completer = getattr(self, "_completer", None)
+        if completer is not None:
+            completer.close()
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _work(self, what):
+        return ConcordWork(f"{what} of group '{self._group}' (rank {self.rank()} of {self.size()})",
+                           self._timeout, self._callbacks)
+
+    def _collective(self, what):
+        """The next call's name and its Work."""
+        name = f"c10d.{self._group}.{next(self._sequence)}"
+        return name, self._work(f"{what} '{name}'")
+
+    def _group_root(self, root, what):
+        if not 0 <= root < self.size():
+            raise ValueError(f"concord: {what}: root rank {root} is outside the group's ranks [0, {self.size()})")
+        return self._ranks[root]
+
+    def _reduce_launch(self, tensor, op, name, what, in_place=True):
+        """Starts the reduction of ``tensor`` over the group; returns a callable that waits
+        and returns the result (``tensor``'s dtype and shape; ``tensor``'s own memory when
+        ``in_place`` and ``tensor`` is contiguous)."""
+        cop = concord_op(op, tensor, f"{what} '{name}'")
+        if cop is None:  # bitwise: every rank's values, folded here
+            handle = collectives.allgather_async(flat(tensor), name=name, process_set=self._set)
+            fold = BITWISE_OPS[op]
+
+            def wait_folded():
+                rows = synchronize(handle)
+                result = rows[0]
+                for row in rows[1:]:
+                    result = fold(result, row)
+                return unwire(result, tensor)
+            return wait_folded
+        staged = wire(tensor) if in_place else wire(tensor).clone()
+        handle = collectives.allreduce_async_(staged, name=name, op=cop, process_set=self._set)
+
+        def wait_reduced():
+            synchronize(handle)
+            return unwire(staged, tensor)
+        return wait_reduced
+
+    # -- reductions -----------------------------------------------------------------------
+
+    def allreduce(self, tensors, opts=None):
+        """Reduces the tensor over the group in place (ops: SUM, AVG, MIN, MAX, PRODUCT,
+        BAND, BOR, BXOR). Returns a Work whose result is ``[tensor]``."""
+        tensor = one_tensor(tensors, "allreduce")
+        name, work = self._collective("allreduce")
+        wait = self._reduce_launch(tensor, reduce_op(opts), name, "allreduce")
+
+        def complete():
+            _write(tensor, wait())
+            return [tensor]
+        return self._completer.submit(work, complete)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        """Reduces every tensor of the list in place, as one group negotiated and fused
+        together (one dtype; SUM, AVG, MIN, MAX, PRODUCT)."""
+        tensors = list(tensors)
+        if not tensors:
+            raise ValueError("concord: allreduce_coalesced of an empty list")
+        name, work = self._collective("allreduce_coalesced")
+        check_like([t for t in tensors if t.dtype != tensors[0].dtype], tensors[0], "allreduce_coalesced")
+        cop = concord_op(reduce_op(opts), tensors[0], f"allreduce_coalesced '{name}'")
+        if cop is None:
+            raise ValueError(f"concord: allreduce_coalesced '{name}': bitwise ops are reduced per tensor; "
+                             "call allreduce for each")
+        staged = [wire(t) for t in tensors]
+        handle = collectives.grouped_allreduce_async_(staged, name=name, op=cop, process_set=self._set)
+
+        def complete():
+            synchronize(handle)
+            for tensor, values in zip(tensors, staged):
+                _write(tensor, unwire(values, tensor))
+            return tensors
+        return self._completer.submit(work, complete)
+
+    def reduce(self, tensors, opts):
+        """Reduces the tensor into the root's (``opts.rootRank``); the other ranks' tensors
+        are left unchanged (an allreduce into a scratch copy)."""
+        tensor = one_tensor(tensors, "reduce")
+        name, work = self._collective("reduce")
+        self._group_root(opts.rootRank, f"reduce '{name}'")
+        is_root = opts.rootRank == self.rank()
+        wait = self._reduce_launch(tensor, reduce_op(opts), name, "reduce", in_place=is_root)
+
+        def complete():
+            result = wait()
+            if is_root:
+                _write(tensor, result)
+            return [tensor]
+        return self._completer.submit(work, complete)
+
+    def _scatter_reduced(self, output, stacked, op, name, what):
+        """Rank r's row of the reduction of ``stacked`` ([P, k], ``output``'s dtype) into
+        ``output``."""
+        if op in SCATTER_OPS and output.dtype != torch.bool:
+            handle = collectives.reducescatter_async(wire(stacked), name=name, op=CONCORD_OPS[op],
+                                                     process_set=self._set)
+
+            def complete():
+                _write(output, unwire(synchronize(handle), output))
+                return [output]
+        else:  # MIN, MAX, PRODUCT, bool, bitwise: reduce everything, keep this rank's row
+            wait = self._reduce_launch(stacked, op, name, what, in_place=False)
+
+            def complete():
+                _write(output, wait()[self.rank()].reshape(output.shape))
+                return [output]
+        return complete
+
+    def reduce_scatter(self, output_tensors, input_lists, opts=None):
+        """Reduces ``input_lists[0]`` (one tensor per rank, like the output) over the group;
+        rank r receives the reduction of everyone's r-th tensor."""
+        output = one_tensor(output_tensors, "reduce_scatter")
+        inputs = list(one_tensor(input_lists, "reduce_scatter")) if input_lists else []
+        if len(inputs) != self.size():
+            raise ValueError(f"concord: reduce_scatter: {len(inputs)} inputs, the group has {self.size()} ranks")
+        check_like(inputs, output, "reduce_scatter")
+        name, work = self._collective("reduce_scatter")
+        stacked = torch.stack([t.reshape(-1) for t in inputs])
+        return self._completer.submit(work, self._scatter_reduced(output, stacked, reduce_op(opts), name,
+                                                                  "reduce_scatter"))
+
+    def _reduce_scatter_base(self, output, input, opts=None):
+        """reduce_scatter with the inputs concatenated in one tensor of size*output.numel()
+        elements (dist.reduce_scatter_tensor)."""
+        if input.dtype != output.dtype or input.numel() != self.size() * output.numel():
+            raise ValueError(f"concord: _reduce_scatter_base: input {list(input.shape)} {input.dtype} must hold "
+                             f"{self.size()} x output {list(output.shape)} {output.dtype}")
+        name, work = self._collective("reduce_scatter")
+        stacked = input.reshape(self.size(), -1)
+        return self._completer.submit(work, self._scatter_reduced(output, stacked, reduce_op(opts), name,
+                                                                  "_reduce_scatter_base"))
+
+    # -- data movement --------------------------------------------------------------------
+
+    def broadcast(self, tensors, opts=None):
+        """Copies the root's (``opts.rootRank``) tensor into every rank's, in place."""
+        tensor = one_tensor(tensors, "broadcast")
+        root = 0 if opts is None else opts.rootRank
+        name, work = self._collective("broadcast")
+        staged = wire(tensor)
+        handle = collectives.broadcast_async_(staged, self._group_root(root, f"broadcast '{name}'"), name=name,
+                                              process_set=self._set)
+
+        def complete():
+            synchronize(handle)
+            _write(tensor, unwire(staged, tensor))
+            return [tensor]
+        return self._completer.submit(work, complete)
+
+    def allgather(self, output_lists, input_tensors, opts=None):
+        """``output_lists[0][r]`` receives rank r's tensor (same dtype and size on every
+        rank)."""
+        tensor = one_tensor(input_tensors, "allgather")
+        outputs = list(one_tensor(output_lists, "allgather"))
+        if len(outputs) != self.size():
+            raise ValueError(f"concord: allgather: {len(outputs)} outputs, the group has {self.size()} ranks")
+        check_like(outputs, tensor, "allgather")
+        name, work = self._collective("allgather")
+        handle = collectives.allgather_async(flat(tensor), name=name, process_set=self._set)
+
+        def complete():
+            for output, row in zip(outputs, synchronize(handle)):
+                output.copy_(unwire(row, output))
+            return [outputs]
+        return self._completer.submit(work, complete)
+
+    def _allgather_base(self, output, input, opts=None):
+        """``output`` (size * input.numel() elements) receives every rank's input in rank
+        order (dist.all_gather_into_tensor)."""
+        if input.dtype != output.dtype or output.numel() != self.size() * input.numel():
+            raise ValueError(f"concord: _allgather_base: output {list(output.shape)} {output.dtype} must hold "
+                             f"{self.size()} x input {list(input.shape)} {input.dtype}")
+        name, work = self._collective("allgather")
+        handle = collectives.allgather_async(flat(input), name=name, process_set=self._set)
+
+        def complete():
+            output.copy_(unwire(synchronize(handle), output))
+            return [output]
+        return self._completer.submit(work, complete)
+
+    def allgather_coalesced(self, output_lists, input_list, opts=None):
+        """``output_lists[r][i]`` receives rank r's ``input_list[i]``; one grouped
+        allgather."""
+        inputs = list(input_list)
+        if len(output_lists) != self.size() or any(len(row) != len(inputs) for row in output_lists):
+            raise ValueError(f"concord: allgather_coalesced: output_lists must hold {self.size()} lists of "
+                             f"{len(inputs)} tensors")
+        for row in output_lists:
+            for output, tensor in zip(row, inputs):
+                check_like([output], tensor, "allgather_coalesced")
+        name, work = self._collective("allgather_coalesced")
+        handle = collectives.grouped_allgather_async([flat(t) for t in inputs], name=name, process_set=self._set)
+
+        def complete():
+            for i, gathered in enumerate(synchronize(handle)):
+                for rank, row in enumerate(output_lists):
+                    row[i].copy_(unwire(gathered[rank], row[i]))
+            return output_lists
+        return self._completer.submit(work, complete)
+
+    def gather(self, output_lists, input_tensors, opts):
+        """The root (``opts.rootRank``) receives every rank's tensor in
+        ``output_lists[0]``; one alltoall in which only the root receives."""
+        tensor = one_tensor(input_tensors, "gather")
+        name, work = self._collective("gather")
+        root = opts.rootRank
+        self._group_root(root, f"gather '{name}'")
+        outputs = list(one_tensor(output_lists, "gather")) if root == self.rank() else []
+        if root == self.rank():
+            if len(outputs) != self.size():
+                raise ValueError(f"concord: gather: {len(outputs)} outputs on the root, the group has "
+                                 f"{self.size()} ranks")
+            check_like(outputs, tensor, "gather")
+        splits = [0] * self.size()
+        splits[root] = 1
+        handle = collectives.alltoall_async(flat(tensor), splits, name=name, process_set=self._set)
+
+        def complete():
+            rows, _ = synchronize(handle)
+            for output, row in zip(outputs, rows):
+                output.copy_(unwire(row, output))
+            return [outputs]
+        return self._completer.submit(work, complete)
+
+    def scatter(self, output_tensors, input_lists, opts):
+        """Rank r receives the root's ``input_lists[0][r]`` into its output; one alltoall in
+        which only the root sends."""
+        output = one_tensor(output_tensors, "scatter")
+        name, work = self._collective("scatter")
+        root = opts.rootRank
+        self._group_root(root, f"scatter '{name}'")
+        if root == self.rank():
+            inputs = list(one_tensor(input_lists, "scatter"))
+            if len(inputs) != self.size():
+                raise ValueError(f"concord: scatter: {len(inputs)} inputs on the root, the group has "
+                                 f"{self.size()} ranks")
+            check_like(inputs, output, "scatter")
+            source, splits = torch.cat([flat(t) for t in inputs]), [1] * self.size()
+        else:
+            source, splits = flat(output)[:0], [0] * self.size()
+        handle = collectives.alltoall_async(source, splits, name=name, process_set=self._set)
+
+        def complete():
+            rows, _ = synchronize(handle)
+            _write(output, unwire(rows, output))
+            return [output]
+        return self._completer.submit(work, complete)
+
+    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        """Rows of ``input`` (dim 0) go to the ranks by ``input_split_sizes`` (empty: equal
+        parts); ``output`` receives, in rank order, the rows every rank sent here, which
+        must match ``output_split_sizes`` when given."""
+        name, work = self._collective("alltoall_base")
+        splits = list(input_split_sizes) or None
+        handle = collectives.alltoall_async(wire(input), splits, name=name, process_set=self._set)
+        expected = list(output_split_sizes)
+
+        def complete():
+            received, rows = synchronize(handle)
+            rows = rows.tolist()
+            if expected and rows != expected:
+                raise RuntimeError(f"concord: alltoall_base '{name}' on rank {self.rank()}: received rows {rows} "
+                                   f"from the ranks, output_split_sizes says {expected}")
+            if received.numel() != wire_width(output):
+                raise RuntimeError(f"concord: alltoall_base '{name}' on rank {self.rank()}: received "
+                                   f"{sum(rows)} rows, output has shape {list(output.shape)}")
+            _write(output, unwire(received, output))
+            return [output]
+        return self._completer.submit(work, complete)
+
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        """``input_tensors[j]`` goes to rank j, ``output_tensors[j]`` receives rank j's
+        (sizes may differ by rank; one dtype)."""
+        inputs, outputs = list(input_tensors), list(output_tensors)
+        if len(inputs) != self.size() or len(outputs) != self.size():
+            raise ValueError(f"concord: alltoall: {len(inputs)} inputs and {len(outputs)} outputs, the group has "
+                             f"{self.size()} ranks")
+        check_like([t for t in inputs + outputs if t.dtype != inputs[0].dtype], inputs[0], "alltoall")
+        name, work = self._collective("alltoall")
+        source = torch.cat([flat(t).reshape(-1) for t in inputs])
+        handle = collectives.alltoall_async(source, [wire_width(t) for t in inputs], name=name,
+                                            process_set=self._set)
+
+        def complete():
+            received, counts = synchronize(handle)
+            counts = counts.tolist()
+            wanted = [wire_width(t) for t in outputs]
+            if counts != wanted:
+                raise RuntimeError(f"concord: alltoall '{name}' on rank {self.rank()}: received {counts} elements "
+                                   f"from the ranks, the outputs hold {wanted}")
+            for output, part in zip(outputs, torch.split(received, counts)):
+                output.copy_(unwire(part, output))
+            return outputs
+        return self._completer.submit(work, complete)
+
+    def barrier(self, opts=None):
+        """Done when every member reached it and this group's earlier calls finished here."""
+        name, work = self._collective("barrier")
+        token = torch.zeros(1, dtype=torch.uint8)
+        handle = collectives.allreduce_async_(token, name=name, op=Sum, process_set=self._set)
+        return self._completer.submit(work, lambda: (synchronize(handle), [])[1])
+
+    # -- point to point (through the store) -----------------------------------------------
+
+    def send(self, tensors, dst_rank, tag=0):
+        """Deposits the tensor for group rank ``dst_rank`` (done when the store holds it)."""
+        tensor = one_tensor(tensors, "send")
+        work = self._work(f"send to rank {dst_rank} (tag {tag})")
+        self._messages.send(tensor, dst_rank, tag)
+        work.finish([tensor], None)
+        return work
+
+    def _receive(self, work, tensor, receive):
+        def run():
+            try:
+                source = receive()
+            except RuntimeError as error:
+                work.finish(None, error)
+            else:
+                work.finish([tensor], None, source)
+        threading.Thread(target=run, name="concord-c10d-recv", daemon=True).start()
+        return work
+
+    def recv(self, tensors, src_rank, tag=0):
+        """Receives group rank ``src_rank``'s next message on ``tag`` into the tensor."""
+        tensor = one_tensor(tensors, "recv")
+        index = self._messages.post_recv(src_rank, tag)
+        work = self._work(f"recv from rank {src_rank} (tag {tag})")
+
+        def receive():
+            self._messages.recv(tensor, src_rank, tag, index)
+            return src_rank
+        return self._receive(work, tensor, receive)
+
+    def recv_anysource(self, tensors, tag=0):
+        """Receives the oldest message on ``tag`` from any rank; ``work._source_rank()``
+        names the sender."""
+        tensor = one_tensor(tensors, "recv_anysource")
+        work = self._work(f"recv from any rank (tag {tag})")
+        return self._receive(work, tensor, lambda: self._messages.recv_any(tensor, tag))
+
+    def monitored_barrier(self, timeout=None, wait_all_ranks=False):
+        """Gloo's monitored barrier (concord.torch.c10d_p2p.StoreMessages.monitored_barrier),
+        reached as ``group.monitored_barrier(timeout, wait_all_ranks)``."""
+        self._messages.monitored_barrier(seconds(timeout, self._timeout), wait_all_ranks)
+
