@@ -7,14 +7,13 @@ The backend is a Python subclass of torch 1.13's ``c10d::ProcessGroup`` register
 ``Backend.register_backend(..., extended_api=True)``: the creator receives the group's
 PrefixStore, rank, size, timeout, group id and global ranks.
 
-Starting the runtime (the default group's creator): Concord's runtime starts over MPI
-today. Under an MPI launcher (``mpirun``) the creator starts it (``concord.init``, with
-dynamic process sets for ``new_group``) and checks that torch.distributed's rank and world
-size are MPI's: a disagreement is a RuntimeError naming both, never a wrong world. Outside
-a launcher a world of one rank works; larger worlds need a runtime started from the c10d
-store, which the creator uses as soon as ``concord.init`` takes ``store=`` (and ``rank=``,
-``size=``); until then it raises a RuntimeError saying so. A runtime already started
-(``hvd.init()``) is used as is, after the same check.
+Starting the runtime (the default group's creator): under an MPI launcher (``mpirun``) the
+creator starts it over MPI (``concord.init``, with dynamic process sets for ``new_group``)
+and checks that torch.distributed's rank and world size are MPI's: a disagreement is a
+RuntimeError naming both, never a wrong world. Otherwise (torchrun's env://, file:// or
+tcp:// from any launcher) it starts it over UCX, rendezvousing through a TCP store rank 0
+serves whose address it passes through the c10d store (join_through_store). A runtime
+already started (``hvd.init()``) is used as is, after the same check.
 
 Subgroups: ``dist.new_group(ranks)`` is called by every rank of the world, in the same
 order (torch's contract), but calls the creator on the members only. Concord's process
@@ -24,8 +23,8 @@ rank registers the process set of its ranks first (or reuses the one registered 
 same ranks), and the members' creator picks it up.
 """
 
-import inspect
 import os
+import socket
 
 import torch.distributed as dist
 from torch.distributed import distributed_c10d
@@ -45,6 +44,35 @@ def launched_by_mpi(environ=os.environ):
     return any(variable in environ for variable in MPI_LAUNCHER_VARIABLES)
 
 
+STORE_KEY = "concord/rendezvous_store"
+
+
+def join_through_store(store, rank, size):
+    """Starts Concord's runtime over UCX for rank ``rank`` of ``size``, rendezvousing
+    through a TCP store that rank 0 serves (src/transport/rendezvous/) on a free port of
+    MASTER_ADDR (or this host's address); its address travels to the other ranks through
+    torch's ``store`` (env://, file:// or tcp:// alike), whose own timeout bounds the wait.
+    Sets RANK, WORLD_SIZE and CONCORD_STORE in this process's environment, as a launcher
+    would, and CONCORD_TRANSPORT=ucx unless the user chose one.
+
+    Raises:
+        RuntimeError: torch's store timed out before rank 0 published the address.
+        CommError: Concord's rendezvous failed (a rank never arrived within
+            CONCORD_INIT_TIMEOUT, a duplicate rank, differing world sizes).
+    """
+    if rank == 0:
+        host = os.environ.get("MASTER_ADDR") or socket.gethostname()
+        address = socket.gethostbyname(host)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:  # a port free right now
+            probe.bind((address, 0))
+            port = probe.getsockname()[1]
+        store.set(STORE_KEY, f"tcp:{address}:{port}")
+    published = store.get(STORE_KEY).decode()
+    os.environ.update(RANK=str(rank), WORLD_SIZE=str(size), CONCORD_STORE=published)
+    os.environ.setdefault("CONCORD_TRANSPORT", "ucx")
+    concord.init(process_sets="dynamic")
+
+
 class ConcordBackend:
     """The backend's state: the runtime start, the process sets of the subgroups (by their
     sorted global ranks) and the threads completing futures."""
@@ -62,21 +90,20 @@ class ConcordBackend:
                 store-based init), or the runtime's rank/size differ from torch's.
         """
         if not concord.is_initialized():
-            if store is not None and "store" in inspect.signature(concord.init).parameters:
-                concord.init(process_sets="dynamic", store=store, rank=rank, size=size)
-            elif launched_by_mpi() or size == 1:
+            if launched_by_mpi() or size == 1:
                 concord.init(process_sets="dynamic")
+            elif store is not None:
+                join_through_store(store, rank, size)
             else:
                 raise RuntimeError(
-                    f"init_process_group('concord') outside an MPI launcher needs the store transport, which "
-                    f"this build of Concord does not have (concord.init takes no store): start the {size} "
-                    "ranks with mpirun (scripts/mpirun.sh -np N python script.py) and pass init_method, rank "
-                    "and world_size as MPI numbers them (docs/torch_distributed.md)")
+                    f"init_process_group('concord'): rank {rank} of {size} got no store to rendezvous through "
+                    "and no MPI launcher started it (docs/torch_distributed.md)")
         if concord.rank() != rank or concord.size() != size:
             raise RuntimeError(
                 f"init_process_group('concord'): torch.distributed says rank {rank} of {size}, Concord's runtime "
-                f"(MPI) says rank {concord.rank()} of {concord.size()}; pass rank and world_size as the MPI "
-                "launcher numbers the processes (e.g. OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE)")
+                f"says rank "
+                f"{concord.rank()} of {concord.size()}; under mpirun pass rank and world_size as the MPI launcher "
+                "numbers the processes (e.g. OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE)")
 
     def process_set(self, ranks):
         """The process set of the sorted global ``ranks`` (None for the whole world),
