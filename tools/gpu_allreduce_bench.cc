@@ -32,12 +32,12 @@
 #include <vector>
 
 #include "algorithms/allreduce_ring.h"
+#include "algorithms/device_capabilities.h"
 #include "algorithms/registry.h"
 #include "device/cuda/cuda_device.h"
 #include "device/cuda_status.h"
-#include "algorithms/device_capabilities.h"
-#include "transport/direct_communicator.h"
 #include "device/emulated_device.h"
+#include "transport/direct_communicator.h"
 #include "transport/inprocess_communicator.h"
 
 namespace {

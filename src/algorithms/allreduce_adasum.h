@@ -88,9 +88,9 @@ class AllreduceAdasum : public AllreduceAlgorithm {
   std::vector<size_t> tensor_bytes_;  // of the next start()
   std::vector<size_t> tensors_;       // elements of each tensor of this operation
   size_t next_tensor_ = 0;
-  uint8_t* buffer_ = nullptr;         // the operation's whole buffer
-  uint8_t* data_ = nullptr;           // the current tensor
-  size_t count_ = 0;                  // of the current tensor
+  uint8_t* buffer_ = nullptr;  // the operation's whole buffer
+  uint8_t* data_ = nullptr;    // the current tensor
+  size_t count_ = 0;           // of the current tensor
   DataType dtype_ = DataType::kFloat32;
   std::vector<uint8_t> received_;  // the partner's half at the current level
   double dots_[3] = {0, 0, 0};     // a.b, |a|^2, |b|^2 (partial, then summed)

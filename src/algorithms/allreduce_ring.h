@@ -83,7 +83,7 @@ class AllreduceRing : public AllreduceAlgorithm {
     size_t bytes;
   };
   struct PendingSend {
-    int step;              // -1: the copy of a one-rank out-of-place call (nothing to send)
+    int step;  // -1: the copy of a one-rank out-of-place call (nothing to send)
     int chunk;
     Kernels::Ticket ready;  // the kernel that produced the bytes (0: none)
   };
@@ -104,12 +104,12 @@ class AllreduceRing : public AllreduceAlgorithm {
   size_t element_size_ = 1;
   DataType dtype_ = DataType::kFloat32;
   ReduceOp op_ = ReduceOp::kSum;
-  int chunks_ = 1;             // chunks per segment
-  size_t slot_bytes_ = 0;      // scratch bytes of one step's receives
-  int step_ = 0;               // current step in [0, 2(P-1)); 2(P-1) = done
-  int next_chunk_ = 0;         // next chunk of step_ to complete
-  int next_receive_step_ = 0;  // first step whose receives are not posted
-  Kernels::Ticket slot_readers_[2] = {0, 0};  // in place: the last kernel reading each scratch half
+  int chunks_ = 1;                                 // chunks per segment
+  size_t slot_bytes_ = 0;                          // scratch bytes of one step's receives
+  int step_ = 0;                                   // current step in [0, 2(P-1)); 2(P-1) = done
+  int next_chunk_ = 0;                             // next chunk of step_ to complete
+  int next_receive_step_ = 0;                      // first step whose receives are not posted
+  Kernels::Ticket slot_readers_[2] = {0, 0};       // in place: the last kernel reading each scratch half
   std::vector<std::vector<RequestPtr>> receives_;  // by step, by chunk
   std::deque<PendingSend> pending_;                // sends not yet posted, in (step, chunk) order
   int reduce_scatter_sends_left_ = 0;              // not yet posted

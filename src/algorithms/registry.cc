@@ -11,8 +11,8 @@
 #include "algorithms/allreduce_halving_doubling.h"
 #include "algorithms/allreduce_hierarchical.h"
 #include "algorithms/allreduce_mpi.h"
-#include "algorithms/allreduce_overlapped_tree.h"
 #include "algorithms/allreduce_nccl.h"
+#include "algorithms/allreduce_overlapped_tree.h"
 #include "algorithms/allreduce_recursive_doubling.h"
 #include "algorithms/allreduce_ring.h"
 #include "algorithms/allreduce_ring_device.h"
@@ -64,7 +64,8 @@ RegistryEntry<Base> describe(std::function<std::unique_ptr<Base>(const Algorithm
 template <typename A>
 AllreduceEntry on_device() {
   return describe<A, AllreduceAlgorithm>([](const AlgorithmContext& ctx) -> std::unique_ptr<AllreduceAlgorithm> {
-    CONCORD_ENFORCE(ctx.device != nullptr, InvalidArgument, "algorithm '", A::kName, "' runs on device buffers: no device");
+    CONCORD_ENFORCE(ctx.device != nullptr, InvalidArgument, "algorithm '", A::kName,
+                    "' runs on device buffers: no device");
     return std::make_unique<A>(ctx.comm, *ctx.device, ctx.chunk_bytes);
   });
 }

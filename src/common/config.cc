@@ -98,8 +98,8 @@ void horovod_log_level(Config& config, const std::string& text, const char* name
   std::transform(level.begin(), level.end(), level.begin(), [](unsigned char c) { return std::tolower(c); });
   static const char* const kHorovodLevels[] = {"trace", "debug", "info", "warning", "error", "fatal"};
   CONCORD_ENFORCE(std::find(std::begin(kHorovodLevels), std::end(kHorovodLevels), level) != std::end(kHorovodLevels),
-                  InvalidArgument, name, "='", text, "' is not one of Horovod's log levels: TRACE, DEBUG, INFO, WARNING, ",
-                  "ERROR, FATAL");
+                  InvalidArgument, name, "='", text,
+                  "' is not one of Horovod's log levels: TRACE, DEBUG, INFO, WARNING, ", "ERROR, FATAL");
   config.log_level = level == "fatal" ? "error" : level;
 }
 void horovod_hierarchical_allreduce(Config& config, const std::string& text, const char* name) {

@@ -91,8 +91,8 @@ struct Config {
   /// CONCORD_TIMELINE: the file rank 0 writes from init on; empty = none (also for
   /// "DYNAMIC", Horovod's value for "none at init, start_timeline() later").
   std::string timeline_path;
-  std::string log_level = "warning";    ///< CONCORD_LOG_LEVEL
-  bool dynamic_process_sets = false;    ///< CONCORD_DYNAMIC_PROCESS_SETS
+  std::string log_level = "warning";  ///< CONCORD_LOG_LEVEL
+  bool dynamic_process_sets = false;  ///< CONCORD_DYNAMIC_PROCESS_SETS
   /// CONCORD_DEVICE: the devices TensorView::device indexes (device/device_set.h): "auto"
   /// (the CUDA devices when built and usable, else none), "emulated" (device 0 is the
   /// strict emulated device: the GPU data path without a GPU) or "none".

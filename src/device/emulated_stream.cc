@@ -104,8 +104,7 @@ void EmulatedStream::copy_batch(const std::vector<CopySpan>& spans, CopyKind kin
   });
 }
 
-void EmulatedStream::reduce_into(void* dst, const void* a, const void* src, size_t count, DataType dtype,
-                                 ReduceOp op) {
+void EmulatedStream::reduce_into(void* dst, const void* a, const void* src, size_t count, DataType dtype, ReduceOp op) {
   dtype_size(dtype);  // unknown codes throw here, on the caller's thread
   if (count == 0) return;
   enqueue([this, dst, a, src, count, dtype, op] {

@@ -136,7 +136,8 @@ std::string build_info_text() {
              set ? str(var["value"]) : "", set ? "'" : "", str(var["doc"]));
       continue;
     }
-    const std::string alias = var["horovod_name"].is_null() ? "" : "; Horovod: " + var["horovod_name"].get<std::string>();
+    const std::string alias =
+        var["horovod_name"].is_null() ? "" : "; Horovod: " + var["horovod_name"].get<std::string>();
     const std::string origin = set ? "set by " + source + ", " : "";
     append(out, "%-26s = %-12s (%sdefault %s, %s%s%s)\n%28s%s\n", str(var["name"]), str(var["value"]), origin.c_str(),
            str(var["default"]), str(var["type"]), var["shared"].get<bool>() ? "; every rank uses rank 0's" : "",

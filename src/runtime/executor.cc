@@ -80,8 +80,9 @@ void Executor::refuse_joined(const Response& response) const {
   const char* horovod = nullptr;
   switch (response.type) {
     case ResponseType::kAllgather:
-      horovod = "Allgather is not supported with Join at this time. Specify sparse_to_dense=True if using "
-                "DistributedOptimizer";
+      horovod =
+          "Allgather is not supported with Join at this time. Specify sparse_to_dense=True if using "
+          "DistributedOptimizer";
       break;
     case ResponseType::kBroadcast: horovod = "Broadcast is not supported with Join at this time."; break;
     case ResponseType::kAlltoall: horovod = "Alltoall is not supported with Join at this time."; break;
@@ -285,7 +286,7 @@ AllreduceAlgorithm& Executor::allreduce_algorithm(const Response& response, cons
   }
   const ProblemForEntry tree_chunks = policy_.problem_for();
   // Memoised apart: device buffers and adasum have rows of their own.
-  const char* memo = response.device                 ? "allreduce_device"
+  const char* memo = response.device                   ? "allreduce_device"
                      : problem.op == ReduceOp::kAdasum ? "allreduce_adasum"
                                                        : "allreduce";
   return this->algorithm(allreduce_algorithms(), problem, choose("allreduce", allreduce_algorithms(), problem, memo),

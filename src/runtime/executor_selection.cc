@@ -68,7 +68,7 @@ std::string Executor::measure_allreduce(const Problem& problem, const ProblemFor
   return candidates[result.winner].name;
 }
 
-#define CONCORD_INSTANTIATE(Type) \
+#define CONCORD_INSTANTIATE(Type)                                                                             \
   template std::string Executor::choose(const char*, const std::vector<RegistryEntry<Type>>&, const Problem&, \
                                         const char*);
 CONCORD_INSTANTIATE(AllreduceAlgorithm)

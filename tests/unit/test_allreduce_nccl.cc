@@ -14,8 +14,8 @@
 
 #include "algorithms/allreduce_nccl.h"
 #include "algorithms/device_capabilities.h"
-#include "device_cases.h"
 #include "device/emulated_device.h"
+#include "device_cases.h"
 #include "dtype_util.h"
 #include "rank_runner.h"
 

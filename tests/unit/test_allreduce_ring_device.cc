@@ -41,7 +41,8 @@ TEST_P(AllreduceRingOnDeviceTest, EqualsHostRingBitForBit) {
   const size_t element = dtype_size(dtype);
   const size_t bytes = n * element;
   const size_t chunk_bytes = 300;  // several chunks per segment, not a multiple of 8
-  const std::string what = cat("ring on device memory P=", P, " n=", n, " ", dtype_name(dtype), " ", reduce_op_name(op));
+  const std::string what =
+      cat("ring on device memory P=", P, " n=", n, " ", dtype_name(dtype), " ", reduce_op_name(op));
   std::vector<std::vector<uint8_t>> inputs(P), in_place(P), out_of_place(P), host(P);
   for (int r = 0; r < P; ++r) {
     inputs[r].resize(bytes);

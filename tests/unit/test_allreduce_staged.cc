@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "algorithms/allreduce_ring.h"
+#include "algorithms/allreduce_staged.h"
 #include "algorithms/registry.h"
 #include "allreduce_check.h"
-#include "algorithms/allreduce_staged.h"
 #include "device/emulated_device.h"
 #include "device_cases.h"
 

@@ -158,8 +158,8 @@ TEST(ConfigHorovodAliases, LogLevelIsCaseInsensitiveAndFatalIsError) {
 }
 
 TEST(ConfigHorovodAliases, HierarchicalAllreduceSelectsTheHierarchicalAlgorithm) {
-  for (const auto& [text, expected] : std::vector<std::pair<std::string, std::string>>{{"1", "hierarchical"},
-                                                                                         {"0", "auto"}}) {
+  for (const auto& [text, expected] :
+       std::vector<std::pair<std::string, std::string>>{{"1", "hierarchical"}, {"0", "auto"}}) {
     Environment env;
     env.set("HOROVOD_HIERARCHICAL_ALLREDUCE", text);
     EXPECT_EQ(Config::from_env().allreduce_algorithm, expected) << text;

@@ -12,15 +12,15 @@
 
 #include "algorithms/allreduce_ring.h"
 #include "algorithms/allreduce_ring_device.h"
-#include "allreduce_check.h"
 #include "algorithms/allreduce_staged.h"
 #include "algorithms/device_capabilities.h"
+#include "allreduce_check.h"
 #include "device/emulated_device.h"
 #include "device_cases.h"
-#include "transport/staging_communicator.h"
 #include "dtype_util.h"
 #include "rank_runner.h"
 #include "transport/request_set.h"
+#include "transport/staging_communicator.h"
 
 namespace concord {
 namespace {

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "algorithms/allreduce_ring.h"
-#include "allreduce_check.h"
 #include "algorithms/device_capabilities.h"
+#include "allreduce_check.h"
 #include "device/emulated_device.h"
 #include "device_cases.h"
 #include "transport/direct_communicator.h"
@@ -127,8 +127,8 @@ void expect_split_carries_device_messages(const char* decorator) {
     auto stream = device.create_stream();
     stream->copy(buffer.data(), host.data(), bytes, CopyKind::kHostToDevice);
     stream->synchronize();
-    RequestPtr request = half->rank() == 0 ? half->isend(buffer.data(), bytes, 1, 5)
-                                           : half->irecv(buffer.data(), bytes, 0, 5);
+    RequestPtr request =
+        half->rank() == 0 ? half->isend(buffer.data(), bytes, 1, 5) : half->irecv(buffer.data(), bytes, 0, 5);
     while (!reap_one(request)) {
       if (aborted.load()) throw std::runtime_error("stopped: another rank failed");
       std::this_thread::yield();

@@ -92,11 +92,12 @@ TEST(Tags, EachLiesInItsRange) {
     EXPECT_TRUE(tag >= 90 && tag <= 99) << "KVStore tag " << tag << " outside 90..99";
   for (int tag : {tags::kSparseCountExchange, tags::kSparseRotation, tags::kSparseBalance, tags::kSparseTreeReduce})
     EXPECT_TRUE(tag >= 0x5300 && tag <= 0x53ff) << "sparse tag " << tag << " outside 0x5300..0x53ff";
-  const std::set<int> others = {tags::kKeyCheckHeader,      tags::kKeyCheckVerdict, tags::kKeyDigest,
-                                tags::kWake,                tags::kSparseCountExchange, tags::kSparseRotation,
-                                tags::kSparseBalance,       tags::kSparseTreeReduce,    tags::kInProcessControl};
+  const std::set<int> others = {tags::kKeyCheckHeader, tags::kKeyCheckVerdict,     tags::kKeyDigest,
+                                tags::kWake,           tags::kSparseCountExchange, tags::kSparseRotation,
+                                tags::kSparseBalance,  tags::kSparseTreeReduce,    tags::kInProcessControl};
   for (int tag : tags::kAll)
-    if (others.count(tag) == 0) EXPECT_TRUE(tag >= 1 && tag <= 89) << "dense collective tag " << tag << " outside 1..89";
+    if (others.count(tag) == 0)
+      EXPECT_TRUE(tag >= 1 && tag <= 89) << "dense collective tag " << tag << " outside 1..89";
 }
 
 }  // namespace

@@ -95,8 +95,12 @@ cudaError_t reduce_half(void* dst, const void* a, const void* src, size_t n, Red
     case ReduceOp::kProduct:
       reduce_half_kernel<Half, Product<float>><<<blocks_for(n), kThreads, 0, stream>>>(d, l, s, n);
       break;
-    case ReduceOp::kMin: reduce_half_kernel<Half, Min<float>><<<blocks_for(n), kThreads, 0, stream>>>(d, l, s, n); break;
-    case ReduceOp::kMax: reduce_half_kernel<Half, Max<float>><<<blocks_for(n), kThreads, 0, stream>>>(d, l, s, n); break;
+    case ReduceOp::kMin:
+      reduce_half_kernel<Half, Min<float>><<<blocks_for(n), kThreads, 0, stream>>>(d, l, s, n);
+      break;
+    case ReduceOp::kMax:
+      reduce_half_kernel<Half, Max<float>><<<blocks_for(n), kThreads, 0, stream>>>(d, l, s, n);
+      break;
     default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
