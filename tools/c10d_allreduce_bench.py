@@ -14,6 +14,7 @@ Output: one row per size: bytes, concord us/call, gloo us/call, gloo / concord.
 """
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -31,6 +32,7 @@ def parse_args(argv=None):
     parser.add_argument("--sizes", default="4,67108864", help="message sizes in bytes, comma-separated")
     parser.add_argument("--iters", type=int, default=200, help="timed calls per size and backend (default 200)")
     parser.add_argument("--warmup", type=int, default=20, help="untimed calls first (default 20)")
+    parser.add_argument("--json", metavar="PATH", help="also write the rows here (rank 0; seconds per call)")
     parser.add_argument("--round", type=int, default=10, help="calls per backend before switching (default 10)")
     return parser.parse_args(argv)
 
@@ -73,6 +75,10 @@ def main(argv=None):
         for nbytes, times in rows:
             print(f"{nbytes:>10} {times['concord'] * 1e6:12.1f} {times['gloo'] * 1e6:12.1f} "
                   f"{times['gloo'] / times['concord']:13.2f}")
+        if args.json:
+            with open(args.json, "w", encoding="utf-8") as out:
+                json.dump({"ranks": dist.get_world_size(), "iters": args.iters,
+                           "rows": [{"bytes": nbytes, **times} for nbytes, times in rows]}, out, indent=1)
     dist.destroy_process_group()
     return 0
 

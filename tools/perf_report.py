@@ -6,7 +6,7 @@ rewrites every table between its generated markers. Called by scripts/perf_repor
 
 Usage: scripts/perf_report.sh [--quick] [--render | --check] [--data DIR] [--page FILE]
                               [--build DIR] [--repeats N] [topic ...]
-  topic      collectives, runtime, training, papers, soak (default: all)
+  topic      collectives, transport, runtime, training, papers, soak (default: all)
   --quick    small sizes, one repeat, 2 ranks, the papers' steps that need no testbed: a smoke
              test of a few minutes (CI runs it). Writes into <build>/perf-quick/ (data and a
              copy of the page) unless --data / --page say otherwise, so the committed numbers
@@ -29,7 +29,6 @@ import json
 import os
 import re
 import shlex
-import statistics
 import subprocess
 import sys
 import time
@@ -39,7 +38,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools"))
 import perf_tables  # noqa: E402  (the renderers, one per table)
 
 PYTHON = "/usr/bin/python3"
-TOPICS = ("collectives", "runtime", "training", "papers", "soak")
+TOPICS = ("collectives", "transport", "runtime", "training", "papers", "soak")
 
 
 class Runner:
@@ -130,6 +129,9 @@ def run_collectives(r, a):
                 r.run(name, r.mpirun(p, PYTHON, "tools/latency_bench.py", "--sections", "latency", "--min-bytes",
                                      str(low), "--max-bytes", str(high), "--iters", str(iters), "--warmup",
                                      str(warmup), "--json", r.path(name + ".json")))
+        name = f"c10d_np{p}"
+        r.run(name, r.mpirun(p, PYTHON, "tools/c10d_allreduce_bench.py", "--sizes", "4,65536" if a.quick else
+                             "4,65536,67108864", "--iters", "20" if a.quick else "100", "--json", r.path(name + ".json")))
         name = f"bench_np{p}"
         high = "64K" if a.quick else "64M"
         r.run(name, r.mpirun(p, os.path.join(a.bin, "concord-bench"), "-C", "allreduce", "-a", "all", "-b", "4",
@@ -137,8 +139,26 @@ def run_collectives(r, a):
                              "-J", r.path(name + ".json")))
     r.finish("Allreduce (float32 sum) through `hvd.allreduce_` / `hvd.allreduce` against "
              "`dist.all_reduce` on Gloo and mpi4py's `Allreduce` (MPI_Allreduce), all in the same "
-             "processes and sizes (`latency_np*`: seconds, slowest rank's median); and every "
-             "algorithm of the registry run alone by `concord-bench` (`bench_np*`, times in us).")
+             "processes and sizes (`latency_np*`: seconds, slowest rank's median); `dist.all_reduce` on the "
+             "concord backend and on Gloo in the same processes (`c10d_np*`, tools/c10d_allreduce_bench.py, "
+             "seconds per call); and every algorithm of the registry run alone by `concord-bench` "
+             "(`bench_np*`, times in us).")
+
+
+def run_transport(r, a):
+    """Each allreduce algorithm alone over the MPI transport and over UCX (concord-bench)."""
+    high = "64K" if a.quick else "64M"
+    for p in ((2,) if a.quick else (2, 4)):
+        bench = [os.path.join(a.bin, "concord-bench"), "-C", "allreduce", "-a", "all", "-b", "4", "-e", high, "-f",
+                 "16", "-T", "0.05" if a.quick else "0.2", "-R", str(a.repeats)]
+        name = f"mpi_np{p}"
+        r.run(name, r.mpirun(p, *bench, "-J", r.path(name + ".json")), env={"CONCORD_TRANSPORT": "mpi"})
+        name = f"ucx_np{p}"
+        r.run(name, [PYTHON, os.path.join(ROOT, "python", "concord", "local_launch.py"), "-np", str(p), *bench, "-J",
+                     r.path(name + ".json")], env={"CONCORD_TRANSPORT": "ucx"})
+    r.finish("Every allreduce algorithm of the registry alone (`concord-bench -a all`, in place, times in us) "
+             "over the MPI transport under mpirun (`mpi_np*`) and over UCX started by `concord-run "
+             "--launcher local` with a file store (`ucx_np*`), one after the other.")
 
 
 def run_runtime(r, a):
@@ -165,11 +185,12 @@ def run_training(r, a):
     for p in ((2,) if a.quick else (2, 4)):
         for run in range(1, a.repeats + 1):
             name = f"training_np{p}_r{run}"
-            r.run(name, r.mpirun(p, PYTHON, "tools/iteration_bench.py", *model, "--modes", "ddp,plain",
+            r.run(name, r.mpirun(p, PYTHON, "tools/iteration_bench.py", *model, "--modes", "ddp,plain,ddp_concord",
                                  "--algorithms", "auto", "--json", r.path(name + ".json")))
     r.finish("Seconds per training iteration (zero_grad + forward + backward + step) of an MLP, "
              "Concord's `DistributedOptimizer` (`plain`, the runtime's own algorithm choice) against "
-             "`DistributedDataParallel` on Gloo (`ddp`), in the same processes (tools/iteration_bench.py).")
+             "`DistributedDataParallel` on Gloo (`ddp`) and on the concord backend (`ddp_concord`), in the same "
+             "processes (tools/iteration_bench.py).")
 
 
 def run_papers(r, a):
@@ -201,7 +222,7 @@ def run_soak(r, a):
              "stalled or raising at step 5 of 1,000 allreduces): seconds until the job ended.")
 
 
-RUNS = {"collectives": run_collectives, "runtime": run_runtime, "training": run_training,
+RUNS = {"collectives": run_collectives, "transport": run_transport, "runtime": run_runtime, "training": run_training,
         "papers": run_papers, "soak": run_soak}
 
 

@@ -161,6 +161,46 @@ def algorithms(ranks):
     return render
 
 
+def c10d(data):
+    """dist.all_reduce on the concord backend vs Gloo, same processes (c10d_np*)."""
+    body = []
+    for ranks in (2, 4):
+        runs = _runs(data, "collectives", f"c10d_np{ranks}\\.json")
+        for run in runs:
+            for row in run["rows"]:
+                body.append([ranks, fmt_bytes(row["bytes"]), fmt_time(row["concord"]), fmt_time(row["gloo"]),
+                             fmt_ratio([_ratio(row["gloo"], row["concord"])])])
+    if not body:
+        return _missing(data, "collectives")
+    return _table(["ranks", "size", "concord backend", "Gloo", "Gloo / concord"], body) + "\n\n" + \
+        _caption(data, "collectives", "c10d_np")
+
+
+def transport(ranks):
+    """The fastest algorithm alone over MPI and over UCX at `ranks` ranks (transport topic)."""
+    def render(data):
+        runs = {kind: _runs(data, "transport", f"{kind}_np{ranks}\\.json") for kind in ("mpi", "ucx")}
+        if not runs["mpi"] or not runs["ucx"]:
+            return _missing(data, "transport")
+        best = {}
+        for kind in ("mpi", "ucx"):
+            for r in runs[kind][0]["results"]:
+                if r["in_place"] and r.get("time", 0) > 0 and r["algorithm"] not in ("auto", "runtime", "mpi"):
+                    key = (kind, r["size"])
+                    if key not in best or r["time"] < best[key][1]:
+                        best[key] = (r["algorithm"], r["time"])
+        body = []
+        for size in sorted({size for _, size in best}):
+            m, u = best.get(("mpi", size)), best.get(("ucx", size))
+            if not m or not u:
+                continue
+            body.append([fmt_bytes(size), f"{m[0]}, {fmt_time(m[1] * 1e-6)}", f"{u[0]}, {fmt_time(u[1] * 1e-6)}",
+                         f"{m[1] / u[1]:.2f}"])
+        header = ["size", "over MPI: fastest, time", "over UCX: fastest, time", "MPI / UCX"]
+        return _table(header, body) + "\n\n" + _caption(data, "transport", "")
+    return render
+
+
 def runtime_iteration(data):
     """150 allreduces of 1,024 float32 per iteration, random order per rank (runtime_np*)."""
     body = []
@@ -224,11 +264,13 @@ def training(data):
         model = f"{first['layers']} x Linear({first['width']}), {first['gradient_mib']:.0f} MiB, batch {first['batch']}"
         body.append([ranks, model, fmt_time(_median([t["ddp"] for t in times])),
                      fmt_time(_median([t["plain"] for t in times])),
-                     fmt_ratio([_ratio(t["ddp"], t["plain"]) for t in times])])
+                     fmt_ratio([_ratio(t["ddp"], t["plain"]) for t in times]),
+                     fmt_time(_median([t.get("ddp_concord") for t in times])),
+                     fmt_ratio([_ratio(t["ddp"], t.get("ddp_concord", float("nan"))) for t in times])])
     if not body:
         return _missing(data, "training")
     header = ["ranks", "model (gradients)", "DDP on Gloo (per iteration)", "Concord DistributedOptimizer",
-              "throughput vs DDP"]
+              "its throughput vs DDP on Gloo", "DDP on the concord backend", "its throughput vs DDP on Gloo"]
     return _table(header, body) + "\n\n" + _caption(data, "training", "training_np")
 
 
@@ -326,6 +368,9 @@ TABLES = {
     "collectives_np4": collectives(4),
     "algorithms_np2": algorithms(2),
     "algorithms_np4": algorithms(4),
+    "c10d": c10d,
+    "transport_np2": transport(2),
+    "transport_np4": transport(4),
     "runtime_iteration": runtime_iteration,
     "runtime_outofplace": runtime_outofplace,
     "runtime_idle": runtime_idle,
