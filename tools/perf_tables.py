@@ -261,7 +261,7 @@ def training(data):
             continue
         times = [{row["mode"]: row["seconds"] for row in run["rows"]} for run in runs]
         first = runs[0]
-        model = f"{first['layers']} x Linear({first['width']}), {first["gradient_mib"]:.1f} MiB, batch {first['batch']}"
+        model = f"{first['layers']} x Linear({first['width']}), {first['gradient_mib']:.1f} MiB, batch {first['batch']}"
         body.append([ranks, model, fmt_time(_median([t["ddp"] for t in times])),
                      fmt_time(_median([t["plain"] for t in times])),
                      fmt_ratio([_ratio(t["ddp"], t["plain"]) for t in times]),
