@@ -52,7 +52,9 @@ def _caption(data, topic, prefix):
     loads = [c["load_start"] for c in commands] + [c["load_end"] for c in commands]
     load = f"load {min(loads):.1f}-{max(loads):.1f}" if loads else "no load recorded"
     quick = " (--quick: smoke-test sizes, not for reading)" if meta["quick"] else ""
-    return (f"*{meta['repeats']} run(s), {meta['started']}, commit {meta['commit']}, {meta['cores']} cores, "
+    repeated = {m.group(1) for c in commands for m in [re.search(r"_r(\d+)$", c["name"])] if m}
+    runs = f"{len(repeated)} runs" if len(repeated) > 1 else "1 run"
+    return (f"*{runs}, {meta['started']}, commit {meta['commit']}, {meta['cores']} cores, "
             f"{load} (1-min average){quick}; commands and raw data: `{_shown(data, topic)}`.*")
 
 
@@ -294,18 +296,38 @@ def _paper_sections(data):
     return runs[0]["sections"] if runs else None
 
 
+def _turnaround_table(notes):
+    """concord-turnaround's rows (bytes, algorithm, turnaround us, time us, time / turnaround,
+    chunk bytes) among `notes`, as a table; None without any."""
+    rows = [n.split() for n in notes]
+    rows = [r for r in rows if len(r) == 6 and r[0].isdigit()]
+    if not rows:
+        return None
+    body = [[fmt_bytes(int(r[0])), r[1], fmt_time(float(r[2]) * 1e-6), fmt_time(float(r[3]) * 1e-6), r[4]]
+            for r in rows]
+    return _table(["size", "algorithm", "first chunk final (turnaround)", "allreduce time", "time / turnaround"],
+                  body)
+
+
 def papers(data):
-    """Every claim scripts/paper_results.sh checks, with what was measured and the baseline."""
+    """Every claim scripts/paper_results.sh checks, with what was measured and the baseline;
+    C-Cube's turnaround rows as a table of their own, its forward-chaining summary lines."""
     sections = _paper_sections(data)
     if sections is None:
         return _missing(data, "papers")
-    body = [[s["title"].split(" ")[0].rstrip("."), row[0], row[1], row[2], s["load"]]
-            for s in sections if "concord-sim" not in s["title"] for row in s["rows"]]
-    notes = [f"- step {s['title'].split(' ')[0].rstrip('.')}: {note}" for s in sections
-             if "concord-sim" not in s["title"] for note in s["notes"] if not note.startswith("plot:")]
+    claims = [s for s in sections if "concord-sim" not in s["title"]]
+    body = [[s["title"].split(" ")[0].rstrip("."), row[0], row[1], row[2], s["load"]] for s in claims
+            for row in s["rows"]]
     text = _table(["step", "claim", "measured", "baseline", "load"], body)
-    if notes:
-        text += "\n\n" + "\n".join(notes)
+    for s in claims:
+        step = s["title"].split(" ")[0].rstrip(".")
+        turnaround = _turnaround_table(s["notes"])
+        if turnaround:
+            text += f"\n\nStep {step}, {s['title'].split(' ', 1)[1]}:\n\n" + turnaround
+        lines = [n for n in s["notes"] if not (n.startswith(("plot:", "wrote ", "mode ")) or
+                                                 (len(n.split()) >= 3 and not n.startswith(("#", "testbed"))))]
+        if lines:
+            text += "\n\n" + "\n".join(f"- step {step}: {n.lstrip('# ')}" for n in lines)
     return text + "\n\n" + _caption(data, "papers", "paper_results")
 
 
@@ -320,8 +342,14 @@ def simulator(data):
     body = []
     for note in six[0]["notes"]:
         match = re.match(r"P=(\d+): (.*)", note)
-        body.append([match.group(1), match.group(2)] if match else ["-", note])
-    return _table(["hosts", "concord-sim --validate"], body) + "\n\n" + _caption(data, "papers", "paper_results")
+        if match:
+            text = match.group(2)
+            mean = re.search(r"points, mean \|relative error\| ([\d.]+%)", text)
+            worst = re.search(r"worst size (.*?\))", text)
+            sizes = re.search(r"by size: (.*?); worst", text)
+            body.append([match.group(1), mean.group(1) if mean else "-", worst.group(1) if worst else "-",
+                         sizes.group(1) if sizes else text.replace("|", "/")])
+    return _table(["hosts", "mean error", "worst size", "mean error by size"], body) + "\n\n" + _caption(data, "papers", "paper_results")
 
 
 def parse_fault_drill(text):

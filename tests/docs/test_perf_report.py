@@ -75,7 +75,7 @@ def test_collectives_median_of_runs_and_ratio_inside_each_run(data):
     # too, but the largest run ratio must not leak in as the minimum)
     assert cells[5] == "2.00 (2.00)", row
     assert cells[4] == "-", row  # mpi4py missing (NaN) is shown as "-", not "nan"
-    assert "3 run(s)" in table and "load 0.5-1.5" in table
+    assert "3 runs" in table and "load 0.5-1.5" in table
 
 
 def test_missing_topic_says_how_to_measure(tmp_path):
