@@ -69,7 +69,11 @@ try:  # the installed package (PYTHONPATH=<build>/prefix/...), else the source t
 except ImportError:
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
     import concord.torch as hvd
-from concord.torch import collectives, handles  # noqa: E402
+try:  # (an install from before the package was cut by concept keeps them in mpi_ops)
+    from concord.torch.collectives import _allreduce_into  # noqa: E402
+    from concord.torch.handles import synchronize as _synchronize  # noqa: E402
+except ImportError:
+    from concord.torch.mpi_ops import _allreduce_into, synchronize as _synchronize  # noqa: E402
 import concord  # noqa: E402
 from torch_launch import init_gloo, slowest  # noqa: E402
 
@@ -244,7 +248,7 @@ def out_of_place_rows(args):
             "in_place": lambda: hvd.allreduce_(target, name=name, op=hvd.Sum),
             # out of place into a tensor that already exists (what an integration with its
             # own output allocation would see): the runtime's out-of-place data path alone
-            "into": lambda: handles.synchronize(collectives._allreduce_into(tensor, existing, name + ".into", hvd.Sum,
+            "into": lambda: _synchronize(_allreduce_into(tensor, existing, name + ".into", hvd.Sum,
                                                                         1.0, 1.0)),
         }
         # What the runtime runs for this size is known once its first call of the size has
