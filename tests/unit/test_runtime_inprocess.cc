@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -166,15 +167,20 @@ TEST_P(RuntimeInProcess, IdleBackgroundLoopRunsNoRound) {
     const int rank = runtime.rank();
     // Rounds and messages of this rank over a quiet interval of 6 stall periods; the barrier
     // (after the counting) keeps every rank's next tensor out of the others' intervals.
+    // The background thread updates the counters atomically while this thread reads them
+    // (a wake receive it keeps posted counts as received), so read the one asserted field
+    // atomically too.
+    const auto messages_sent = [&] {
+      return std::atomic_ref<uint64_t>(const_cast<uint64_t&>(world.counters().messages_sent)).load();
+    };
     const auto expect_quiet = [&](uint64_t rounds, const std::string& when) {
-      const TrafficCounters before = world.counters();
+      const uint64_t sent_before = messages_sent();
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
       const uint64_t rounds_after = runtime.coordination_stats().cycles;
-      const TrafficCounters after = world.counters();
+      const uint64_t sent_after = messages_sent();
       world.barrier();
       EXPECT_EQ(rounds_after, rounds) << "rank " << rank << " of " << P << ", " << when << ": rounds";
-      EXPECT_EQ(after.messages_sent, before.messages_sent)
-          << "rank " << rank << " of " << P << ", " << when << ": messages sent";
+      EXPECT_EQ(sent_after, sent_before) << "rank " << rank << " of " << P << ", " << when << ": messages sent";
     };
     expect_quiet(0, "idle before the first tensor");
     for (int call = 0; call < 2; ++call) {  // the second one is a cache hit
