@@ -29,6 +29,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -54,7 +55,8 @@ class Runner:
         self.started = datetime.datetime.now(datetime.timezone.utc)
         os.makedirs(self.dir, exist_ok=True)
         for name in os.listdir(self.dir):  # a topic's data is one run's, never a mix
-            os.remove(os.path.join(self.dir, name))
+            path = os.path.join(self.dir, name)
+            shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
 
     def path(self, name):
         """Absolute path of `name` in this topic's data folder."""

@@ -2,6 +2,7 @@
 refuses broken pages, --check refuses a table that drifted from its data, and the tables
 take medians over runs and ratios inside each run (ctest docs.perf_report)."""
 
+import argparse
 import json
 import os
 import sys
@@ -111,3 +112,14 @@ def test_fault_drill_parsing():
     rows = perf_tables.parse_fault_drill(text)
     assert [(r["scenario"], r["passed"]) for r in rows] == [("kill", True), ("stall", False)]
     assert rows[0]["first_error"] == "[rank 0] CommError: rank 1 is gone"
+
+
+def test_runner_starts_each_topic_afresh(tmp_path):
+    """A topic's folder holds one run's results only: files and folders of an earlier run
+    (soak's per-rank logs are a folder) are removed before the new one starts."""
+    folder = tmp_path / "data" / "soak"
+    (folder / "soak_logs").mkdir(parents=True)
+    (folder / "soak_logs" / "rank0.stderr").write_text("old")
+    (folder / "soak_np4.json").write_text("{}")
+    perf_report.Runner(argparse.Namespace(data=str(tmp_path / "data")), "soak")
+    assert list(folder.iterdir()) == []
