@@ -26,6 +26,8 @@ PYTHON = "/usr/bin/python3"
 
 
 def run(build, ranks, argv, json_path):
+    """Runs `argv` under scripts/mpirun.sh with `ranks` ranks and `build`'s Python package;
+    returns the JSON it wrote to `json_path`. Exits naming the command when it fails."""
     env = dict(os.environ, PYTHONPATH=os.path.join(build, "prefix", "lib", "python3", "dist-packages"))
     command = [os.path.join(ROOT, "scripts", "mpirun.sh"), "-np", str(ranks), *argv]
     done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
