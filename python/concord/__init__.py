@@ -45,7 +45,8 @@ def init(cycle_time_ms=None, fusion_threshold_bytes=None, process_sets=None, com
     Over MPI it initializes MPI unless someone else (e.g. mpi4py) already did, in which case
     MPI must provide at least MPI_THREAD_SERIALIZED. Without any launcher the process is one
     rank; when the environment says it is one of several but it cannot join them, init()
-    raises instead of running alone.
+    raises instead of running alone. A worker of an elastic job (``concord-run --min-np``)
+    first waits for the world the driver assigns it (concord.elastic.worker).
 
     Args:
         cycle_time_ms (float, optional): milliseconds between background cycles; default
@@ -67,6 +68,19 @@ def init(cycle_time_ms=None, fusion_threshold_bytes=None, process_sets=None, com
         InvalidArgumentError: a malformed ``CONCORD_*`` environment variable, bad or
             differing process sets, a communicator other than the world.
     """
+    from concord.elastic import worker as elastic_worker
+    elastic = elastic_worker.current()
+    if elastic is not None and not is_initialized():
+        elastic.join(dict(cycle_time_ms=cycle_time_ms, fusion_threshold_bytes=fusion_threshold_bytes,
+                          process_sets=process_sets, comm=comm))
+        return
+    start_runtime(cycle_time_ms, fusion_threshold_bytes, process_sets, comm)
+
+
+def start_runtime(cycle_time_ms=None, fusion_threshold_bytes=None, process_sets=None, comm=None):
+    """:func:`init` on the world the environment names, without the elastic driver's
+    world assignment (that assignment sets the environment, then calls this). Same
+    arguments and errors as :func:`init`."""
     from concord import process_sets as sets_module
     if comm is not None:
         raise InvalidArgumentError("init: comm= is not supported; Concord runs on MPI_COMM_WORLD "

@@ -6,6 +6,13 @@ transport (python/concord/local_launch.py; ``horovodrun --gloo``'s role).
     concord-run -np 4 python train.py
     concord-run --launcher local -np 4 python train.py
     concord-run -np 8 -H host1:4,host2:4 --fusion-threshold-mb 32 --verbose python train.py
+    concord-run -np 4 --min-np 2 --max-np 8 --host-discovery-script ./hosts.sh python train.py
+
+With ``--min-np``, ``--max-np`` or ``--host-discovery-script`` the job is elastic
+(Horovod's elastic horovodrun; python/concord/elastic/driver.py): workers start without
+MPI, over the UCX transport, and a job that loses or gains workers re-forms its world and
+continues from the last ``state.commit()`` of a function wrapped by
+``hvd.elastic.run`` (docs/elastic.md).
 
 The Horovod flags that apply are accepted (``-np``, ``-H``/``--hosts``, ``--hostfile``,
 ``--timeline-filename``, ``--cycle-time-ms``, ``--fusion-threshold-mb``,
@@ -88,7 +95,8 @@ def make_parser():
     parser = argparse.ArgumentParser(
         prog="concord-run", description="Run a Concord (Horovod-compatible) training script on N ranks "
         "through mpirun.")
-    parser.add_argument("-np", "--num-proc", dest="np", type=int, required=True, help="number of ranks")
+    parser.add_argument("-np", "--num-proc", dest="np", type=int,
+                        help="number of ranks (elastic: workers to start with)")
     hosts = parser.add_mutually_exclusive_group()
     hosts.add_argument("-H", "--hosts", help="hosts and slots, e.g. host1:4,host2:4 (default localhost:NP)")
     hosts.add_argument("--hostfile", help="an MPI hostfile ('host slots=N' per line)")
@@ -104,6 +112,22 @@ def make_parser():
     parser.add_argument("--launcher", choices=("mpirun", "local"), default="mpirun",
                         help="mpirun (default), or local: start the ranks on this host without MPI, over "
                         "the UCX transport with a file store")
+    elastic = parser.add_argument_group("elastic training (docs/elastic.md)")
+    elastic.add_argument("--min-np", type=int, help="fewest workers a world may have (default -np)")
+    elastic.add_argument("--max-np", type=int, help="most workers a world may have (default -np)")
+    elastic.add_argument("--host-discovery-script",
+                         help="executable printing the available hosts, one host[:slots] per line")
+    elastic.add_argument("--slots-per-host", type=int, default=1,
+                         help="slots of a discovered host printed without :slots (default 1)")
+    elastic.add_argument("--elastic-timeout", type=float, default=600.0,
+                         help="seconds to wait for --min-np workers before failing (default 600)")
+    elastic.add_argument("--reset-limit", type=int, help="most world resets before failing (default none)")
+    elastic.add_argument("--heartbeat-timeout", type=float, default=10.0,
+                         help="seconds without a worker's heartbeat before it is declared lost (default 10)")
+    elastic.add_argument("--rsh-agent", default="ssh -o BatchMode=yes",
+                         help="command that runs a program on another host (default ssh -o BatchMode=yes)")
+    elastic.add_argument("--store-address",
+                         help="address at which workers on other hosts reach this launcher's store")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the program and its arguments")
     return parser
 
@@ -234,6 +258,10 @@ def main(argv=None):
     return its exit status (2 for a usage error, with the reason on stderr)."""
     parser = make_parser()
     args = parser.parse_args(argv)
+    if args.min_np is not None or args.max_np is not None or args.host_discovery_script:
+        return _run_elastic(parser, args)
+    if args.np is None:
+        parser.error("-np is required (or --min-np/--max-np for an elastic job)")
     if args.launcher == "local":
         return _run_local(parser, args)
     if shutil.which("mpirun") is None:
@@ -262,6 +290,31 @@ def _run_local(parser, args):
         return local_launch.run_local(args.np, command, environ=env)
     except ValueError as error:
         parser.error(str(error))
+
+
+def _run_elastic(parser, args):
+    """concord-run --min-np/--max-np/--host-discovery-script: the elastic driver
+    (concord.elastic.driver) with the flags' settings exported to every worker."""
+    from concord.elastic.driver import ElasticDriver
+    if args.hostfile:
+        parser.error("elastic mode takes -H or --host-discovery-script, not --hostfile")
+    try:
+        env = dict(os.environ)
+        env.update(settings_env(args))
+        if args.allocator:
+            env["LD_PRELOAD"] = allocator_preload(args.allocator, os.environ.get("LD_PRELOAD"))
+        np = args.np if args.np is not None else args.min_np
+        hosts = parse_hosts(args.hosts) if args.hosts else (None if args.host_discovery_script else
+                                                             [("localhost", args.max_np or np or 1)])
+        command = args.command[1:] if args.command[:1] == ["--"] else list(args.command)
+        driver = ElasticDriver(command, np=np, min_np=args.min_np or np or 1, max_np=args.max_np, hosts=hosts,
+                               discovery_script=args.host_discovery_script, slots=args.slots_per_host,
+                               elastic_timeout=args.elastic_timeout, reset_limit=args.reset_limit,
+                               heartbeat_timeout=args.heartbeat_timeout, rsh_agent=args.rsh_agent,
+                               store_address=args.store_address, environ=env)
+    except ValueError as error:
+        parser.error(str(error))
+    return driver.run()
 
 
 if __name__ == "__main__":

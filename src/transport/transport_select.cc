@@ -65,14 +65,47 @@ std::unique_ptr<TransportWorld> make_process_world() {
   return world;
 }
 
+// The process's world, made on first use; left (destroyed) only by leave_process_world().
+struct ProcessWorld {
+  std::mutex mutex;
+  TransportWorld* world = nullptr;  // not destroyed at exit: used from exit hooks
+};
+
+ProcessWorld& the_process_world() {
+  static ProcessWorld* instance = new ProcessWorld();
+  return *instance;
+}
+
 }  // namespace
 
+void TransportWorld::abort(const std::string&) {
+  CONCORD_THROW(StateError, "Concord: the ", origin().transport,
+                " world cannot be aborted and re-formed in-process; elastic training needs the store-based "
+                "UCX transport (concord-run --min-np/--max-np starts it)");
+}
+
 TransportWorld& process_world() {
-  static std::mutex mutex;
-  static TransportWorld* world = nullptr;  // never destroyed: used from exit hooks
-  std::lock_guard<std::mutex> lock(mutex);
-  if (!world) world = make_process_world().release();
-  return *world;
+  auto& p = the_process_world();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  if (!p.world) p.world = make_process_world().release();
+  return *p.world;
+}
+
+void leave_process_world() {
+  auto& p = the_process_world();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  if (!p.world) return;
+  CONCORD_ENFORCE(p.world->origin().transport != "mpi", StateError,
+                  "Concord: the MPI world cannot be left and re-formed in-process (MPI is initialised once); "
+                  "elastic training needs the store-based UCX transport (concord-run --min-np/--max-np starts it)");
+  delete p.world;
+  p.world = nullptr;
+}
+
+void abort_process_world(const std::string& reason) {
+  auto& p = the_process_world();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  if (p.world) p.world->abort(reason);
 }
 
 std::string describe_transport_choice() {

@@ -45,6 +45,11 @@ class TransportWorld {
   /// True when communicators of this world may be used from several threads at once (MPI:
   /// MPI_THREAD_MULTIPLE was provided; UCX: always, the worker is serialised by a lock).
   virtual bool threads_supported() const = 0;
+  /// Makes every transfer of this world, pending or later, fail with CommError(reason)
+  /// (on this rank; the others learn it from their own abort or their failed transfers):
+  /// how a world is abandoned when a peer is declared lost by someone else (elastic
+  /// training's driver). UCX only: throws StateError for MPI, whose world ends the job.
+  virtual void abort(const std::string& reason);
 
   /// The communicators of one runtime: duplicates "runtime.control" and "runtime.data",
   /// the node of every rank, threads_supported(). Collective.
@@ -64,6 +69,17 @@ class TransportWorld {
 /// rendezvous fails or times out (CONCORD_INIT_TIMEOUT).
 TransportWorld& process_world();
 
+/// Leaves this process's world so that the next process_world() joins a new one, read
+/// afresh from the environment (RANK, WORLD_SIZE, CONCORD_RUN_ID, CONCORD_STORE): how
+/// elastic training re-forms the world among the surviving and added workers. The old
+/// world's endpoints are closed (to dead peers too); communicators still holding it fail
+/// from then on. Call only when no runtime uses the world (concord::shutdown() first).
+/// No-op without a world. Throws StateError for an MPI world (MPI is initialised once
+/// per process and Open MPI 4.1 has no fault-tolerant re-forming).
+void leave_process_world();
+/// TransportWorld::abort(reason) on this process's world if it has one (else nothing):
+/// callable from any thread while another waits in a transfer. Throws StateError for MPI.
+void abort_process_world(const std::string& reason);
 /// The world process_world() would join, without joining: "mpi" or "ucx", and why
 /// (for concord-info). Throws InvalidArgument for a malformed CONCORD_TRANSPORT.
 std::string describe_transport_choice();

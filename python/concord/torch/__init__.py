@@ -37,6 +37,8 @@ from concord.torch.sparse_grad import sparse_allreduce, sparse_allreduce_async
 from concord.torch.sync_batch_norm import SyncBatchNorm
 from concord.torch.sparse import SparseDistributedOptimizer, sparse_allreduce_names
 from concord.torch import c10d_backend as _c10d_backend
+from concord.torch import elastic
+from concord.elastic.worker import HostsUpdatedInterrupt
 
 # torch.distributed.init_process_group("concord", ...) runs on this runtime (docs/torch_distributed.md).
 _c10d_backend.register()
@@ -61,5 +63,5 @@ __all__ = [
     "remove_process_set",
     "cross_rank", "cross_size", "mpi_threads_supported", "mpi_built", "mpi_enabled", "gloo_built",
     "gloo_enabled", "nccl_built", "ddl_built", "ccl_built", "cuda_built", "rocm_built",
-    "allgather_object", "SyncBatchNorm", "Adasum", "sparse_allreduce", "sparse_allreduce_async",
+    "allgather_object", "SyncBatchNorm", "elastic", "HostsUpdatedInterrupt", "Adasum", "sparse_allreduce", "sparse_allreduce_async",
 ]

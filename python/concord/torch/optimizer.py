@@ -213,22 +213,39 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def synchronize(self):
         """Wait for every gradient's allreduce (starting those that backward did not reach,
-        e.g. unused parameters, with a zero gradient) and write the averaged gradients."""
-        self._start_missing_allreduces()
-        for p, (handle, compressed_ctx) in self._handles.items():
-            result = synchronize(handle)
-            if compressed_ctx is None:  # a sparse gradient: the sparse result replaces it
-                self._allreduce_delay[p] = self.backward_passes_per_step
-                p.grad.zero_().add_(result)
-                continue
-            self._write_gradient(p, *compressed_ctx)
-        for handle, members in self._group_handles.values():
-            synchronize(handle)
-            for p, compressed, ctx in members:
-                self._write_gradient(p, compressed, ctx)
+        e.g. unused parameters, with a zero gradient) and write the averaged gradients.
+
+        When an allreduce fails (e.g. a lost worker), no allreduce of this step is left in
+        flight afterwards, so the step can be retried after an elastic reset."""
+        try:
+            self._start_missing_allreduces()
+            for p, (handle, compressed_ctx) in self._handles.items():
+                result = synchronize(handle)
+                if compressed_ctx is None:  # a sparse gradient: the sparse result replaces it
+                    self._allreduce_delay[p] = self.backward_passes_per_step
+                    p.grad.zero_().add_(result)
+                    continue
+                self._write_gradient(p, *compressed_ctx)
+            for handle, members in self._group_handles.values():
+                synchronize(handle)
+                for p, compressed, ctx in members:
+                    self._write_gradient(p, compressed, ctx)
+        except BaseException:
+            self.abandon_allreduces()
+            raise
         self._handles.clear()
         self._group_handles.clear()
         self._synchronized = True
+
+    def abandon_allreduces(self):
+        """Forgets the gradient allreduces in flight, as if none had started this step:
+        after their world was lost (an elastic reset restores the committed state; the
+        handles of the lost world never complete) the next backward starts afresh."""
+        self._handles.clear()
+        self._group_handles.clear()
+        self._group_ready.clear()
+        for p in self._allreduce_delay:
+            self._allreduce_delay[p] = self.backward_passes_per_step
 
     def _write_gradient(self, p, compressed, ctx):
         self._allreduce_delay[p] = self.backward_passes_per_step

@@ -18,17 +18,19 @@ OpenStore open_store(const LaunchEnvironment& env, const std::string& spec_in, s
     result.store = std::make_unique<FileStore>(spec.substr(5));
     return result;
   }
+  const bool served_elsewhere = spec.rfind("tcp-client:", 0) == 0;
+  const size_t scheme = served_elsewhere ? 11 : 4;
   const auto colon = spec.rfind(':');
-  CONCORD_ENFORCE(spec.rfind("tcp:", 0) == 0 && colon > 4, InvalidArgument, "CONCORD_STORE='", spec_in,
-                  "': expected file:DIR or tcp:HOST:PORT");
-  const std::string host = spec.substr(4, colon - 4);
+  CONCORD_ENFORCE((served_elsewhere || spec.rfind("tcp:", 0) == 0) && colon > scheme, InvalidArgument,
+                  "CONCORD_STORE='", spec_in, "': expected file:DIR, tcp:HOST:PORT or tcp-client:HOST:PORT");
+  const std::string host = spec.substr(scheme, colon - scheme);
   int port = 0;
   try {
     port = std::stoi(spec.substr(colon + 1));
   } catch (const std::exception&) {
   }
   CONCORD_ENFORCE(port > 0 && port < 65536, InvalidArgument, "CONCORD_STORE='", spec, "': bad port");
-  if (env.rank == 0) result.server = std::make_unique<TcpStoreServer>(port);
+  if (env.rank == 0 && !served_elsewhere) result.server = std::make_unique<TcpStoreServer>(port);
   result.store = std::make_unique<TcpStore>(host, port, timeout);
   return result;
 }

@@ -1,5 +1,7 @@
 // The rendezvous store a launched process uses, from CONCORD_STORE or the launcher's
-// variables: "file:PATH" (FileStore), "tcp:HOST:PORT" (TcpStore; rank 0 serves it), or,
+// variables: "file:PATH" (FileStore), "tcp:HOST:PORT" (TcpStore; rank 0 serves it),
+// "tcp-client:HOST:PORT" (a TcpStore that another process serves, e.g. concord-run's
+// elastic driver, which outlives the worlds it rendezvouses), or,
 // when CONCORD_STORE is empty, tcp:MASTER_ADDR:(MASTER_PORT + 1) under torchrun or any
 // launcher that sets MASTER_ADDR and MASTER_PORT (torchrun's own store holds MASTER_PORT).
 #pragma once

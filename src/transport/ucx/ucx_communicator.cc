@@ -72,8 +72,9 @@ class UcxRequest : public TransportRequest {
   }
 
  private:
-  // Throws CommError naming the peer when its process on this host has exited (checked
-  // at most every kLivenessInterval; UcxWorker::peer_gone). Called with the worker locked.
+  // Throws CommError naming the peer when its process on this host has exited or the
+  // world was aborted (checked at most every kLivenessInterval; UcxWorker::peer_gone).
+  // Called with the worker locked.
   void check_peer_alive() {
     const auto now = std::chrono::steady_clock::now();
     if (now < next_liveness_check_) return;
@@ -84,7 +85,7 @@ class UcxRequest : public TransportRequest {
     ucp_request_free(request_);  // UCX releases it once cancelled or completed
     request_ = nullptr;
     CONCORD_THROW(CommError, "UCX ", receive_ ? "receive from" : "send to", " rank ", peer_, " (tag ", tag_, ", ",
-                  bytes_, " bytes) cannot complete: world ", gone);
+                  bytes_, " bytes) cannot complete: ", gone);
   }
 
   std::shared_ptr<UcxWorker> worker_;

@@ -110,10 +110,19 @@ void UcxWorker::set_peers(std::vector<std::string> hosts, std::vector<int64_t> p
   my_host_ = name;
 }
 
+void UcxWorker::abort(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(abort_mutex_);
+  if (abort_reason_.empty()) abort_reason_ = reason.empty() ? "the world was aborted" : reason;
+}
+
 std::string UcxWorker::peer_gone(int rank) const {
+  {
+    std::lock_guard<std::mutex> lock(abort_mutex_);
+    if (!abort_reason_.empty()) return abort_reason_;
+  }
   if (rank < 0 || rank >= static_cast<int>(pids_.size()) || hosts_[rank] != my_host_ || pids_[rank] <= 0) return "";
   if (::kill(static_cast<pid_t>(pids_[rank]), 0) == 0 || errno != ESRCH) return "";
-  return "rank " + std::to_string(rank) + " (process " + std::to_string(pids_[rank]) + " on " + hosts_[rank] +
+  return "world rank " + std::to_string(rank) + " (process " + std::to_string(pids_[rank]) + " on " + hosts_[rank] +
          ") has exited";
 }
 

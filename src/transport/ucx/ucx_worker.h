@@ -55,6 +55,12 @@ class UcxWorker {
   /// memory, CMA) report no peer failure, so a receive from a dead peer would wait forever;
   /// the requests ask this at most every kLivenessInterval while they wait.
   std::string peer_gone(int rank) const;
+  /// Makes peer_gone() return `reason` for every rank from now on, so every transfer
+  /// waiting or started on this worker fails with CommError(reason) within
+  /// kLivenessInterval: a world abandoned as a whole (elastic training's reset after a
+  /// worker on another host was declared lost, which no process check here can see).
+  /// The first reason wins. Thread-safe; does not take mutex().
+  void abort(const std::string& reason);
 
  private:
   ucp_context_h context_ = nullptr;
@@ -64,6 +70,8 @@ class UcxWorker {
   std::vector<std::string> hosts_;
   std::vector<int64_t> pids_;
   std::string my_host_;
+  mutable std::mutex abort_mutex_;
+  std::string abort_reason_;  // empty until abort()
   std::mutex mutex_;
   uint32_t next_id_ = 1;  // 0 is the world communicator's
 };

@@ -58,6 +58,7 @@ class UcxWorld : public TransportWorld {
   std::unique_ptr<Communicator> duplicate(const std::string&) override { return world_->split(0, world_->rank()); }
   const std::vector<int>& node_of_rank() override { return nodes_; }
   bool threads_supported() const override { return true; }
+  void abort(const std::string& reason) override { worker_->abort(reason); }
 
  private:
   rendezvous::OpenStore store_;  // kept: a TCP store's server must outlive every rank's rendezvous
