@@ -78,7 +78,7 @@ def main():
     sampler = hvd.elastic.ElasticSampler(range(len(x_train)), shuffle=True, seed=args.seed)
     state = hvd.elastic.TorchState(model, optimizer, sampler=sampler, epoch=0, step=0)
     my_drills = drills(args.fail)
-    world = {"reset_at": None}
+    world = {"reset_at": None, "commit_seconds": []}
 
     def on_reset():
         for group in optimizer.param_groups:
@@ -114,7 +114,9 @@ def main():
                 if args.step_delay:
                     time.sleep(args.step_delay)
                 if state.step % args.commit_every == 0:
+                    started = time.perf_counter()
                     state.commit()
+                    world["commit_seconds"].append(time.perf_counter() - started)
             state.sampler.set_epoch(state.epoch + 1)
             if hvd.rank() == 0:
                 print(f"epoch {state.epoch + 1}: {hvd.size()} ranks, loss {sum(losses) / max(len(losses), 1):.4f}, "
@@ -127,6 +129,10 @@ def main():
     if hvd.rank() == 0:
         print(f"final test accuracy {final:.4f} on {hvd.size()} ranks after {state.step} steps; parameters "
               f"bit-identical on all {hvd.size()} ranks: {identical}", flush=True)
+        commits = sorted(world["commit_seconds"])
+        if commits:
+            print(f"commit: median {commits[len(commits) // 2] * 1e3:.3f} ms, min {commits[0] * 1e3:.3f} ms over "
+                  f"{len(commits)} step commits on rank 0", flush=True)
     return 0 if identical and final >= args.min_accuracy else 1
 
 

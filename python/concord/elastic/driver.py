@@ -66,6 +66,10 @@ def describe_status(code):
     return f"exit status {code}"
 
 
+def _interrupt(signum, _frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 class _Worker:
     """One started worker: its slot, host, process and heartbeat."""
 
@@ -101,7 +105,8 @@ class ElasticDriver:
                  rsh_agent="ssh -o BatchMode=yes", store_address=None, environ=None, out=sys.stderr):
         if not command:
             raise ValueError("concord-run: no program given")
-        if min_np < 1 or (max_np is not None and max_np < min_np) or (np is not None and np < min_np):
+        if min_np < 1 or (max_np is not None and max_np < min_np) or (np is not None and np < min_np) or \
+                (np is not None and max_np is not None and np > max_np):
             raise ValueError(f"concord-run: need 1 <= --min-np ({min_np}) <= -np ({np}) <= --max-np ({max_np})")
         if not discovery_script and not hosts:
             raise ValueError("concord-run: elastic mode needs -H or --host-discovery-script")
@@ -130,13 +135,19 @@ class ElasticDriver:
     # ---- the main loop --------------------------------------------------------------
 
     def run(self):
-        """Runs the job to its end; returns the exit status (0 success, 1 failure)."""
+        """Runs the job to its end; returns the exit status (0 success, 1 failure). SIGTERM
+        and SIGINT stop every worker before the driver exits."""
         self._server = _core.StoreServer(0)
         self._store = _core.Store(f"tcp-client:127.0.0.1:{self._server.port()}", 30.0)
+        previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
             return self._run()
+        except KeyboardInterrupt:
+            return self._fail("interrupted")
         finally:
             self._stop_all()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def _run(self):
         self._discover()
@@ -157,10 +168,15 @@ class ElasticDriver:
                 if pending is None:
                     waiting_since = now
                 self._abandon(failure)
-                pending, settle_until = failure, now + 1.0  # let the other deaths of one event show
-            if self.members and all(slot in self.finished for slot in self.members) and not self.workers:
-                self._say(f"all {len(self.members)} workers finished")
-                return 0
+                pending, settle_until = failure, now + 0.5  # let the other deaths of one event show
+            if self.finished:
+                # The training ended: a worker started for a world that never formed (its
+                # peers finished instead of joining) waits in vain.
+                for slot in [s for s in self.workers if self._store.try_get(protocol.joined_key(s)) is None]:
+                    self._kill(slot)
+                if not self.workers:
+                    self._say(f"{len(self.finished)} workers finished")
+                    return 0
             if self.finished and failure:
                 return self._fail(f"a worker failed after others had finished: {failure}")
             if added and pending is None and self.generation >= 0:
@@ -171,11 +187,10 @@ class ElasticDriver:
                 self._spawn(self._capacity() - len(self.workers))
             if pending and now >= settle_until:
                 candidates = self._candidates()
+                if self.generation >= 0 and self.reset_limit is not None and self.resets >= self.reset_limit:
+                    return self._fail(f"--reset-limit {self.reset_limit} reached ({pending})")
                 if len(candidates) >= self.min_np:
-                    if self.generation >= 0:
-                        self.resets += 1
-                        if self.reset_limit is not None and self.resets > self.reset_limit:
-                            return self._fail(f"--reset-limit {self.reset_limit} reached ({pending})")
+                    self.resets += 1 if self.generation >= 0 else 0
                     self._form(candidates, pending)
                     pending = None
                 elif now - waiting_since > self.elastic_timeout:
@@ -317,6 +332,11 @@ class ElasticDriver:
         if "CONCORD_INIT_TIMEOUT" not in self.environ:
             # A new world's rendezvous waits for the old members to reach their commit.
             settings["CONCORD_INIT_TIMEOUT"] = repr(self.elastic_timeout)
+        if "UCX_TLS" not in self.environ:
+            # UCX's single-copy CMA transport aborts the reading process when its peer dies
+            # mid-transfer (process_vm_readv: "No such process" is fatal in UCX 1.13), which
+            # would turn one lost worker into two; shared memory and TCP survive it.
+            settings["UCX_TLS"] = "^cma"
         if self._is_local(host):
             return subprocess.Popen(self.command, env={**self.environ, **settings})
         forwarded = {k: v for k, v in self.environ.items() if k in _FORWARDED or k.startswith(("CONCORD_", "HOROVOD_"))}

@@ -13,7 +13,9 @@ reaches it at ``CONCORD_ELASTIC_STORE``). One place for both sides:
   ``check_host_updates()`` (Horovod's HostsUpdatedInterrupt) and join G+1;
 * ``elastic/heartbeat/<slot>``: a counter each worker increments every
   :data:`HEARTBEAT_INTERVAL` seconds; the driver declares a worker whose counter stops lost;
-* ``elastic/pid/<slot>``: ``"host pid"`` of the worker, so the driver can kill it remotely.
+* ``elastic/pid/<slot>``: ``"host pid"`` of the worker, so the driver can kill it remotely;
+* ``elastic/joined/<slot>``: the last world the worker completed joining (its rendezvous
+  done), so that when the job ends the driver can stop workers that never joined one.
 
 World G's UCX rendezvous runs in the same store under Concord's run id ``<job>.g<G>``
 (src/transport/rendezvous/world_rendezvous.h), so its keys, and its own abort key, never
@@ -51,6 +53,11 @@ def heartbeat_key(slot):
 def pid_key(slot):
     """Where worker ``slot`` says which host and process it is."""
     return f"elastic/pid/{slot}"
+
+
+def joined_key(slot):
+    """The last world worker ``slot`` joined."""
+    return f"elastic/joined/{slot}"
 
 
 def run_id(job, generation):

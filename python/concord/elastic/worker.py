@@ -10,6 +10,7 @@ A worker started by ``concord-run --min-np/--max-np`` has ``CONCORD_ELASTIC_STOR
 import json
 import os
 import socket
+import sys
 import threading
 import time
 
@@ -101,6 +102,7 @@ class ElasticWorker:
                           CONCORD_RUN_ID=protocol.run_id(self.job, generation), CONCORD_STORE=self.store_spec,
                           CONCORD_TRANSPORT="ucx")
         concord.start_runtime(**self.init_kwargs)
+        self._store.set(protocol.joined_key(self.slot), str(generation))
 
     def leave(self, reason=None):
         """Leaves the current world: if ``reason`` is given (a failed collective), first
@@ -140,8 +142,12 @@ class ElasticWorker:
                             listeners = list(self._listeners)
                         for state in listeners:
                             state.on_hosts_updated(update["timestamp"], update["removed_only"])
-            except Exception:  # the store is briefly unreachable: the driver's timeouts decide
-                pass
+            except concord.CommError as error:
+                # A request unanswered for 30 s: the driver is gone, and with it the job
+                # (nobody would form another world); end rather than linger as an orphan.
+                print(f"[concord elastic {self.slot}] the elastic driver's store is unreachable, ending: {error}",
+                      file=sys.stderr, flush=True)
+                os._exit(1)
             time.sleep(0.1)
 
 

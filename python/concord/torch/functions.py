@@ -55,7 +55,11 @@ def _initialise_state(optimizer):
                 if isinstance(optimizer, torch.optim.SparseAdam):
                     p.grad = p.grad.to_sparse()
     if getattr(optimizer, "_is_distributed_optimizer", False):
-        super(type(optimizer), optimizer).step()
+        # The user's optimizer class: the first in the MRO that is not one of Concord's
+        # wrappers (whose step() would allreduce, which only this rank may be doing: a
+        # worker joining an elastic job has no state while the others have).
+        user_class = next(c for c in type(optimizer).__mro__[1:] if not c.__module__.startswith("concord."))
+        user_class.step(optimizer)
     else:
         optimizer.step()
 
