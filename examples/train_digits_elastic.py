@@ -16,8 +16,16 @@ bit-identical to rank 0's, and the script exits non-zero if they are not or if t
 accuracy is below ``--min-accuracy``.
 
 ``--fail SLOT@STEP[/SIGNAL]`` (repeatable) is a fault drill: the worker in that slot
-(``localhost:1``) sends itself SIGNAL (KILL by default; STOP hangs it) once its global
-step reaches STEP, or, with ``STEP`` = ``reset``, during its first reset.
+(``localhost:1``; ``rankR`` under torchrun, first attempt only) sends itself SIGNAL (KILL
+by default; STOP hangs it) once its global step reaches STEP, or, with ``STEP`` =
+``reset``, during its first reset.
+
+Under torchrun (``--nnodes=MIN:MAX --max_restarts=K``), whose agent restarts every
+worker after a failure, ``--checkpoint PATH`` makes rank 0 write the committed state to
+PATH at each commit and every worker resume from it at start:
+
+    python3 -m torch.distributed.run --redirects 1 --tee 1 --nnodes=1:2 --nproc_per_node=2 \
+        --max_restarts=3 examples/train_digits_elastic.py --checkpoint /tmp/digits.pt
 """
 
 import argparse
@@ -46,23 +54,26 @@ def parse_args():
                         help="seconds each step sleeps (stretches a short job so that a drill can act)")
     parser.add_argument("--min-accuracy", type=float, default=0.0)
     parser.add_argument("--fail", action="append", default=[], metavar="SLOT@STEP[/SIGNAL]")
+    parser.add_argument("--checkpoint", help="write the committed state here (rank 0) and resume from it")
     return parser.parse_args()
 
 
 def drills(specs):
-    """This worker's drills: [(step or 'reset', signal)]."""
+    """This worker's drills: [(step or 'reset', signal, slot)]."""
     slot = os.environ.get("CONCORD_ELASTIC_SLOT")
+    if slot is None and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0":
+        slot = f"rank{os.environ.get('RANK', '0')}"  # torchrun: the first attempt only
     mine = []
     for spec in specs:
         where, _, rest = spec.partition("@")
         step, _, name = rest.partition("/")
         if where == slot:
-            mine.append((step if step == "reset" else int(step), getattr(signal, "SIG" + (name or "KILL"))))
+            mine.append((step if step == "reset" else int(step), getattr(signal, "SIG" + (name or "KILL")), slot))
     return mine
 
 
 def fire(drill):
-    print(f"drill: {os.environ.get('CONCORD_ELASTIC_SLOT')} (rank {hvd.rank()}) sends itself "
+    print(f"drill: {drill[2]} (rank {hvd.rank()}) sends itself "
           f"{drill[1].name} at {time.time():.3f}", file=sys.stderr, flush=True)
     os.kill(os.getpid(), drill[1])
 
@@ -88,6 +99,25 @@ def main():
             fire(drill)
 
     state.register_reset_callbacks([on_reset])
+    if args.checkpoint and os.path.exists(args.checkpoint):
+        saved = torch.load(args.checkpoint)
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        sampler.load_state_dict(saved["sampler"])
+        state.epoch, state.step = saved["epoch"], saved["step"]
+        state.save()
+        if hvd.rank() == 0:
+            print(f"resumed from {args.checkpoint} at epoch {state.epoch + 1}, step {state.step}", flush=True)
+
+    def commit():
+        started = time.perf_counter()
+        state.commit()
+        world["commit_seconds"].append(time.perf_counter() - started)
+        if args.checkpoint and hvd.rank() == 0:
+            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                        "sampler": sampler.state_dict(), "epoch": state.epoch, "step": state.step},
+                       args.checkpoint + ".tmp")
+            os.replace(args.checkpoint + ".tmp", args.checkpoint)
     loss_fn = torch.nn.CrossEntropyLoss()
 
     @hvd.elastic.run
@@ -114,14 +144,12 @@ def main():
                 if args.step_delay:
                     time.sleep(args.step_delay)
                 if state.step % args.commit_every == 0:
-                    started = time.perf_counter()
-                    state.commit()
-                    world["commit_seconds"].append(time.perf_counter() - started)
+                    commit()
             state.sampler.set_epoch(state.epoch + 1)
             if hvd.rank() == 0:
                 print(f"epoch {state.epoch + 1}: {hvd.size()} ranks, loss {sum(losses) / max(len(losses), 1):.4f}, "
                       f"test accuracy {accuracy(model, x_test, y_test):.4f}", flush=True)
-            state.commit()
+            commit()
 
     train(state)
     final = accuracy(model, x_test, y_test)

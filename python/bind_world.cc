@@ -75,5 +75,12 @@ void bind_world(py::module_& m) {
         concord::leave_process_world();
       },
       py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "world_origin",
+      [] {
+        const auto& origin = concord::process_world().origin();
+        return py::make_tuple(origin.transport, origin.launcher, origin.rendezvous);
+      },
+      "(transport, launcher, rendezvous) of this process's world; joins it if not joined yet (collective then)");
   m.def("abort_world", &concord::abort_process_world, py::arg("reason"), py::call_guard<py::gil_scoped_release>());
 }

@@ -128,3 +128,19 @@ def test_reset_limit_ends_the_job():
                               ["--epochs", "20", "--fail", "localhost:2@25"])
     assert code == 1, output[-3000:]
     assert "job failed: --reset-limit 0 reached (worker localhost:2 lost: signal SIGKILL)" in output, output[-3000:]
+
+
+def test_torchrun_restart_resumes_from_the_disk_checkpoint(tmp_path):
+    """torchrun's agent restarts every worker after one dies; the job re-initialises from
+    the new environment and resumes from the checkpoint rank 0 wrote at its last commit."""
+    checkpoint = tmp_path / "digits.pt"
+    command = [sys.executable, "-m", "torch.distributed.run", "--redirects", "1", "--tee", "1", "--nnodes=1:1",
+               "--nproc_per_node=2", "--max_restarts=2", "--rdzv_backend", "c10d", "--rdzv_endpoint",
+               "localhost:0", EXAMPLE, "--epochs", "4", "--checkpoint", str(checkpoint), "--fail", "rank1@25"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+    code, output, _ = finish(process)
+    assert code == 0, output[-3000:]
+    assert "drill: rank1 (rank 1) sends itself SIGKILL" in output, output[-3000:]
+    assert re.search(r"resumed from .*digits.pt at epoch \d+, step [1-9]\d*", output), output[-3000:]
+    assert_trained(output, 2)

@@ -133,12 +133,23 @@ def test_lost_world_errors():
     assert not lost_world(ValueError("user bug"))
 
 
-def test_elastic_run_needs_the_driver(monkeypatch):
+def test_elastic_run_without_the_driver_runs_once(monkeypatch):
+    """A lone process (as under torchrun, whose agent restarts failed workers itself) runs
+    the function once after a sync; errors propagate (the refusal under mpirun is the
+    elastic.under_mpirun test)."""
     monkeypatch.delenv("CONCORD_ELASTIC_STORE", raising=False)
+    hvd.init()
+    calls = []
 
     @hvd.elastic.run
     def train(state):
+        calls.append(state.epoch)
+        if len(calls) == 2:
+            raise concord.CommError("peer lost")
         return "ran"
 
-    with pytest.raises(concord.StateError, match="concord-run --min-np"):
-        train(hvd.elastic.ObjectState(epoch=0))
+    state = hvd.elastic.ObjectState(epoch=4)
+    assert train(state) == "ran" and calls == [4]
+    with pytest.raises(concord.CommError, match="peer lost"):
+        train(state)
+    assert calls == [4, 4]

@@ -8,7 +8,7 @@ import copy
 import functools
 import queue
 
-from concord import CommError, StateError
+from concord import CommError, StateError, _core
 from concord.elastic import worker as elastic_worker
 from concord.elastic.worker import HostsUpdatedInterrupt
 
@@ -132,17 +132,24 @@ def run_fn(func, reset):
     world) and run again; on HostsUpdatedInterrupt reset without restoring (and without
     syncing when hosts were only removed). Returns what ``func`` returns.
 
+    Without concord-run's elastic driver (torchrun, whose agent restarts every worker on a
+    failure, or a lone process) the function runs once after a sync, and an error ends the
+    process: resume from a disk checkpoint at start (docs/elastic.md).
+
     Raises:
-        StateError: not started by an elastic driver (``concord-run --min-np/--max-np``):
-            under mpirun the world cannot be re-formed; or no new world was formed.
+        StateError: started by an MPI launcher (the MPI world cannot be re-formed in-process),
+            or no new world was formed.
     """
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
         worker = elastic_worker.current()
         if worker is None:
-            raise StateError("elastic.run needs the elastic driver and the store-based UCX transport: start the "
-                             "job with concord-run --min-np N --max-np M (under mpirun the MPI world cannot be "
-                             "re-formed after a lost worker)")
+            if _core.is_initialized() and _core.world_origin()[1] == "mpirun":
+                raise StateError("elastic.run needs the elastic driver and the store-based UCX transport: start "
+                                 "the job with concord-run --min-np N --max-np M (under mpirun the MPI world "
+                                 "cannot be re-formed after a lost worker)")
+            state.sync()
+            return func(state, *args, **kwargs)
         worker.register_listener(state)
         skip_sync = False
         try:
