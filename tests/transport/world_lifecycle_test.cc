@@ -23,7 +23,8 @@ TEST(WorldLifecycle, AbortFailsAWaitingReceiveThenANewWorldWorks) {
   if (!ucx_available()) GTEST_SKIP() << "built without UCX";
   ::setenv("CONCORD_TRANSPORT", "ucx", 1);
   auto comm = process_world().duplicate("test.abort");
-  int32_t never = 0;
+  int32_t never = 0, orphan = 7;
+  auto unreceived = comm->isend(&orphan, sizeof orphan, 0, 9);  // to itself; nobody receives it here
   RequestSet receives;
   receives.post(comm->irecv(&never, sizeof never, 0, 5));  // nobody sends it
   std::thread aborter([] {
@@ -39,8 +40,25 @@ TEST(WorldLifecycle, AbortFailsAWaitingReceiveThenANewWorldWorks) {
   }
   aborter.join();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  unreceived.reset();
   comm.reset();
 
+  // The old world's unreceived message (tag 9) must never match in the new one.
+  leave_process_world();
+  ::setenv("CONCORD_TRANSPORT", "ucx", 1);
+  {
+    auto stale = process_world().duplicate("test.abort");
+    int32_t leftover = 0;
+    auto receive = stale->irecv(&leftover, sizeof leftover, 0, 9);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+    bool matched = false;
+    while (!matched && std::chrono::steady_clock::now() < until) matched = receive->test();
+    EXPECT_FALSE(matched) << "a message sent in the old world matched in the new one (payload " << leftover << ")";
+    abort_process_world("end of the stale-message check");
+    RequestSet pending;
+    pending.post(std::move(receive));
+    EXPECT_THROW(pending.wait(), CommError);
+  }
   leave_process_world();
   auto fresh = process_world().duplicate("test.fresh");
   int32_t sent = 42, got = 0;

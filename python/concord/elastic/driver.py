@@ -76,7 +76,7 @@ class _Worker:
     def __init__(self, slot, host, process):
         self.slot, self.host, self.process = slot, host, process
         self.beats = 0
-        self.beat_time = time.monotonic()
+        self.beat_time = self.checked = time.monotonic()
 
 
 class ElasticDriver:
@@ -246,6 +246,9 @@ class ElasticDriver:
         for slot, worker in list(self.workers.items()):
             code = worker.process.poll()
             if code is None:
+                if now - worker.checked < protocol.HEARTBEAT_INTERVAL:
+                    continue
+                worker.checked = now
                 beats = int(self._store.try_get(protocol.heartbeat_key(slot)) or 0)
                 if beats != worker.beats:
                     worker.beats, worker.beat_time = beats, now
