@@ -144,3 +144,27 @@ def test_torchrun_restart_resumes_from_the_disk_checkpoint(tmp_path):
     assert "drill: rank1 (rank 1) sends itself SIGKILL" in output, output[-3000:]
     assert re.search(r"resumed from .*digits.pt at epoch \d+, step [1-9]\d*", output), output[-3000:]
     assert_trained(output, 2)
+
+
+def test_host_dropped_by_discovery_is_blacklisted(tmp_path):
+    """Two 'hosts' on this machine (localhost and 127.0.0.1, both started directly); the
+    discovery script drops one after the first epoch: its two workers are stopped, it is
+    blacklisted, and the other host's two workers finish from the last commit."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("localhost:2\n127.0.0.1:2\n")
+    script = tmp_path / "discover.sh"
+    script.write_text(f"#!/bin/sh\ncat {hosts}\n")
+    script.chmod(0o755)
+    process = launch(["-np", "4", "--min-np", "2", "--host-discovery-script", str(script)],
+                     ["--epochs", "5", "--step-delay", "0.05"])
+
+    def shrink(line):
+        if line.startswith("epoch 1:"):
+            hosts.write_text("localhost:2\n")
+
+    code, output, _ = finish(process, shrink)
+    assert code == 0, output[-3000:]
+    assert "host 127.0.0.1 removed by discovery" in output, output[-3000:]
+    assert re.search(r"world 1: 2 workers \(worker 127\.0\.0\.1:[01] lost: host 127\.0\.0\.1 removed by discovery\)",
+                     output), output[-3000:]
+    assert_trained(output, 2)
