@@ -155,8 +155,12 @@ def test_usage_errors(argv, message):
 def test_parser_errors_exit_with_usage(capsys):
     with pytest.raises(SystemExit):
         run.make_parser().parse_args(["-np", "2", "-H", "a:1", "--hostfile", "f", "p"])  # mutually exclusive
-    with pytest.raises(SystemExit):
-        run.make_parser().parse_args(["python", "x.py"])  # -np is required
+    with pytest.raises(SystemExit) as exit_info:
+        run.main(["python", "x.py"])  # -np is required unless the job is elastic
+    assert exit_info.value.code == 2 and "-np is required" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        run.main(["-np", "4", "--min-np", "2", "--max-np", "3", "p"])
+    assert exit_info.value.code == 2 and "--min-np (2) <= -np (4) <= --max-np (3)" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exit_info:
         run.main(["-np", "0", "p"])
     assert exit_info.value.code == 2 and "-np must be >= 1" in capsys.readouterr().err
