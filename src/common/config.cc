@@ -216,6 +216,9 @@ const std::vector<ConfigVar>& config_table() {
        "tcp:MASTER_ADDR:(MASTER_PORT+1)"},
       {"CONCORD_INIT_TIMEOUT", "60", "float",
        "seconds the UCX rendezvous waits for every rank before failing on every rank"},
+      {"CONCORD_PEER_TIMEOUT", "15", "float",
+       "seconds without a heartbeat in the rendezvous store after which a UCX peer that a transfer waits "
+       "for is declared lost (ranks on other hosts, stopped processes); 0 disables the heartbeat"},
       ignored("HOROVOD_TIMELINE_MARK_CYCLES", "Concord's timeline has no cycle markers"),
       ignored("HOROVOD_DISABLE_GROUP_FUSION",
               "a group's members are fused with each other and with other ready tensors regardless"),

@@ -18,7 +18,7 @@ namespace concord::rendezvous {
 
 struct OpenStore {
   std::unique_ptr<TcpStoreServer> server;  ///< rank 0 of a TCP store; kept for the job's life
-  std::unique_ptr<Store> store;
+  std::shared_ptr<Store> store;  ///< shared with the world's heartbeat thread
 };
 
 /// Opens the store `spec` names (CONCORD_STORE's syntax; "" = from MASTER_ADDR and

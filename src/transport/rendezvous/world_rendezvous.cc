@@ -8,7 +8,7 @@ namespace {
 class Rendezvous {
  public:
   Rendezvous(Store& store, const RendezvousOptions& options)
-      : store_(store), options_(options), prefix_("concord/" + options.run_id + "/") {}
+      : store_(store), options_(options), prefix_(key_prefix(options.run_id)) {}
 
   std::vector<PeerAddress> run(const PeerAddress& mine) {
     const int rank = options_.rank, size = options_.size;
@@ -72,5 +72,7 @@ class Rendezvous {
 std::vector<PeerAddress> exchange_addresses(Store& store, const RendezvousOptions& options, const PeerAddress& mine) {
   return Rendezvous(store, options).run(mine);
 }
+
+std::string key_prefix(const std::string& run_id) { return "concord/" + run_id + "/"; }
 
 }  // namespace concord::rendezvous

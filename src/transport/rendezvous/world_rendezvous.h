@@ -26,6 +26,10 @@ struct RendezvousOptions {
   Clock::time_point deadline;
 };
 
+/// "concord/<run id>/": the prefix of every key of the world `run_id` names (its
+/// rendezvous, its abort key, its ranks' heartbeats: ucx/peer_heartbeat.h).
+std::string key_prefix(const std::string& run_id);
+
 /// Every rank's PeerAddress in rank order (`mine` at options.rank). Collective over the
 /// `size` processes using `store`. Throws CommError on every rank, naming the rank(s) and
 /// what went wrong, for a duplicate rank, a world-size disagreement, a rank missing at the

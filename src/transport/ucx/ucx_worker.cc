@@ -120,10 +120,15 @@ std::string UcxWorker::peer_gone(int rank) const {
     std::lock_guard<std::mutex> lock(abort_mutex_);
     if (!abort_reason_.empty()) return abort_reason_;
   }
-  if (rank < 0 || rank >= static_cast<int>(pids_.size()) || hosts_[rank] != my_host_ || pids_[rank] <= 0) return "";
-  if (::kill(static_cast<pid_t>(pids_[rank]), 0) == 0 || errno != ESRCH) return "";
-  return "world rank " + std::to_string(rank) + " (process " + std::to_string(pids_[rank]) + " on " + hosts_[rank] +
-         ") has exited";
+  if (rank < 0 || rank >= static_cast<int>(pids_.size())) return heartbeat_ ? heartbeat_->lost(rank) : "";
+  const std::string where = " (process " + std::to_string(pids_[rank]) + " on " + hosts_[rank] + ")";
+  const bool here = hosts_[rank] == my_host_ && pids_[rank] > 0;
+  if (here && ::kill(static_cast<pid_t>(pids_[rank]), 0) != 0 && errno == ESRCH)
+    return "world rank " + std::to_string(rank) + where + " has exited";
+  if (!heartbeat_) return "";
+  std::string lost = heartbeat_->lost(rank);
+  if (!lost.empty() && lost.rfind("world rank ", 0) == 0) lost.insert(lost.find(" sent"), where);
+  return lost;
 }
 
 }  // namespace concord

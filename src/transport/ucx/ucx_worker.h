@@ -8,8 +8,11 @@
 
 #include <ucp/api/ucp.h>
 
+#include "transport/ucx/peer_heartbeat.h"
+
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -50,8 +53,8 @@ class UcxWorker {
   /// Remembers where every world rank runs (host name and process id, from the
   /// rendezvous), so peer_gone() can tell a dead peer on this host.
   void set_peers(std::vector<std::string> hosts, std::vector<int64_t> pids);
-  /// A message naming world rank `rank` when its process on this host has exited, else ""
-  /// (alive, or on another host: not detectable here). UCX's fast endpoints (shared
+  /// A message naming world rank `rank` when its process on this host has exited, or the
+  /// heartbeat (set_heartbeat) finds it lost, else "". UCX's fast endpoints (shared
   /// memory, CMA) report no peer failure, so a receive from a dead peer would wait forever;
   /// the requests ask this at most every kLivenessInterval while they wait.
   std::string peer_gone(int rank) const;
@@ -61,6 +64,9 @@ class UcxWorker {
   /// worker on another host was declared lost, which no process check here can see).
   /// The first reason wins. Thread-safe; does not take mutex().
   void abort(const std::string& reason);
+  /// From now on peer_gone() also reports peers that `heartbeat` finds lost (ranks on
+  /// other hosts, stopped processes) and the world's abort key. Call before any transfer.
+  void set_heartbeat(std::unique_ptr<PeerHeartbeat> heartbeat) { heartbeat_ = std::move(heartbeat); }
 
  private:
   ucp_context_h context_ = nullptr;
@@ -72,6 +78,7 @@ class UcxWorker {
   std::string my_host_;
   mutable std::mutex abort_mutex_;
   std::string abort_reason_;  // empty until abort()
+  std::unique_ptr<PeerHeartbeat> heartbeat_;  // null: no store (a world of one, PMIx)
   std::mutex mutex_;
   uint32_t next_id_ = 1;  // 0 is the world communicator's
 };

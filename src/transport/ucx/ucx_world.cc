@@ -4,12 +4,25 @@
 
 #include <numeric>
 
+#include "common/config.h"
 #include "common/enforce.h"
 #include "transport/rendezvous/world_rendezvous.h"
 #include "transport/ucx/ucx_communicator.h"
 
 namespace concord {
 namespace {
+
+// CONCORD_PEER_TIMEOUT in milliseconds (0: no heartbeat).
+std::chrono::milliseconds peer_heartbeat_timeout() {
+  const std::string text = config_value("CONCORD_PEER_TIMEOUT");
+  double seconds = -1;
+  try {
+    seconds = std::stod(text);
+  } catch (const std::exception&) {
+  }
+  CONCORD_ENFORCE(seconds >= 0, InvalidArgument, "CONCORD_PEER_TIMEOUT='", text, "': expected seconds >= 0");
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
 
 std::string host_name() {
   char name[256] = {};
@@ -43,6 +56,11 @@ class UcxWorld : public TransportWorld {
     }
     worker_->connect(addresses);
     worker_->set_peers(hosts, pids);
+    const auto peer_timeout = peer_heartbeat_timeout();
+    if (env.size > 1 && peer_timeout.count() > 0) {
+      worker_->set_heartbeat(std::make_unique<PeerHeartbeat>(store_.store, rendezvous::key_prefix(env.run_id),
+                                                             env.rank, env.size, peer_timeout));
+    }
     for (const auto& host : hosts) {  // node numbers in order of each node's lowest rank
       const auto first = std::find(hosts.begin(), hosts.end(), host) - hosts.begin();
       nodes_.push_back(first == static_cast<long>(nodes_.size()) ? next_node_++ : nodes_[first]);
