@@ -153,3 +153,21 @@ def test_elastic_run_without_the_driver_runs_once(monkeypatch):
     with pytest.raises(concord.CommError, match="peer lost"):
         train(state)
     assert calls == [4, 4]
+
+
+def test_fresh_distributed_optimizer_state_initialises_without_collectives(monkeypatch):
+    """A worker joining an elastic job has no optimizer state while the others have:
+    broadcast_optimizer_state's initialisation step must not allreduce through the
+    DistributedOptimizer (only the joining rank takes it, so its allreduces would wait
+    forever for the others)."""
+    from concord.torch import functions
+    monkeypatch.delenv("CONCORD_ELASTIC_STORE", raising=False)
+    hvd.init()
+    model = torch.nn.Linear(3, 2)
+    optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                                         named_parameters=model.named_parameters())
+    before = hvd.coordination_stats()
+    functions._initialise_state(optimizer)
+    after = hvd.coordination_stats()
+    assert len(optimizer.state_dict()["state"]) == 2
+    assert (after["coordinator_rounds"], after["cache_hits"]) == (before["coordinator_rounds"], before["cache_hits"])
