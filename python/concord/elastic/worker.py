@@ -94,7 +94,8 @@ class ElasticWorker:
         if self.slot not in world["ranks"]:
             raise concord.StateError(f"elastic worker {self.slot}: the driver left this worker out of world "
                                      f"{generation} (declared lost)")
-        self.generation = generation
+        with self._lock:  # the watch thread aborts a world only under this lock, for its generation
+            self.generation = generation
         self.init_kwargs = dict(init_kwargs or {})
         local_rank, local_size = world["local"][self.slot]
         os.environ.update(RANK=str(world["ranks"][self.slot]), WORLD_SIZE=str(world["size"]),
@@ -132,7 +133,9 @@ class ElasticWorker:
                     reason = self._store.try_get(protocol.abort_key(generation))
                     if reason is not None:
                         self._aborted.add(generation)
-                        _core.abort_world(f"elastic world {generation} was abandoned: {reason}")
+                        with self._lock:  # never the next world's: join() moves generation first
+                            if self.generation == generation:
+                                _core.abort_world(f"elastic world {generation} was abandoned: {reason}")
                 if generation >= 0 and generation not in self._announced:
                     notice = self._store.try_get(protocol.hosts_key(generation))
                     if notice is not None:
