@@ -33,7 +33,7 @@ struct StagingParams {
   double kernel_gamma = 2e-12;    ///< per byte reduced on the device, s/B
 };
 
-/// Machine constants, in seconds. Measured by `concord-calibrate` (tools/calibrate.cc),
+/// Machine constants, in seconds. Measured by `concord-calibrate` (tools/cli/calibrate.cc),
 /// stored as JSON and overridable by CONCORD_COST_* variables. The intra-node and MPI
 /// defaults are concord-calibrate's values at 2 ranks on the project's 2-core CI machine
 /// (Open MPI 4.1.4 shared memory, 2026-11-21); the inter-node defaults assume 10 Gbit/s
