@@ -11,9 +11,9 @@
 
 #include "algorithms/allreduce_ring.h"
 #include "allreduce_check.h"
-#include "dtype_util.h"
 #include "patterns/ring.h"
 #include "rank_runner.h"
+#include "test_support/dtype_util.h"
 #include "transport/inprocess_communicator.h"
 
 namespace concord {

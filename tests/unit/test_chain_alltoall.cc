@@ -9,10 +9,10 @@
 #include "algorithms/alltoall_pairwise.h"
 #include "algorithms/broadcast_chain.h"
 #include "cost_check.h"
-#include "dtype_util.h"
 #include "patterns/chain.h"
 #include "patterns/pairwise.h"
 #include "rank_runner.h"
+#include "test_support/dtype_util.h"
 
 namespace concord {
 namespace {

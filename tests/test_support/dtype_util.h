@@ -1,6 +1,8 @@
-// Helpers shared by the unit tests that handle typed buffers: store/load an element of any
-// Concord dtype as a double, the lists of dtypes and ops, and an independent (test-side)
-// IEEE round-to-nearest-even used as the reference for the 16-bit float conversions.
+// Element access shared by every C++ suite that handles typed buffers (unit, MPI, device,
+// the KVStore scenarios): store/load an element of any Concord dtype as a double (or as a
+// long double, exact for int64), integer elements bit for bit, the lists of dtypes and ops,
+// unit roundoff, and an independent (test-side) IEEE round-to-nearest-even used as the
+// reference for the 16-bit float conversions.
 #pragma once
 
 #include <cmath>
@@ -8,6 +10,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/half.h"
@@ -32,6 +35,9 @@ inline bool is_integer(DataType dtype) {
          dtype == DataType::kInt8 || dtype == DataType::kUInt8 || dtype == DataType::kBool;
 }
 
+/// float32, float64, float16 or bfloat16.
+inline bool is_floating(DataType dtype) { return !is_integer(dtype); }
+
 /// Rounds `x` to the nearest value of a binary floating-point format with `precision`
 /// significand bits (implicit bit included) and exponent range [emin, emax], ties to even,
 /// overflowing to infinity. Written without the code under test (frexp + nearbyint).
@@ -48,7 +54,8 @@ inline double round_to_format(double x, int precision, int emin, int emax) {
 inline double round_to_float16(double x) { return round_to_format(x, 11, -14, 15); }
 inline double round_to_bfloat16(double x) { return round_to_format(x, 8, -126, 127); }
 
-/// Unit roundoff of a floating dtype (0 for integers).
+/// Unit roundoff (half an ulp, relative) of a floating dtype; 0 for integers. A power of
+/// two, so exact in any wider type too.
 inline double unit_roundoff(DataType dtype) {
   switch (dtype) {
     case DataType::kFloat32: return std::ldexp(1.0, -24);
@@ -61,12 +68,15 @@ inline double unit_roundoff(DataType dtype) {
 
 /// Writes `value` as element `index` of a buffer of `dtype`. Floats are rounded to the
 /// dtype (nearest even); integers are converted through int64 and truncated modulo 2^bits.
-inline void store(void* buffer, size_t index, DataType dtype, double value) {
+/// T is double unless named (store<long double>: int64 values beyond 2^53 stay exact); it is
+/// never deduced, so an integer argument goes through double as before.
+template <typename T = double>
+void store(void* buffer, size_t index, DataType dtype, std::type_identity_t<T> value) {
   auto* p = static_cast<uint8_t*>(buffer) + index * dtype_size(dtype);
   auto put = [p](auto v) { std::memcpy(p, &v, sizeof v); };
   switch (dtype) {
     case DataType::kFloat32: return put(static_cast<float>(value));
-    case DataType::kFloat64: return put(value);
+    case DataType::kFloat64: return put(static_cast<double>(value));
     case DataType::kFloat16: return put(float_to_float16(static_cast<float>(value)));
     case DataType::kBFloat16: return put(float_to_bfloat16(static_cast<float>(value)));
     case DataType::kInt32: return put(static_cast<int32_t>(static_cast<int64_t>(value)));
@@ -78,28 +88,29 @@ inline void store(void* buffer, size_t index, DataType dtype, double value) {
   }
 }
 
-/// Reads element `index` of a buffer of `dtype` as a double (exact for every dtype but
-/// int64 beyond 2^53).
-inline double load(const void* buffer, size_t index, DataType dtype) {
+/// Reads element `index` of a buffer of `dtype` as a T: a double (exact for every dtype but
+/// int64 beyond 2^53) unless named; load<long double> is exact for every dtype (x86-64's
+/// 64-bit mantissa).
+template <typename T = double>
+T load(const void* buffer, size_t index, DataType dtype) {
   const auto* p = static_cast<const uint8_t*>(buffer) + index * dtype_size(dtype);
-  auto get = [p]<typename T>(T) {
-    T v;
+  auto raw = [p]<typename E>(E v) {
     std::memcpy(&v, p, sizeof v);
     return v;
   };
   switch (dtype) {
-    case DataType::kFloat32: return get(float{});
-    case DataType::kFloat64: return get(double{});
-    case DataType::kFloat16: return float16_to_float(get(uint16_t{}));
-    case DataType::kBFloat16: return bfloat16_to_float(get(uint16_t{}));
-    case DataType::kInt32: return get(int32_t{});
-    case DataType::kInt64: return static_cast<double>(get(int64_t{}));
-    case DataType::kInt16: return get(int16_t{});
-    case DataType::kInt8: return get(int8_t{});
+    case DataType::kFloat32: return static_cast<T>(raw(float{}));
+    case DataType::kFloat64: return static_cast<T>(raw(double{}));
+    case DataType::kFloat16: return static_cast<T>(float16_to_float(raw(uint16_t{})));
+    case DataType::kBFloat16: return static_cast<T>(bfloat16_to_float(raw(uint16_t{})));
+    case DataType::kInt32: return static_cast<T>(raw(int32_t{}));
+    case DataType::kInt64: return static_cast<T>(raw(int64_t{}));
+    case DataType::kInt16: return static_cast<T>(raw(int16_t{}));
+    case DataType::kInt8: return static_cast<T>(raw(int8_t{}));
     case DataType::kUInt8:
-    case DataType::kBool: return get(uint8_t{});
+    case DataType::kBool: return static_cast<T>(raw(uint8_t{}));
   }
-  return NAN;
+  return static_cast<T>(NAN);
 }
 
 /// Reads element `index` of an integer buffer as its bits zero-extended to 64 (for exact
