@@ -68,7 +68,7 @@ void check_chain(int P, size_t bytes, size_t chunk) {
 class BroadcastChainTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(BroadcastChainTest, EveryRootReachesEveryRankAndTrafficMatchesCost) {
-  for (size_t bytes : kSizes) check_chain(GetParam(), bytes, BroadcastChain::kDefaultChunkBytes);
+  for (size_t bytes : kSizes) check_chain(GetParam(), bytes, default_chunk_bytes());
 }
 
 TEST_P(BroadcastChainTest, SmallChunksPipelineManyMessages) {

@@ -138,7 +138,7 @@ void print_validation(const std::vector<ValidationRow>& rows) {
 
 int main(int argc, char** argv) {
   CLI::App app{"concord-sim: simulated allreduce times at scale (docs/simulator.md)"};
-  size_t min_bytes = 4, max_bytes = size_t{1} << 30, chunk_bytes = size_t{1} << 19;
+  size_t min_bytes = 4, max_bytes = size_t{1} << 30, chunk_bytes = default_chunk_bytes();
   double factor = 4;
   int min_ranks = 2, max_ranks = 32768, ranks_per_node = 1;
   std::vector<int> ranks_list;

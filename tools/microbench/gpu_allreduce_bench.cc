@@ -97,9 +97,9 @@ void bench_rank(Communicator& comm, const Options& options, int gpus, Device* sh
   void* host = device->allocate_host(options.max_bytes);
   auto stream = device->create_stream();
   ScratchBuffer scratch;
-  AlgorithmContext ctx{comm, scratch, AllreduceRing::kDefaultChunkBytes, {}};
+  AlgorithmContext ctx{comm, scratch, default_chunk_bytes(), {}};
   ScratchBuffer direct_scratch;
-  AlgorithmContext direct_ctx{direct, direct_scratch, AllreduceRing::kDefaultChunkBytes, {}};
+  AlgorithmContext direct_ctx{direct, direct_scratch, default_chunk_bytes(), {}};
   AlgorithmContext device_ctx = ctx, direct_device_ctx = direct_ctx;  // for the rows on device buffers
   device_ctx.device = direct_device_ctx.device = device;
   const auto report = [&](size_t bytes, const std::string& name, const std::vector<double>& times,
