@@ -93,9 +93,9 @@ std::optional<BenchOptions> parse_options(const tools::MpiTool& mpi, int argc, c
   std::string algorithms = "auto,mpi";
   int check = 1;
   app.add_option("-b,--minbytes", min_bytes, "smallest size (bytes; K, M, G suffixes)")
-      ->check(accepted_by(parse_size, "BYTES"));
+      ->check(accepted_by(tools::parse_size, "BYTES"));
   app.add_option("-e,--maxbytes", max_bytes, "largest size (bytes; K, M, G suffixes)")
-      ->check(accepted_by(parse_size, "BYTES"));
+      ->check(accepted_by(tools::parse_size, "BYTES"));
   app.add_option("-f,--stepfactor", options.step_factor, "multiply the size by this factor between rows")
       ->check(CLI::Range(1.0 + 1e-9, 1e9));
   app.add_option("-n,--iters", options.iterations, "timed iterations per row")->check(CLI::Range(1, 1 << 30));
@@ -127,8 +127,8 @@ std::optional<BenchOptions> parse_options(const tools::MpiTool& mpi, int argc, c
     exit_code = *code;
     return std::nullopt;
   }
-  options.min_bytes = parse_size(min_bytes);
-  options.max_bytes = parse_size(max_bytes);
+  options.min_bytes = tools::parse_size(min_bytes);
+  options.max_bytes = tools::parse_size(max_bytes);
   options.check = check != 0;
   options.op = ops().at(options.op_name);
   options.dtype = dtype_from_name(dtype);

@@ -92,7 +92,7 @@ Pairing pairing(const std::vector<int>& node_of_rank, int rank, bool inter) {
 double half_round_trip(Communicator& comm, const Pairing& pairing, size_t bytes, int iterations) {
   std::vector<uint8_t> send(bytes, 1), recv(bytes);
   RequestSet requests;
-  const double median = bench::median_seconds(3, iterations, [&] {
+  const double median = tools::median_seconds(3, iterations, [&] {
     if (pairing.initiator) {
       requests.post(comm.isend(send.data(), bytes, pairing.peer, kTag));
       requests.post(comm.irecv(recv.data(), bytes, pairing.peer, kTag));
@@ -113,7 +113,7 @@ double half_round_trip(Communicator& comm, const Pairing& pairing, size_t bytes,
 double burst_round_trip(Communicator& comm, const Pairing& pairing, int burst, int iterations) {
   std::vector<uint8_t> data(kSmallBytes * burst, 1);
   RequestSet requests;
-  const double median = bench::median_seconds(1, iterations, [&] {
+  const double median = tools::median_seconds(1, iterations, [&] {
     for (int m = 0; m < burst; ++m) {
       uint8_t* slot = data.data() + m * kSmallBytes;
       requests.post(pairing.initiator ? comm.isend(slot, kSmallBytes, pairing.peer, kTag)
@@ -237,7 +237,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   try {
-    const size_t large_bytes = std::max<size_t>(bench::parse_size(large), kSmallBytes);
+    const size_t large_bytes = std::max<size_t>(tools::parse_size(large), kSmallBytes);
     MpiCommunicator comm(MPI_COMM_WORLD);
     const std::vector<int> nodes = node_of_every_rank(MPI_COMM_WORLD);
     const bool several_nodes = *std::max_element(nodes.begin(), nodes.end()) > 0;

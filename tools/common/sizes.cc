@@ -4,7 +4,7 @@
 
 #include "common/enforce.h"
 
-namespace concord::bench {
+namespace concord::tools {
 
 size_t parse_size(const std::string& text) {
   size_t end = 0;
@@ -24,4 +24,4 @@ size_t parse_size(const std::string& text) {
   return static_cast<size_t>(value * scale);
 }
 
-}  // namespace concord::bench
+}  // namespace concord::tools

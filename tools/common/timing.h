@@ -6,7 +6,7 @@
 #include <chrono>
 #include <vector>
 
-namespace concord::bench {
+namespace concord::tools {
 
 /// Median seconds (steady_clock) of `iterations` (>= 1) calls of `body` after `warmup`
 /// untimed ones.
@@ -23,4 +23,4 @@ double median_seconds(int warmup, int iterations, Body&& body) {
   return times[times.size() / 2];
 }
 
-}  // namespace concord::bench
+}  // namespace concord::tools

@@ -41,7 +41,7 @@ concord::ReduceOp op_from_name(const std::string& name) {
   throw CLI::ValidationError("-o", "unknown op '" + name + "' (sum, average, min, max, product)");
 }
 
-using concord::bench::median_seconds;
+using concord::tools::median_seconds;
 
 // Fills `buffer` with `value` as `dtype`: src holds 1 and dst 1.5, so sums grow slowly,
 // products stay put and no value ever becomes subnormal (which would time the FPU's slow

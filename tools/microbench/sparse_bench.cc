@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
   if (const auto code = mpi.parse(app, argc, argv)) return *code;
   int failures = 0;
   try {
-    const auto n = static_cast<int64_t>(bench::parse_size(elements));
+    const auto n = static_cast<int64_t>(tools::parse_size(elements));
     const std::vector<std::string> names =
         algorithms == "all" ? sparse::sparse_allreduce_names() : split_list(algorithms);
     std::vector<Row> rows;

@@ -42,7 +42,7 @@ using concord::sparse::topk_exact;
 // Median milliseconds of `iters` calls of `body` after `warmup` untimed ones.
 template <typename Body>
 double median_ms(int warmup, int iters, Body&& body) {
-  return 1e3 * concord::bench::median_seconds(warmup, iters, body);
+  return 1e3 * concord::tools::median_seconds(warmup, iters, body);
 }
 
 // Full-sort top-k: one 64-bit key per element, (0x7fffffff - |x| bits) << 32 | index, so
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
 
   std::vector<int64_t> sizes;
   try {
-    for (const auto& text : size_texts) sizes.push_back(static_cast<int64_t>(concord::bench::parse_size(text)));
+    for (const auto& text : size_texts) sizes.push_back(static_cast<int64_t>(concord::tools::parse_size(text)));
   } catch (const std::exception& error) {
     std::fprintf(stderr, "concord-topkbench: %s\n", error.what());
     return 1;

@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
           "%12s  %-24s %14s %14s %10s %12s\n",
           mpi.size(), context.chunk_bytes, config_value("CONCORD_TREE_CHUNKS").c_str(), "size", "algorithm",
           "turnaround", "time", "time/turn", "chunk");
-    for (size_t bytes = bench::parse_size(min_bytes); bytes <= bench::parse_size(max_bytes);
+    for (size_t bytes = tools::parse_size(min_bytes); bytes <= tools::parse_size(max_bytes);
          bytes = std::max(bytes + 1, static_cast<size_t>(bytes * factor))) {
       std::vector<float> data(bytes / sizeof(float), 1.0f);
       for (const auto& name : names) {
