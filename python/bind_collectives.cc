@@ -5,15 +5,12 @@
 #include <pybind11/stl.h>
 
 #include "concord/concord.h"
+#include "python/bindings.h"
 
 namespace py = pybind11;
 using namespace concord;
 
 namespace {
-
-TensorView as_view(uintptr_t data, const std::string& dtype, const std::vector<int64_t>& shape, int device) {
-  return TensorView{reinterpret_cast<void*>(data), dtype_from_name(dtype), shape, device};
-}
 
 // The device of member i: `devices` is empty (host memory) or has one entry per member.
 int member_device(const std::vector<int>& devices, size_t i, size_t n, const char* what) {
@@ -39,7 +36,7 @@ void bind_collectives(py::module_& m) {
          const std::vector<int64_t>& shape, const std::vector<int64_t>& output_shape, int op, double prescale,
          double postscale, int process_set, int device) {
         return reducescatter_async(
-            name, as_view(input, dtype, shape, device), as_view(output, dtype, output_shape, device),
+            name, tensor_view(input, dtype, shape, device), tensor_view(output, dtype, output_shape, device),
             scatter_options("reducescatter of tensor '" + name + "'", op, prescale, postscale, process_set));
       },
       py::arg("name"), py::arg("input"), py::arg("output"), py::arg("dtype"), py::arg("shape"), py::arg("output_shape"),
@@ -58,8 +55,8 @@ void bind_collectives(py::module_& m) {
         std::vector<TensorView> in, out;
         for (size_t i = 0; i < n; ++i) {
           const int device = member_device(devices, i, n, "grouped_reducescatter");
-          in.push_back(as_view(inputs[i], dtypes[i], shapes[i], device));
-          out.push_back(as_view(outputs[i], dtypes[i], output_shapes[i], device));
+          in.push_back(tensor_view(inputs[i], dtypes[i], shapes[i], device));
+          out.push_back(tensor_view(outputs[i], dtypes[i], output_shapes[i], device));
         }
         return grouped_reducescatter_async(
             names, in, out, scatter_options("grouped_reducescatter", op, prescale, postscale, process_set));
@@ -77,7 +74,7 @@ void bind_collectives(py::module_& m) {
           throw InvalidArgument("grouped_allgather: names, inputs, dtypes and shapes differ in length");
         std::vector<TensorView> in;
         for (size_t i = 0; i < n; ++i)
-          in.push_back(as_view(inputs[i], dtypes[i], shapes[i], member_device(devices, i, n, "grouped_allgather")));
+          in.push_back(tensor_view(inputs[i], dtypes[i], shapes[i], member_device(devices, i, n, "grouped_allgather")));
         return grouped_allgather_async(names, in, AllgatherOptions{process_set});
       },
       py::arg("names"), py::arg("inputs"), py::arg("dtypes"), py::arg("shapes"), py::arg("process_set") = 0,
@@ -86,7 +83,7 @@ void bind_collectives(py::module_& m) {
       "alltoall_async",
       [](const std::string& name, uintptr_t input, const std::string& dtype, const std::vector<int64_t>& shape,
          const std::vector<int64_t>& splits, int process_set, int device) {
-        return alltoall_async(name, as_view(input, dtype, shape, device), AlltoallOptions{splits, process_set});
+        return alltoall_async(name, tensor_view(input, dtype, shape, device), AlltoallOptions{splits, process_set});
       },
       py::arg("name"), py::arg("input"), py::arg("dtype"), py::arg("shape"), py::arg("splits"),
       py::arg("process_set") = 0, py::arg("device") = kHostMemory, py::call_guard<py::gil_scoped_release>());

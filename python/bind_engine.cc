@@ -15,6 +15,7 @@
 
 #include "concord/errors.h"
 #include "engine/engine.h"
+#include "python/bindings.h"
 
 namespace py = pybind11;
 using concord::InvalidArgument;

@@ -12,15 +12,12 @@
 #include "engine/engine.h"
 #include "kvstore/kvstore.h"
 #include "kvstore/kvstore_world.h"
+#include "python/bindings.h"
 
 namespace py = pybind11;
 
 namespace concord {
 namespace {
-
-TensorView tensor_view(uintptr_t data, const std::string& dtype, const std::vector<int64_t>& shape) {
-  return TensorView{reinterpret_cast<void*>(data), dtype_from_name(dtype), shape};
-}
 
 // The engine, world and store of one Python KVStore, destroyed in reverse order by close().
 class PyKVStore {

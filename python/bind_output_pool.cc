@@ -5,6 +5,7 @@
 // storage, and every view of it, is gone.
 #include <pybind11/pybind11.h>
 
+#include "python/bindings.h"
 #include "runtime/output_pool.h"
 
 namespace py = pybind11;

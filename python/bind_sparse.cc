@@ -15,6 +15,7 @@
 
 #include "common/enforce.h"
 #include "concord/concord.h"
+#include "python/bindings.h"
 #include "sparse/sparse_allreduce.h"
 #include "transport/transport_world.h"
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "python/bindings.h"
 #include "sparse/topk.h"
 
 namespace py = pybind11;

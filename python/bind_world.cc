@@ -8,6 +8,7 @@
 
 #include <chrono>
 
+#include "python/bindings.h"
 #include "common/enforce.h"
 #include "concord/concord.h"
 #include "transport/launch_environment.h"

@@ -8,25 +8,10 @@
 #include "concord/concord.h"
 #include "concord/version.h"
 #include "info/build_info.h"
+#include "python/bindings.h"
 
 namespace py = pybind11;
 using namespace concord;
-
-void bind_topk(py::module_& m);         // bind_topk.cc
-void bind_sparse(py::module_& m);       // bind_sparse.cc
-void bind_engine(py::module_& m);       // bind_engine.cc
-void bind_kvstore(py::module_& m);      // bind_kvstore.cc
-void bind_collectives(py::module_& m);  // bind_collectives.cc
-void bind_output_pool(py::module_& m);  // bind_output_pool.cc
-void bind_world(py::module_& m);        // bind_world.cc
-
-namespace {
-
-TensorView view(uintptr_t data, const std::string& dtype, const std::vector<int64_t>& shape, int device = kHostMemory) {
-  return TensorView{reinterpret_cast<void*>(data), dtype_from_name(dtype), shape, device};
-}
-
-}  // namespace
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "Concord C++ runtime (see concord/__init__.py for the documented Python API)";
@@ -77,7 +62,8 @@ PYBIND11_MODULE(_core, m) {
          const std::vector<int64_t>& shape, int op, double prescale, double postscale, int process_set, int device) {
         if (op < 0 || op > static_cast<int>(ReduceOp::kAdasum))
           throw InvalidArgument("allreduce of tensor '" + name + "': unknown reduce op " + std::to_string(op));
-        return allreduce_async(name, view(input, dtype, shape, device), view(output, dtype, shape, device),
+        return allreduce_async(name, tensor_view(input, dtype, shape, device),
+                               tensor_view(output, dtype, shape, device),
                                AllreduceOptions{static_cast<ReduceOp>(op), prescale, postscale, process_set});
       },
       py::arg("name"), py::arg("input"), py::arg("output"), py::arg("dtype"), py::arg("shape"), py::arg("op"),
@@ -87,7 +73,7 @@ PYBIND11_MODULE(_core, m) {
       "allgather_async",
       [](const std::string& name, uintptr_t input, const std::string& dtype, const std::vector<int64_t>& shape,
          int process_set, int device) {
-        return allgather_async(name, view(input, dtype, shape, device), AllgatherOptions{process_set});
+        return allgather_async(name, tensor_view(input, dtype, shape, device), AllgatherOptions{process_set});
       },
       py::arg("name"), py::arg("input"), py::arg("dtype"), py::arg("shape"), py::arg("process_set") = 0,
       py::arg("device") = kHostMemory, py::call_guard<py::gil_scoped_release>());
@@ -95,7 +81,7 @@ PYBIND11_MODULE(_core, m) {
       "broadcast_async",
       [](const std::string& name, uintptr_t tensor, const std::string& dtype, const std::vector<int64_t>& shape,
          int root, int process_set, int device) {
-        return broadcast_async(name, view(tensor, dtype, shape, device), BroadcastOptions{root, process_set});
+        return broadcast_async(name, tensor_view(tensor, dtype, shape, device), BroadcastOptions{root, process_set});
       },
       py::arg("name"), py::arg("tensor"), py::arg("dtype"), py::arg("shape"), py::arg("root"),
       py::arg("process_set") = 0, py::arg("device") = kHostMemory, py::call_guard<py::gil_scoped_release>());
@@ -116,8 +102,8 @@ PYBIND11_MODULE(_core, m) {
         std::vector<TensorView> in, out;
         for (size_t i = 0; i < names.size(); ++i) {
           const int device = devices.empty() ? kHostMemory : devices[i];
-          in.push_back(view(inputs[i], dtypes[i], shapes[i], device));
-          out.push_back(view(outputs[i], dtypes[i], shapes[i], device));
+          in.push_back(tensor_view(inputs[i], dtypes[i], shapes[i], device));
+          out.push_back(tensor_view(outputs[i], dtypes[i], shapes[i], device));
         }
         return grouped_allreduce_async(names, in, out,
                                        AllreduceOptions{static_cast<ReduceOp>(op), prescale, postscale, process_set});

@@ -21,7 +21,7 @@
 #   4. KVStore designs (Mamidala et al.): depchain vs funneled iteration on 2 and 4 hosts,
 #      with the whole backward submitted before the pushes and with a push per layer.
 #   5. C-Cube (Cho et al.): gradient turnaround of the overlapped trees vs the trees, 4 hosts;
-#      then forward chaining with gradient queuing (tools/iteration_bench.py on the tree and
+#      then forward chaining with gradient queuing (tools/torch/iteration_bench.py on the tree and
 #      the overlapped tree, 2 hosts: the paper's baseline B, after_backward, and C-Cube's
 #      queuing, overlap, with compute alone, plain, backward-order overlap and DDP/Gloo; needs
 #      the installed Python package, <build>/prefix, and torch).
@@ -79,7 +79,7 @@ print("%-44s | %-34s | worst %.2fk (spec feedback only)" % ("<= 6k words/rank/ca
                                                           "worst %.2fk (cap eps=0.25)" % cap[0], spec[0]))
 print("%-44s | %-34s | worst period %.2fk" % ("whole tau periods incl. re-evaluation", "worst period %.2fk" % cap[1], spec[1]))
 PY
-$py "$root/tools/plot_oktopk_calls.py" "cap=$out/oktopk_calls_eps0.25.json" "spec=$out/oktopk_calls_eps-1.json" \
+$py "$root/tools/plot/plot_oktopk_calls.py" "cap=$out/oktopk_calls_eps0.25.json" "spec=$out/oktopk_calls_eps-1.json" \
   -o "$out/oktopk_calls.png" && say "plot: $out/oktopk_calls.png"
 
 cluster() { "$root/scripts/cluster.sh" "$@"; }
@@ -117,7 +117,7 @@ for H in (4, 8):
     print("%-44s | %-34s | dense %.0f, topka %.1f" % ("P=%d: bytes/rank, k-words" % H, "Ok-Topk %.2f" % ok["k_words"],
                                                     dense["k_words"], rows["topka"]["k_words"]))
 PY
-$py "$root/tools/plot_sparse.py" "$out"/sparse_H{4,8}.json -o "$out/sparse_testbed.png" && say "plot: $out/sparse_testbed.png"
+$py "$root/tools/plot/plot_sparse.py" "$out"/sparse_H{4,8}.json -o "$out/sparse_testbed.png" && say "plot: $out/sparse_testbed.png"
 
 # 4. KVStore designs.
 section "4. KVStore: depchain >= 1.5x faster than funneled (synthetic DAG; whole backward first, then per layer)"
@@ -139,7 +139,7 @@ for H in (2, 4):
         f, d = res["funneled"], res["depchain"]
         # ideal: funneled's time over the shortest iteration of a design that sends the gradients
         # in the order backward computes them: max(compute, first gradient + all communication,
-        # last gradient + one layer's communication) (tools/dag_bench.cc).
+        # last gradient + one layer's communication) (tools/microbench/dag_bench.cc).
         measured = "%.2fx, hidden %.0f%%, ideal %.2fx" % (f["iteration_s"] / d["iteration_s"], 100 * d["hidden_share"],
                                                           f["iteration_s"] / d["ideal_s"])
         claim = "P=%d, %s: funneled / depchain" % (H, submit.replace("_", " "))
@@ -158,7 +158,7 @@ pypath="$(cd "$build" && pwd)/prefix/lib/python3/dist-packages"
 if [ -d "$pypath/concord" ]; then
   if ((full)); then model=(); else model=(--layers 4 --width 1024); fi
   cluster -H 2 -r 1 -- env PYTHONPATH="$pypath" MASTER_ADDR=10.231.98.1 GLOO_SOCKET_IFNAME=eth0 \
-    "$py" "$root/tools/iteration_bench.py" "${model[@]}" --iters 3 --warmup 1 --algorithms tree,overlapped_tree \
+    "$py" "$root/tools/torch/iteration_bench.py" "${model[@]}" --iters 3 --warmup 1 --algorithms tree,overlapped_tree \
     --modes ddp,compute,after_backward,plain,overlap,overlap_eager,overlap_priority >"$out/iteration_H2.txt" 2>&1
   # The rows, then the comparisons: the paper's CC (queuing on the overlapped tree) against its
   # baseline B (all allreduces after backward, on the tree), and per tree each mode against

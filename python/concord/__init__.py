@@ -50,9 +50,9 @@ def init(cycle_time_ms=None, fusion_threshold_bytes=None, process_sets=None, com
 
     Args:
         cycle_time_ms (float, optional): milliseconds between background cycles; default
-            from ``CONCORD_CYCLE_TIME`` (1 ms).
+            from ``CONCORD_CYCLE_TIME`` (its default: ``concord.info``, docs/tuning.md).
         fusion_threshold_bytes (int, optional): largest fused allreduce in bytes; default
-            from ``CONCORD_FUSION_THRESHOLD`` (128 MiB); 0 disables fusion.
+            from ``CONCORD_FUSION_THRESHOLD``; 0 disables fusion.
         process_sets (list of ProcessSet or of rank lists, optional): process sets to
             register (ids 1, 2, ... in this order; concord.process_sets), the same on
             every rank; ``"dynamic"`` (any case, as Horovod) registers none and enables

@@ -1,5 +1,5 @@
 """``concord-info`` (the console script pip installs) or ``python3 -m concord.info``: what
-this build of Concord offers, exactly as the C++ ``concord-info`` (tools/concord_info.cc,
+this build of Concord offers, exactly as the C++ ``concord-info`` (tools/cli/concord_info.cc,
 installed by cmake and the .deb) prints it, through the binding: every CONCORD_* variable
 with its current value, default, type and meaning; every registered algorithm of every
 collective; the cost-model constants in effect; the CUDA status. ``--json`` prints the same

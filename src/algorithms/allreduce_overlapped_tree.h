@@ -41,12 +41,9 @@ namespace concord {
 /// reduces as kSum and the caller scales).
 class AllreduceOverlappedTree : public TreeAllreduce {
  public:
-  /// Default chunk size in bytes of one pipelined message.
-  static constexpr size_t kDefaultChunkBytes = size_t{1} << 19;
-
   /// `scratch` persists across calls (2 x TreePipeline::kWindow chunks); `chunk_bytes` is
   /// the pipelining unit (at least one element per chunk).
-  AllreduceOverlappedTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = kDefaultChunkBytes);
+  AllreduceOverlappedTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = default_chunk_bytes());
 
   /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
   /// the registry, concord-info and concord-sim read them from here.
@@ -62,12 +59,9 @@ class AllreduceOverlappedTree : public TreeAllreduce {
 /// patterns::segment(count, 2, t); registry name "overlapped_double_tree".
 class AllreduceOverlappedDoubleTree : public TreeAllreduce {
  public:
-  /// Default chunk size in bytes of one pipelined message.
-  static constexpr size_t kDefaultChunkBytes = size_t{1} << 19;
-
   /// `scratch` persists across calls (2 x 2 x TreePipeline::kWindow chunks); `chunk_bytes`
   /// is the pipelining unit (at least one element per chunk).
-  AllreduceOverlappedDoubleTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = kDefaultChunkBytes);
+  AllreduceOverlappedDoubleTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = default_chunk_bytes());
 
   /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
   /// the registry, concord-info and concord-sim read them from here.

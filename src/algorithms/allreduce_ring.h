@@ -40,12 +40,9 @@ namespace concord {
 
 class AllreduceRing : public AllreduceAlgorithm {
  public:
-  /// Default chunk size in bytes of one pipelined message.
-  static constexpr size_t kDefaultChunkBytes = size_t{1} << 19;
-
   /// On host memory: the CPU kernels, receive slots in `scratch` (shared with the other
   /// algorithms of a context; must outlive this object).
-  AllreduceRing(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = kDefaultChunkBytes);
+  AllreduceRing(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = default_chunk_bytes());
   /// On the memory `kernels` work on (e.g. DeviceKernels: device memory), over `comm`,
   /// which must take pointers of that memory (the registry checks it, this class does
   /// not). `comm` and `kernels` must outlive this object.

@@ -25,12 +25,9 @@ namespace concord {
 
 class AllreducePipelinedTree : public TreeAllreduce {
  public:
-  /// Default chunk size in bytes of one pipelined message.
-  static constexpr size_t kDefaultChunkBytes = size_t{1} << 19;
-
   /// `scratch` persists across calls (2 x TreePipeline::kWindow chunks); `chunk_bytes` is the
   /// pipelining unit (at least one element per chunk). start() and progress(): TreeAllreduce.
-  AllreducePipelinedTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = kDefaultChunkBytes);
+  AllreducePipelinedTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = default_chunk_bytes());
 
   /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
   /// the registry, concord-info and concord-sim read them from here.

@@ -25,11 +25,8 @@ namespace concord {
 
 class BroadcastChain : public BroadcastAlgorithm {
  public:
-  /// Default chunk size in bytes of one pipelined message.
-  static constexpr size_t kDefaultChunkBytes = size_t{1} << 19;
-
   /// `chunk_bytes` is the pipelining unit (at least 1).
-  explicit BroadcastChain(Communicator& comm, size_t chunk_bytes = kDefaultChunkBytes);
+  explicit BroadcastChain(Communicator& comm, size_t chunk_bytes = default_chunk_bytes());
 
   /// Starts broadcasting `bytes` bytes at `data` from `root` (in place on every rank; every
   /// rank passes the same bytes and root). `data` stays valid until progress() is kDone.

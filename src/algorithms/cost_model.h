@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/config.h"
 #include "concord/types.h"
 
 namespace concord {
@@ -33,7 +34,7 @@ struct StagingParams {
   double kernel_gamma = 2e-12;    ///< per byte reduced on the device, s/B
 };
 
-/// Machine constants, in seconds. Measured by `concord-calibrate` (tools/calibrate.cc),
+/// Machine constants, in seconds. Measured by `concord-calibrate` (tools/cli/calibrate.cc),
 /// stored as JSON and overridable by CONCORD_COST_* variables. The intra-node and MPI
 /// defaults are concord-calibrate's values at 2 ranks on the project's 2-core CI machine
 /// (Open MPI 4.1.4 shared memory, 2026-11-21); the inter-node defaults assume 10 Gbit/s
@@ -94,10 +95,10 @@ struct Problem {
   size_t element_size = 4;
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
-  size_t chunk_bytes = size_t{1} << 19;   ///< pipelining unit (CONCORD_RING_CHUNK_BYTES)
-  bool native_available = false;          ///< the transport offers MPI_Allreduce
-  bool uniform_nodes = true;              ///< every node holds the same number of ranks
-  MemoryKind memory = MemoryKind::kHost;  ///< where the buffer lives
+  size_t chunk_bytes = default_chunk_bytes();  ///< pipelining unit (CONCORD_RING_CHUNK_BYTES)
+  bool native_available = false;               ///< the transport offers MPI_Allreduce
+  bool uniform_nodes = true;                   ///< every node holds the same number of ranks
+  MemoryKind memory = MemoryKind::kHost;       ///< where the buffer lives
   /// For device buffers: what the communicator and device offer, agreed on every rank
   /// (agree_device_capabilities()); null means nothing (every device row that needs a
   /// capability declines).

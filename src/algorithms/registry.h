@@ -30,7 +30,7 @@ class Device;  // device/device.h
 struct AlgorithmContext {
   Communicator& comm;
   ScratchBuffer& scratch;
-  size_t chunk_bytes = size_t{1} << 19;  ///< pipelining unit in bytes
+  size_t chunk_bytes = default_chunk_bytes();  ///< pipelining unit in bytes (CONCORD_RING_CHUNK_BYTES)
   /// Node of every rank (size comm.size()), e.g. from MPI's shared-memory split; empty
   /// means one node. Hierarchical algorithms split the communicator by it.
   std::vector<int> node_of_rank;

@@ -256,6 +256,18 @@ std::string config_value(const std::string& name) {
   CONCORD_THROW(InvalidArgument, "unknown configuration variable ", name);
 }
 
+Config::Config() {
+  for (const auto& var : config_table())
+    if (var.parse != nullptr) var.parse(*this, var.default_value, var.name);
+}
+
+const Config& default_config() {
+  static const Config defaults;
+  return defaults;
+}
+
+size_t default_chunk_bytes() { return static_cast<size_t>(default_config().ring_chunk_bytes); }
+
 Config Config::from_env() {
   Config config;
   for (const auto& var : config_table()) {

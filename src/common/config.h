@@ -9,6 +9,7 @@
 // rows of type "ignored" (accepted, listed by concord-info, never parsed).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -65,43 +66,58 @@ constexpr int64_t kTreeChunksAuto = -1;
 /// byte chunking otherwise and for the non-overlapped trees (algorithms/tree_chunking.h).
 constexpr int64_t kTreeChunksTurnaround = -2;
 
-/// Run-time settings of one process, parsed from the environment once.
+/// Run-time settings of one process, parsed from the environment once. Every field is a
+/// row of config_table(), and the row's default_value is the only place its default is
+/// written: Config() parses them (the members are zero until it does).
 struct Config {
-  double cycle_time_ms = 1.0;                     ///< CONCORD_CYCLE_TIME
-  int64_t fusion_threshold_bytes = 128ll << 20;   ///< CONCORD_FUSION_THRESHOLD
-  int64_t fusion_max_tensor_bytes = 128ll << 10;  ///< CONCORD_FUSION_MAX_TENSOR_BYTES
-  int64_t ring_chunk_bytes = 512 << 10;           ///< CONCORD_RING_CHUNK_BYTES
-  int64_t output_pool_bytes = 256ll << 20;        ///< CONCORD_OUTPUT_POOL_BYTES (concord.torch)
+  /// The built-in defaults: every row's default_value through the row's parser; the
+  /// environment is not read (from_env() does).
+  Config();
+
+  double cycle_time_ms{};             ///< CONCORD_CYCLE_TIME
+  int64_t fusion_threshold_bytes{};   ///< CONCORD_FUSION_THRESHOLD
+  int64_t fusion_max_tensor_bytes{};  ///< CONCORD_FUSION_MAX_TENSOR_BYTES
+  int64_t ring_chunk_bytes{};         ///< CONCORD_RING_CHUNK_BYTES
+  int64_t output_pool_bytes{};        ///< CONCORD_OUTPUT_POOL_BYTES (concord.torch)
   /// CONCORD_TREE_CHUNKS: chunks per tree of the tree allreduces (tree, double_tree and
-  /// their overlapped variants): kTreeChunksTurnaround ("turnaround", the default),
-  /// kTreeChunksFromBytes ("bytes", K follows ring_chunk_bytes), kTreeChunksAuto ("auto",
-  /// C-Cube's K_opt from the cost model for every tree), or a forced K >= 1.
-  int64_t tree_chunks = kTreeChunksTurnaround;
-  std::string allreduce_algorithm = "auto";  ///< CONCORD_ALLREDUCE_ALGORITHM
-  std::string allgather_algorithm = "auto";  ///< CONCORD_ALLGATHER_ALGORITHM
-  std::string broadcast_algorithm = "auto";  ///< CONCORD_BROADCAST_ALGORITHM
+  /// their overlapped variants): kTreeChunksTurnaround ("turnaround"), kTreeChunksFromBytes
+  /// ("bytes", K follows ring_chunk_bytes), kTreeChunksAuto ("auto", C-Cube's K_opt from the
+  /// cost model for every tree), or a forced K >= 1.
+  int64_t tree_chunks{};
+  std::string allreduce_algorithm;  ///< CONCORD_ALLREDUCE_ALGORITHM
+  std::string allgather_algorithm;  ///< CONCORD_ALLGATHER_ALGORITHM
+  std::string broadcast_algorithm;  ///< CONCORD_BROADCAST_ALGORITHM
   /// CONCORD_AUTOTUNE: time the candidate allreduce algorithms on first use of a size
   /// bucket (up to kMaxMeasuredBytes) and keep the fastest (algorithms/autotune.h); false =
   /// the cost model decides.
-  bool autotune = true;
-  int64_t cache_capacity = 1024;        ///< CONCORD_CACHE_CAPACITY
-  double stall_warning_seconds = 60;    ///< CONCORD_STALL_WARNING_TIME
-  double stall_shutdown_seconds = 600;  ///< CONCORD_STALL_SHUTDOWN_TIME
-  bool stall_check_disabled = false;    ///< CONCORD_STALL_CHECK_DISABLE: no stall warning or shutdown
+  bool autotune{};
+  int64_t cache_capacity{};         ///< CONCORD_CACHE_CAPACITY
+  double stall_warning_seconds{};   ///< CONCORD_STALL_WARNING_TIME
+  double stall_shutdown_seconds{};  ///< CONCORD_STALL_SHUTDOWN_TIME
+  bool stall_check_disabled{};      ///< CONCORD_STALL_CHECK_DISABLE: no stall warning or shutdown
   /// CONCORD_TIMELINE: the file rank 0 writes from init on; empty = none (also for
   /// "DYNAMIC", Horovod's value for "none at init, start_timeline() later").
   std::string timeline_path;
-  std::string log_level = "warning";  ///< CONCORD_LOG_LEVEL
-  bool dynamic_process_sets = false;  ///< CONCORD_DYNAMIC_PROCESS_SETS
+  std::string log_level;        ///< CONCORD_LOG_LEVEL
+  bool dynamic_process_sets{};  ///< CONCORD_DYNAMIC_PROCESS_SETS
   /// CONCORD_DEVICE: the devices TensorView::device indexes (device/device_set.h): "auto"
   /// (the CUDA devices when built and usable, else none), "emulated" (device 0 is the
   /// strict emulated device: the GPU data path without a GPU) or "none".
-  std::string device = "auto";
+  std::string device;
 
   /// Parses every variable of the table; throws InvalidArgument naming the variable and its
   /// value when one is malformed or out of range.
   static Config from_env();
 };
+
+/// The built-in defaults (one Config(), built on first use), for the structs that carry a
+/// setting of the table outside Config (NegotiatorOptions, KVStoreOptions, ...), so that
+/// their defaults are the table's too.
+const Config& default_config();
+
+/// CONCORD_RING_CHUNK_BYTES's default (the table's), the pipelining unit in bytes of every
+/// algorithm, problem and context built without one.
+size_t default_chunk_bytes();
 
 /// The shared settings of `config` as {"CONCORD_NAME": "text", ...} JSON text.
 std::string encode_shared_settings(const Config& config);

@@ -41,6 +41,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/config.h"
 #include "common/timeline.h"
 #include "concord/concord.h"
 #include "control/coordinator.h"
@@ -53,12 +54,15 @@
 
 namespace concord {
 
+/// The negotiation's settings; the defaults are the configuration table's (default_config()).
 struct NegotiatorOptions {
-  uint32_t cache_capacity = 1024;       ///< CONCORD_CACHE_CAPACITY; 0 disables the cache
-  double stall_warning_seconds = 60;    ///< CONCORD_STALL_WARNING_TIME
-  double stall_shutdown_seconds = 600;  ///< CONCORD_STALL_SHUTDOWN_TIME; 0 = never
-  bool stall_check = true;              ///< false (CONCORD_STALL_CHECK_DISABLE): no warning, no shutdown
-  RankNames names;                      ///< how messages name the ranks (global ranks, process set); default: the world
+  /// CONCORD_CACHE_CAPACITY; 0 disables the cache
+  uint32_t cache_capacity = static_cast<uint32_t>(default_config().cache_capacity);
+  double stall_warning_seconds = default_config().stall_warning_seconds;    ///< CONCORD_STALL_WARNING_TIME
+  double stall_shutdown_seconds = default_config().stall_shutdown_seconds;  ///< CONCORD_STALL_SHUTDOWN_TIME; 0 = never
+  /// false (CONCORD_STALL_CHECK_DISABLE): no warning, no shutdown
+  bool stall_check = !default_config().stall_check_disabled;
+  RankNames names;  ///< how messages name the ranks (global ranks, process set); default: the world
 };
 
 class Negotiator {

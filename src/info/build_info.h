@@ -2,7 +2,7 @@
 // (src/common/config.cc) with its default and current value, every registered algorithm
 // of every collective (src/algorithms/registry.cc, the device-buffer and sparse
 // registries), the cost-model constants in effect (CostParams::from_env) and the CUDA
-// status. concord-info prints it (tools/concord_info.cc), concord._core.build_info_json()
+// status. concord-info prints it (tools/cli/concord_info.cc), concord._core.build_info_json()
 // and build_info_text() give it to Python (the pip-installed concord-info,
 // python/concord/info.py), and scripts/docs_lists.py writes the lists of README.md and
 // docs/ from the JSON form, so the docs cannot drift from the code (test docs.lists).

@@ -61,11 +61,11 @@ struct KVStoreOptions {
   KVStoreType type = KVStoreType::kFunneled;
   /// Reduction of push: kSum (MXNet's default) or kAverage (sum / P); kMin/kMax/kProduct too.
   ReduceOp op = ReduceOp::kSum;
-  int communicators = 2;                 ///< concurrent: C, the number of communicators (>= 1)
-  int outstanding = 8;                   ///< concurrent: pushes after which the pusher waits for them (>= 1)
-  std::string algorithm;                 ///< allreduce algorithm name; "" = cost model (registry)
-  size_t chunk_bytes = size_t{1} << 19;  ///< pipelining unit of the algorithms, bytes
-  CostParams cost_params = {};           ///< must be equal on every rank
+  int communicators = 2;                       ///< concurrent: C, the number of communicators (>= 1)
+  int outstanding = 8;                         ///< concurrent: pushes after which the pusher waits for them (>= 1)
+  std::string algorithm;                       ///< allreduce algorithm name; "" = cost model (registry)
+  size_t chunk_bytes = default_chunk_bytes();  ///< pipelining unit of the algorithms, bytes
+  CostParams cost_params = {};                 ///< must be equal on every rank
 };
 
 class KVStore {

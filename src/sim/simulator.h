@@ -67,7 +67,7 @@ Prediction predict(const SimAlgorithm& algorithm, const Problem& problem, const 
 
 /// A float32 sum allreduce of `bytes` bytes (rounded down to whole elements, at least one
 /// element) on `topology`'s ranks, pipelined at `chunk_bytes`.
-Problem allreduce_problem(size_t bytes, const Topology& topology, size_t chunk_bytes = size_t{1} << 19);
+Problem allreduce_problem(size_t bytes, const Topology& topology, size_t chunk_bytes = default_chunk_bytes());
 
 /// Gradient turnaround (C-Cube): seconds until the buffer's first chunk is final on every
 /// rank, simulated step by step, for "tree", "double_tree", "overlapped_tree" and

@@ -17,7 +17,7 @@ struct SweepSpec {
   std::vector<int> ranks;               ///< world sizes P
   std::vector<std::string> algorithms;  ///< names; empty = every modelled algorithm
   int ranks_per_node = 1;               ///< 1: flat switch at inter constants; else two-level
-  size_t chunk_bytes = size_t{1} << 19;
+  size_t chunk_bytes = default_chunk_bytes();
   SimOptions options;
 };
 

@@ -57,7 +57,7 @@ struct LinkShaping {
 /// positive line_beta, or a bucket or a gap >= 0 with ranks_per_node 0 (one node: no
 /// inter-node link to shape).
 std::vector<ValidationRow> validate(const std::vector<Measurement>& measurements, const CostParams& params,
-                                    int ranks_per_node = 0, size_t chunk_bytes = size_t{1} << 19,
+                                    int ranks_per_node = 0, size_t chunk_bytes = default_chunk_bytes(),
                                     const LinkShaping& shaping = {});
 
 }  // namespace concord::sim

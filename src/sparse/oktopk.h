@@ -11,7 +11,7 @@
 //   threshold of this call) instead of the x/÷ f step; when it selects fewer than lo k,
 //   th is re-evaluated exactly at once (O(n), no communication). Without the cap the residual of the
 //   unselected entries grows every call and the reused threshold selects 2-3x k for the
-//   next ~100-200 calls (tools/plot_oktopk_calls.py shows it).
+//   next ~100-200 calls (tools/plot/plot_oktopk_calls.py shows it).
 // Phase 1 space repartition every tau calls (sparse/partition.h): allreduce of P int64.
 // Phase 2 split and reduce (sparse/split_reduce.h): count exchange (P-1 messages of 16
 //   bytes, which also check n), then the destination-rotated, bucketed exchange of the

@@ -1,4 +1,4 @@
-// A synthetic gradient stream for the sparse allreduces' benchmark (tools/sparse_bench.cc)
+// A synthetic gradient stream for the sparse allreduces' benchmark (tools/microbench/sparse_bench.cc)
 // and volume tests (tests/unit/test_oktopk_bound.cc): gradient of rank r at call t
 // g[j] = s_j (sin(w_j t + phi_j + 0.3 r) + 0.3 z), with s_j log-normal(0, 1.5) (a few large
 // coordinates, like real gradients), w_j uniform in [0, 0.05) (slow drift), phi_j uniform

@@ -10,7 +10,7 @@
 
 #include "common/reduce.h"
 #include "device/device.h"
-#include "unit/dtype_util.h"
+#include "test_support/dtype_util.h"
 
 namespace concord::testing_util {
 

@@ -12,7 +12,7 @@
 #include "device/cuda/driver_api.h"
 #include "device/cuda_status.h"
 #include "kernel_check.h"
-#include "unit/dtype_util.h"
+#include "test_support/dtype_util.h"
 
 namespace concord {
 namespace {

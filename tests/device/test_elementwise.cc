@@ -12,7 +12,7 @@
 
 #include "common/reduce.h"
 #include "common/reduce_ops.h"
-#include "unit/dtype_util.h"
+#include "test_support/dtype_util.h"
 
 namespace concord {
 namespace {

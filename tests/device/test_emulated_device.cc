@@ -11,7 +11,7 @@
 #include "concord/errors.h"
 #include "device/emulated_device.h"
 #include "kernel_check.h"
-#include "unit/dtype_util.h"
+#include "test_support/dtype_util.h"
 
 namespace concord {
 namespace {

@@ -1,4 +1,4 @@
-"""tools/perf_report.py and tools/perf_tables.py on synthetic raw results: the markers check
+"""tools/report/perf_report.py and tools/report/perf_tables.py on synthetic raw results: the markers check
 refuses broken pages, --check refuses a table that drifted from its data, and the tables
 take medians over runs and ratios inside each run (ctest docs.perf_report)."""
 
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+sys.path.insert(0, os.path.join(ROOT, "tools", "report"))
 import perf_report  # noqa: E402
 import perf_tables  # noqa: E402
 

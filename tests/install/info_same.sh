@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The two concord-info programs print the same thing: the C++ one (tools/concord_info.cc,
+# The two concord-info programs print the same thing: the C++ one (tools/cli/concord_info.cc,
 # installed by cmake and the .deb) and the Python one (python/concord/info.py, the console
 # script pip installs, or python3 -m concord.info) for text, --json and --version.
 # Usage: info_same.sh PREFIX PYTHON   (PYTHONPATH must reach PREFIX's concord package)

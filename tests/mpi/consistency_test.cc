@@ -8,10 +8,11 @@
 namespace concord::mpitest {
 namespace {
 
+// `value` as `dtype` holds it (through the library's float16/bfloat16 conversions).
 Real round_to(DataType dtype, Real value) {
   uint8_t element[8];
-  store(dtype, element, 0, value);
-  return load(dtype, element, 0);
+  testing_util::store<Real>(element, 0, dtype, value);
+  return testing_util::load<Real>(element, 0, dtype);
 }
 
 // Non-trivial input of `rank`, already rounded to `dtype`: for sums a random sign and

@@ -26,6 +26,7 @@
 #include "common/half.h"
 #include "concord/concord.h"
 #include "test_support/dtype_lists.h"
+#include "test_support/dtype_util.h"
 #include "transport/transport_world.h"
 
 namespace concord::mpitest {
@@ -34,24 +35,10 @@ namespace concord::mpitest {
 /// int64 references stay exact; "float64 reference" in the test descriptions means this.
 using Real = long double;
 
+using testing_util::is_floating;
+using testing_util::unit_roundoff;
 using testlists::all_dtypes;
 using testlists::all_ops;
-
-inline bool is_floating(DataType dtype) {
-  return dtype == DataType::kFloat32 || dtype == DataType::kFloat64 || dtype == DataType::kFloat16 ||
-         dtype == DataType::kBFloat16;
-}
-
-/// Unit roundoff (half an ulp, relative) of a floating dtype; 0 for integers.
-inline Real unit_roundoff(DataType dtype) {
-  switch (dtype) {
-    case DataType::kFloat32: return std::ldexp(Real{1}, -24);
-    case DataType::kFloat64: return std::ldexp(Real{1}, -53);
-    case DataType::kFloat16: return std::ldexp(Real{1}, -11);
-    case DataType::kBFloat16: return std::ldexp(Real{1}, -8);
-    default: return 0;
-  }
-}
 
 /// The world rank from the transport itself (MPI_COMM_WORLD's under mpirun, the UCX
 /// world's under a store launcher): valid before init() and after shutdown().
@@ -61,41 +48,6 @@ inline int world_size() { return process_world().size(); }
 
 /// True when the suite runs over MPI (tests that call MPI themselves skip otherwise).
 inline bool over_mpi() { return process_world().origin().transport == "mpi"; }
-
-/// Element i of a buffer of `dtype`, widened exactly.
-inline Real load(DataType dtype, const void* data, int64_t i) {
-  switch (dtype) {
-    case DataType::kFloat32: return static_cast<const float*>(data)[i];
-    case DataType::kFloat64: return static_cast<const double*>(data)[i];
-    case DataType::kFloat16: return float16_to_float(static_cast<const uint16_t*>(data)[i]);
-    case DataType::kBFloat16: return bfloat16_to_float(static_cast<const uint16_t*>(data)[i]);
-    case DataType::kInt32: return static_cast<const int32_t*>(data)[i];
-    case DataType::kInt64: return static_cast<Real>(static_cast<const int64_t*>(data)[i]);
-    case DataType::kInt16: return static_cast<const int16_t*>(data)[i];
-    case DataType::kInt8: return static_cast<const int8_t*>(data)[i];
-    case DataType::kUInt8:
-    case DataType::kBool: return static_cast<const uint8_t*>(data)[i];
-  }
-  return 0;
-}
-
-/// Stores `value` as element i (rounded to the dtype; integers must be in range). T is
-/// double or Real: double keeps the hot loops off the x87 unit.
-template <typename T>
-inline void store(DataType dtype, void* data, int64_t i, T value) {
-  switch (dtype) {
-    case DataType::kFloat32: static_cast<float*>(data)[i] = static_cast<float>(value); return;
-    case DataType::kFloat64: static_cast<double*>(data)[i] = static_cast<double>(value); return;
-    case DataType::kFloat16: static_cast<uint16_t*>(data)[i] = float_to_float16(static_cast<float>(value)); return;
-    case DataType::kBFloat16: static_cast<uint16_t*>(data)[i] = float_to_bfloat16(static_cast<float>(value)); return;
-    case DataType::kInt32: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(value); return;
-    case DataType::kInt64: static_cast<int64_t*>(data)[i] = static_cast<int64_t>(value); return;
-    case DataType::kInt16: static_cast<int16_t*>(data)[i] = static_cast<int16_t>(value); return;
-    case DataType::kInt8: static_cast<int8_t*>(data)[i] = static_cast<int8_t>(value); return;
-    case DataType::kUInt8: static_cast<uint8_t*>(data)[i] = static_cast<uint8_t>(value); return;
-    case DataType::kBool: static_cast<uint8_t*>(data)[i] = value != 0; return;
-  }
-}
 
 /// Raw bits of element i as hex, for messages about 16-bit floats and bit-exactness.
 inline std::string element_bits(DataType dtype, const void* data, int64_t i) {
@@ -128,10 +80,10 @@ struct Tensor {
   void* data() { return bytes.empty() ? nullptr : bytes.data(); }
   const void* data() const { return bytes.empty() ? nullptr : bytes.data(); }
   TensorView view() { return TensorView{data(), dtype, shape}; }
-  Real at(int64_t i) const { return load(dtype, bytes.data(), i); }
+  Real at(int64_t i) const { return testing_util::load<Real>(bytes.data(), static_cast<size_t>(i), dtype); }
   template <typename T>
   void set(int64_t i, T v) {
-    store(dtype, bytes.data(), i, v);
+    testing_util::store<T>(bytes.data(), static_cast<size_t>(i), dtype, v);
   }
 };
 
@@ -232,7 +184,7 @@ inline void expect_elements(const std::string& context, DataType dtype, const vo
   constexpr int kMaxReported = 5;
   int64_t wrong = 0;
   for (int64_t i = 0; i < static_cast<int64_t>(expected.size()); ++i) {
-    const Real value = load(dtype, got, i);
+    const Real value = testing_util::load<Real>(got, static_cast<size_t>(i), dtype);
     const Real tol = tolerance.empty() ? 0 : tolerance[static_cast<size_t>(i)];
     const bool ok = tol == 0 ? value == expected[static_cast<size_t>(i)]
                              : std::fabs(value - expected[static_cast<size_t>(i)]) <= tol;

@@ -8,6 +8,9 @@ trusting any collective for the reference.
 """
 
 import hashlib
+import json
+import os
+import tempfile
 import time
 
 import numpy as np
@@ -42,6 +45,15 @@ def itemsize(dtype):
 def large_numel(dtype):
     """An odd number of elements whose size in bytes is just over 1 MiB."""
     return (1 << 20) // itemsize(dtype) + 1
+
+
+# The sizes every collective is tested with; "large": an odd number of elements just over 1 MiB.
+SIZES = [0, 1, 7, 1023, "large"]
+
+
+def numel_of(size, dtype):
+    """Elements of an entry of SIZES: the number itself, large_numel(dtype) for "large"."""
+    return large_numel(dtype) if size == "large" else size
 
 
 def shape_for(numel, dims=2):
@@ -277,3 +289,26 @@ def ctx(collective, dtype, shape, **extra):
              f"numel={numel}"]
     parts += [f"{k}={v}" for k, v in extra.items()]
     return " ".join(parts)
+
+
+def classification_batch(rank, step, n=8):
+    """Rank- and step-dependent data for a 6-input, 3-class model: x [n, 6] float32 N(0, 1),
+    y [n] int64 in [0, 3); the same (rank, step) gives the same batch on every rank."""
+    generator = torch.Generator().manual_seed(10007 * rank + step + 1)
+    return torch.randn(n, 6, generator=generator), torch.randint(0, 3, (n,), generator=generator)
+
+
+def shared_temp_path(stem, name):
+    """A path in the temporary folder named after ``stem``, rank 0's process id and ``name``
+    (a test's name; '/' replaced), the same on every rank (rank 0's, broadcast as ``name.path``)."""
+    path = os.path.join(tempfile.gettempdir(), f"{stem}_{os.getpid()}_{name.replace('/', '_')}.json")
+    return hvd.broadcast_object(path, 0, name=f"{name}.path")
+
+
+def read_timeline(path):
+    """The events of the timeline file at ``path`` (a JSON list, Chrome trace format); the
+    file is removed."""
+    with open(path) as handle:
+        events = json.load(handle)
+    os.remove(path)
+    return events

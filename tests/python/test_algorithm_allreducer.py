@@ -1,5 +1,5 @@
 """concord._bench.AlgorithmAllreducer (the benchmarks' module, built with the tools), the
-baseline tools/latency_bench.py times the runtime against: one registry algorithm run
+baseline tools/torch/latency_bench.py times the runtime against: one registry algorithm run
 alone, and runtime_choice(), the entry the runtime runs for a size (a CONCORD_ALLREDUCE_ALGORITHM rule, else rank 0's measured choice from the
 cost-model cache file, else the cost model), decided on rank 0. Run on every rank in the same
 order; each test makes all of its collective calls before it asserts."""

@@ -13,10 +13,9 @@ import torch
 
 import concord.torch as hvd
 from concord_test_utils import (DTYPES, EPS, INT_DTYPES, OPS, assert_bitwise_equal,
-                                assert_same_on_all_ranks, assert_values, ctx, dname, large_numel,
-                                op_kind, poll_until_done, rank_input, reference_allreduce, shape_for)
+                                SIZES, assert_same_on_all_ranks, assert_values, ctx, dname, large_numel,
+                                numel_of, op_kind, poll_until_done, rank_input, reference_allreduce, shape_for)
 
-SIZES = [0, 1, 7, 1023, "large"]  # "large": an odd number of elements just over 1 MiB
 ALLREDUCE_FORMS = ["allreduce", "allreduce_", "allreduce_async", "allreduce_async_"]
 BROADCAST_FORMS = ["broadcast", "broadcast_", "broadcast_async", "broadcast_async_"]
 IN_PLACE = {"allreduce_", "allreduce_async_", "broadcast_", "broadcast_async_"}
@@ -30,10 +29,6 @@ def _cached_input(rank, shape, dtype, seed, kind):
 def inputs_of_all_ranks(shape, dtype, seed, kind):
     """Every rank's input (read-only: clone before handing one to an in-place collective)."""
     return [_cached_input(q, shape, dtype, seed, kind) for q in range(hvd.size())]
-
-
-def numel_of(size, dtype):
-    return large_numel(dtype) if size == "large" else size
 
 
 def run_allreduce(form, tensor, name, **kwargs):

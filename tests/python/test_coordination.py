@@ -9,6 +9,7 @@ import torch
 
 import concord
 import concord.torch as hvd
+from concord_test_utils import read_timeline, shared_temp_path
 
 
 def test_grouped_allreduce_sums_every_member(rank, size, tname):
@@ -108,17 +109,14 @@ def test_grouped_optimizer_matches_ungrouped(rank):
 
 
 def test_timeline_records_negotiation_and_activities(rank, tname):
-    path = os.path.join(tempfile.gettempdir(), f"concord_timeline_{os.getpid()}_{tname.replace('/', '_')}.json")
-    path = hvd.broadcast_object(path, 0, name=f"{tname}.path")  # rank 0's path on every rank
+    path = shared_temp_path("concord_timeline", tname)
     hvd.start_timeline(path)
     hvd.grouped_allreduce([torch.ones(3), torch.ones(4)], name=f"{tname}.g")
     hvd.allreduce(torch.ones(1000), name=f"{tname}.x")
     hvd.stop_timeline()
     if rank != 0:
         return
-    with open(path) as handle:
-        events = json.load(handle)
-    os.remove(path)
+    events = read_timeline(path)
     names = {e["name"] for e in events}
     for expected in ("NEGOTIATE_ALLREDUCE", "QUEUE", "MEMCPY_IN_FUSION_BUFFER", "MEMCPY_OUT"):
         assert expected in names, f"rank 0: {expected} missing from timeline events {sorted(names)}"

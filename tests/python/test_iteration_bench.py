@@ -1,11 +1,11 @@
-"""tools/iteration_bench.py's comparison lines, from given rows: the share of communication
+"""tools/torch/iteration_bench.py's comparison lines, from given rows: the share of communication
 (1 - compute / after_backward), each mode against after_backward and plain, and the C-Cube
 paper's CC (overlap on overlapped_tree) against its B (after_backward on tree)."""
 
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "torch"))
 import iteration_bench as bench  # noqa: E402
 
 ROWS = [("ddp", "gloo", 3.0), ("compute", "-", 1.0), ("after_backward", "tree", 4.0), ("plain", "tree", 3.0),

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import concord.torch as hvd
-from concord_test_utils import EPS, expect_raises
+from concord_test_utils import EPS, classification_batch as batch, expect_raises
 
 # ----------------------------------------------------------------------------------------
 # models, data and comparisons
@@ -31,12 +31,6 @@ def make_bn_model(seed):
         model[1].running_var.uniform_(0.5, 2)
         model[1].num_batches_tracked.fill_(seed)
     return model
-
-
-def batch(rank, step, n=8):
-    """Rank- and step-dependent data for make_mlp: x [n, 6] float32, y [n] int64 in [0, 3)."""
-    generator = torch.Generator().manual_seed(10007 * rank + step + 1)
-    return torch.randn(n, 6, generator=generator), torch.randint(0, 3, (n,), generator=generator)
 
 
 def loss_of(model, x, y):

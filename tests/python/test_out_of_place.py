@@ -14,14 +14,9 @@ import torch
 
 import concord.torch as hvd
 from concord.torch.output_pool import MIN_BYTES, OutputPool
-from concord_test_utils import (DTYPES, OPS, assert_bitwise_equal, ctx, dname, large_numel, op_kind,
-                                rank_input, shape_for)
+from concord_test_utils import (DTYPES, OPS, SIZES, assert_bitwise_equal, ctx, dname, large_numel, numel_of,
+                                op_kind, rank_input, shape_for)
 
-SIZES = [0, 1, 7, 1023, "large"]
-
-
-def numel_of(size, dtype):
-    return large_numel(dtype) if size == "large" else size
 
 
 @pytest.mark.parametrize("size", SIZES, ids=str)

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import concord.torch as hvd
-from concord_test_utils import expect_raises
+from concord_test_utils import classification_batch as batch, expect_raises, read_timeline, shared_temp_path
 
 STEPS = 4
 
@@ -32,11 +32,6 @@ class Net(torch.nn.Module):
             if i + 1 < len(self.layers):
                 x = torch.tanh(x)
         return x
-
-
-def batch(rank, step, n=8):
-    generator = torch.Generator().manual_seed(7919 * rank + step + 3)
-    return torch.randn(n, 6, generator=generator), torch.randint(0, 3, (n,), generator=generator)
 
 
 def named(model, prefix):
@@ -272,16 +267,12 @@ def test_gradient_queuing_makes_the_first_layer_final_first(queuing, tname):
     """C-Cube's gradient queuing, checked with the timeline: with
     gradient_queuing the first layer's gradient (needed first by the next forward) is
     reduced and copied out before the last layer's; without it (backward order) after."""
-    import json
-    import os
-    import tempfile
     model = Net(9, widths=(6, 64, 64, 64, 3))
     prefix = f"{tname}.{queuing}"
     optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
                                          named_parameters=named(model, prefix), overlap_forward=True, model=model,
                                          gradient_queuing=queuing)
-    path = os.path.join(tempfile.gettempdir(), f"concord_queuing_{os.getpid()}_{prefix.replace('/', '_')}.json")
-    path = hvd.broadcast_object(path, 0, name=f"{prefix}.path")
+    path = shared_temp_path("concord_queuing", prefix)
     for step in range(3):
         if step == 2:
             hvd.start_timeline(path)
@@ -293,9 +284,7 @@ def test_gradient_queuing_makes_the_first_layer_final_first(queuing, tname):
     hvd.stop_timeline()
     if hvd.rank() != 0:
         return
-    with open(path) as handle:
-        events = json.load(handle)
-    os.remove(path)
+    events = read_timeline(path)
     first = _last_event_index(events, f"allreduce.{prefix}.layers.0.weight")
     last = _last_event_index(events, f"allreduce.{prefix}.layers.3.weight")
     what = f"rank 0/{hvd.size()} gradient_queuing={queuing}: first layer ends at event {first}, last at {last}"

@@ -1,4 +1,4 @@
-"""tools/soak.py's --kinds and --dtypes: the draw is restricted to the named collectives and
+"""tools/torch/soak.py's --kinds and --dtypes: the draw is restricted to the named collectives and
 dtypes (what an older Concord can run), and an unknown name, or none a kind takes, is refused."""
 
 import os
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "torch"))
 import soak  # noqa: E402
 
 

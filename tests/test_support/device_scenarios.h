@@ -15,7 +15,7 @@
 #include "concord/handle.h"
 #include "concord/types.h"
 #include "device/device.h"
-#include "unit/dtype_util.h"
+#include "test_support/dtype_util.h"
 
 namespace concord::testdevice {
 

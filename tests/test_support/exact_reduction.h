@@ -9,11 +9,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <vector>
 
-#include "common/half.h"
 #include "concord/types.h"
+#include "test_support/dtype_util.h"
 
 namespace concord::testlists {
 
@@ -28,37 +27,14 @@ inline int64_t exact_input(int rank, size_t i, ReduceOp op) {
 
 /// Writes `value` as element `i` of a buffer of `dtype` (integers truncate modulo 2^bits).
 inline void store_exact(void* buffer, size_t i, DataType dtype, int64_t value) {
-  auto* p = static_cast<uint8_t*>(buffer) + i * dtype_size(dtype);
-  auto put = [p](auto v) { std::memcpy(p, &v, sizeof v); };
-  switch (dtype) {
-    case DataType::kFloat32: return put(static_cast<float>(value));
-    case DataType::kFloat64: return put(static_cast<double>(value));
-    case DataType::kFloat16: return put(float_to_float16(static_cast<float>(value)));
-    case DataType::kBFloat16: return put(float_to_bfloat16(static_cast<float>(value)));
-    default: std::memcpy(p, &value, dtype_size(dtype)); return;  // little-endian truncation
-  }
+  if (testing_util::is_integer(dtype)) return testing_util::store_int(buffer, i, dtype, value);
+  testing_util::store(buffer, i, dtype, static_cast<double>(value));  // |value| <= 256: exact
 }
 
 /// Reads element `i` back as the int64 the dtype holds (sign-extended; uint8 zero-extended).
 inline int64_t load_exact(const void* buffer, size_t i, DataType dtype) {
-  const auto* p = static_cast<const uint8_t*>(buffer) + i * dtype_size(dtype);
-  auto get = [p]<typename T>(T v) {
-    std::memcpy(&v, p, sizeof v);
-    return v;
-  };
-  switch (dtype) {
-    case DataType::kFloat32: return static_cast<int64_t>(get(float{}));
-    case DataType::kFloat64: return static_cast<int64_t>(get(double{}));
-    case DataType::kFloat16: return static_cast<int64_t>(float16_to_float(get(uint16_t{})));
-    case DataType::kBFloat16: return static_cast<int64_t>(bfloat16_to_float(get(uint16_t{})));
-    case DataType::kInt32: return get(int32_t{});
-    case DataType::kInt64: return get(int64_t{});
-    case DataType::kInt16: return get(int16_t{});
-    case DataType::kInt8: return get(int8_t{});
-    case DataType::kUInt8:
-    case DataType::kBool: return get(uint8_t{});
-  }
-  return 0;
+  if (testing_util::is_integer(dtype)) return testing_util::load_int(buffer, i, dtype);
+  return static_cast<int64_t>(testing_util::load(buffer, i, dtype));
 }
 
 /// This rank's input buffer of `n` elements.

@@ -18,7 +18,7 @@
 #include "concord/errors.h"
 #include "engine/engine.h"
 #include "kvstore/kvstore.h"
-#include "unit/dtype_util.h"
+#include "test_support/dtype_util.h"
 
 namespace concord::kvstore::scenarios {
 

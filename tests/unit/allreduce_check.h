@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "dtype_util.h"
+#include "test_support/dtype_util.h"
 
 namespace concord::testing_util {
 

@@ -11,8 +11,8 @@
 #include "algorithms/device_capabilities.h"
 #include "algorithms/registry.h"
 #include "common/backoff.h"
-#include "dtype_util.h"
 #include "rank_runner.h"
+#include "test_support/dtype_util.h"
 
 namespace concord::testing_util {
 

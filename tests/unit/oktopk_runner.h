@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "dtype_util.h"
 #include "rank_runner.h"
 #include "sparse/oktopk.h"
+#include "test_support/dtype_util.h"
 
 namespace concord::testing_util {
 

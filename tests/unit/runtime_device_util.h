@@ -13,25 +13,13 @@
 #include "rank_runner.h"
 #include "runtime/runtime.h"
 #include "test_support/device_collective_scenarios.h"
+#include "test_support/runtime_requests.h"
 #include "transport/communicator_set.h"
 
 namespace concord::testdevice {
 
-inline Config test_config() {
-  Config config;  // the built-in defaults, whatever the environment says
-  config.cycle_time_ms = 0.2;
-  config.autotune = false;
-  return config;
-}
-
-inline Request request(const std::string& name, CollectiveType type, ReduceOp op = ReduceOp::kSum, int root = 0) {
-  Request r;
-  r.name = name;
-  r.type = type;
-  r.op = op;
-  r.root = root;
-  return r;
-}
+using testing_util::request;
+using testing_util::test_config;
 
 /// A runtime whose device 0 is `device`, named "emulated:0".
 inline std::unique_ptr<Runtime> make_runtime(Communicator& world, std::shared_ptr<EmulatedDevice> device) {

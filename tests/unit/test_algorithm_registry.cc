@@ -23,9 +23,9 @@
 #include "allreduce_check.h"
 #include "common/enforce.h"
 #include "cost_check.h"
-#include "dtype_util.h"
 #include "patterns/ring.h"
 #include "rank_runner.h"
+#include "test_support/dtype_util.h"
 
 namespace concord {
 namespace {

@@ -10,8 +10,8 @@
 #include "algorithms/allreduce_ring.h"
 #include "algorithms/broadcast_binomial.h"
 #include "algorithms/registry.h"
-#include "dtype_util.h"
 #include "rank_runner.h"
+#include "test_support/dtype_util.h"
 
 namespace concord {
 namespace {

@@ -15,9 +15,9 @@
 #include "algorithms/allreduce_adasum.h"
 #include "algorithms/registry.h"
 #include "common/enforce.h"
-#include "dtype_util.h"
 #include "patterns/vector_halving.h"
 #include "rank_runner.h"
+#include "test_support/dtype_util.h"
 
 namespace concord {
 namespace {

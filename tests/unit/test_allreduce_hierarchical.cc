@@ -15,8 +15,8 @@
 #include "algorithms/allreduce_hierarchical.h"
 #include "algorithms/registry.h"
 #include "cost_check.h"
-#include "dtype_util.h"
 #include "rank_runner.h"
+#include "test_support/dtype_util.h"
 #include "test_support/exact_reduction.h"
 
 namespace concord {

@@ -16,8 +16,8 @@
 #include "algorithms/device_capabilities.h"
 #include "device/emulated_device.h"
 #include "device_cases.h"
-#include "dtype_util.h"
 #include "rank_runner.h"
+#include "test_support/dtype_util.h"
 
 namespace concord {
 namespace {

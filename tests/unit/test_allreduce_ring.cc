@@ -11,9 +11,9 @@
 
 #include "algorithms/allreduce_ring.h"
 #include "allreduce_check.h"
-#include "dtype_util.h"
 #include "patterns/ring.h"
 #include "rank_runner.h"
+#include "test_support/dtype_util.h"
 #include "transport/inprocess_communicator.h"
 
 namespace concord {
@@ -66,12 +66,12 @@ const char* size_name(Size size) {
 std::string describe(const char* algorithm, int P, size_t n, DataType dtype, ReduceOp op, size_t chunk) {
   std::ostringstream out;
   out << algorithm << " P=" << P << " n=" << n << " dtype=" << dtype_name(dtype) << " op=" << reduce_op_name(op);
-  if (chunk != AllreduceRing::kDefaultChunkBytes) out << " chunk_bytes=" << chunk;
+  if (chunk != default_chunk_bytes()) out << " chunk_bytes=" << chunk;
   return out.str();
 }
 
 // Runs one AllreduceRing on P in-process ranks and checks every rank's result.
-void check_allreduce(int P, size_t n, DataType dtype, ReduceOp op, size_t chunk = AllreduceRing::kDefaultChunkBytes) {
+void check_allreduce(int P, size_t n, DataType dtype, ReduceOp op, size_t chunk = default_chunk_bytes()) {
   const std::string what = describe("AllreduceRing", P, n, dtype, op, chunk);
   SCOPED_TRACE(what);
   const size_t element = dtype_size(dtype);
@@ -226,7 +226,7 @@ class AllreduceRingTraffic : public ::testing::TestWithParam<std::tuple<int, siz
 
 TEST_P(AllreduceRingTraffic, BytesPerRankAreTwoPMinusOneOverPTimesN) {
   const auto [P, n] = GetParam();
-  for (size_t chunk : {size_t{64}, AllreduceRing::kDefaultChunkBytes}) check_traffic(P, n, chunk);
+  for (size_t chunk : {size_t{64}, default_chunk_bytes()}) check_traffic(P, n, chunk);
 }
 
 INSTANTIATE_TEST_SUITE_P(

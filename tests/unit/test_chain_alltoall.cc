@@ -9,10 +9,10 @@
 #include "algorithms/alltoall_pairwise.h"
 #include "algorithms/broadcast_chain.h"
 #include "cost_check.h"
-#include "dtype_util.h"
 #include "patterns/chain.h"
 #include "patterns/pairwise.h"
 #include "rank_runner.h"
+#include "test_support/dtype_util.h"
 
 namespace concord {
 namespace {
@@ -68,7 +68,7 @@ void check_chain(int P, size_t bytes, size_t chunk) {
 class BroadcastChainTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(BroadcastChainTest, EveryRootReachesEveryRankAndTrafficMatchesCost) {
-  for (size_t bytes : kSizes) check_chain(GetParam(), bytes, BroadcastChain::kDefaultChunkBytes);
+  for (size_t bytes : kSizes) check_chain(GetParam(), bytes, default_chunk_bytes());
 }
 
 TEST_P(BroadcastChainTest, SmallChunksPipelineManyMessages) {

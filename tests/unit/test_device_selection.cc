@@ -17,8 +17,8 @@
 #include "allreduce_check.h"
 #include "device/emulated_device.h"
 #include "device_cases.h"
-#include "dtype_util.h"
 #include "rank_runner.h"
+#include "test_support/dtype_util.h"
 #include "transport/request_set.h"
 #include "transport/staging_communicator.h"
 

@@ -21,8 +21,8 @@
 #include "algorithms/reduce_scatter_ring.h"
 #include "algorithms/registry.h"
 #include "allreduce_check.h"
-#include "dtype_util.h"
 #include "rank_runner.h"
+#include "test_support/dtype_util.h"
 #include "transport/tags.h"
 
 namespace concord {

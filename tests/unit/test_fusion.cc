@@ -5,8 +5,8 @@
 #include <map>
 #include <random>
 
-#include "dtype_util.h"
 #include "runtime/fusion.h"
+#include "test_support/dtype_util.h"
 
 namespace concord {
 namespace {

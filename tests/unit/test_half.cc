@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "common/half.h"
-#include "dtype_util.h"
+#include "test_support/dtype_util.h"
 
 namespace concord {
 namespace {

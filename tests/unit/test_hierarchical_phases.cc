@@ -16,9 +16,9 @@
 #include "algorithms/registry.h"
 #include "common/reduce.h"
 #include "cost_check.h"
-#include "dtype_util.h"
 #include "patterns/binomial_tree.h"
 #include "rank_runner.h"
+#include "test_support/dtype_util.h"
 
 namespace concord {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "concord/errors.h"
 #include "control/message.h"
-#include "dtype_util.h"
+#include "test_support/dtype_util.h"
 
 namespace concord {
 namespace {

@@ -13,9 +13,9 @@
 
 #include "algorithms/registry.h"
 #include "allreduce_check.h"
-#include "dtype_util.h"
 #include "patterns/ring.h"
 #include "rank_runner.h"
+#include "test_support/dtype_util.h"
 #include "transport/message_split.h"
 #include "transport/request_set.h"
 

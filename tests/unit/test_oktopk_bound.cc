@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "dtype_util.h"
 #include "rank_runner.h"
 #include "sparse/oktopk.h"
+#include "test_support/dtype_util.h"
 #include "test_support/oktopk_volume.h"
 
 namespace concord::sparse {

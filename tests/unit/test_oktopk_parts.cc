@@ -8,7 +8,6 @@
 #include <limits>
 
 #include "concord/errors.h"
-#include "dtype_util.h"
 #include "rank_runner.h"
 #include "sparse/balance.h"
 #include "sparse/coo.h"
@@ -16,6 +15,7 @@
 #include "sparse/coo_gather.h"
 #include "sparse/options.h"
 #include "sparse/partition.h"
+#include "test_support/dtype_util.h"
 
 namespace concord::sparse {
 namespace {

@@ -8,10 +8,10 @@
 #include <queue>
 #include <vector>
 
-#include "dtype_util.h"
 #include "patterns/binomial_tree.h"
 #include "patterns/cross.h"
 #include "patterns/ring.h"
+#include "test_support/dtype_util.h"
 
 namespace concord::patterns {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "dtype_util.h"
 #include "patterns/binary_tree.h"
+#include "test_support/dtype_util.h"
 
 namespace concord::patterns {
 namespace {

@@ -20,6 +20,7 @@
 #include "rank_runner.h"
 #include "runtime/runtime.h"
 #include "test_support/process_set_lists.h"
+#include "test_support/runtime_requests.h"
 #include "transport/communicator_set.h"
 
 namespace concord {
@@ -27,26 +28,9 @@ namespace {
 
 using testing_util::run_ranks;
 
-Config test_config(bool dynamic = false) {
-  Config config;  // the built-in defaults, whatever the environment says
-  config.cycle_time_ms = 0.2;
-  config.autotune = false;
-  config.dynamic_process_sets = dynamic;
-  return config;
-}
-
-TensorView view(std::vector<float>& data) {
-  return TensorView{data.data(), DataType::kFloat32, {static_cast<int64_t>(data.size())}};
-}
-
-Request request(const std::string& name, CollectiveType type, int root = 0) {
-  Request r;
-  r.name = name;
-  r.type = type;
-  r.op = ReduceOp::kSum;
-  r.root = root;
-  return r;
-}
+using testing_util::host_view;
+using testing_util::request;
+using testing_util::test_config;
 
 // Waits for `handle`, failing (instead of hanging the suite) after 30 s.
 void wait(const Handle& handle, const std::string& what) {
@@ -70,13 +54,14 @@ void exercise(Runtime& runtime, int id, const std::vector<int>& ranks, const std
   const int me = runtime.rank();
   const std::string where = "rank " + std::to_string(me) + " set " + std::to_string(id) + " ";
   std::vector<float> sum(5, static_cast<float>(me));
-  Handle reduce = runtime.enqueue(request(tag + ".sum", CollectiveType::kAllreduce), view(sum), view(sum), id);
+  Handle reduce =
+      runtime.enqueue(request(tag + ".sum", CollectiveType::kAllreduce), host_view(sum), host_view(sum), id);
   std::vector<float> rows(static_cast<size_t>(me + 1), static_cast<float>(me));
   TensorView rows_view{rows.data(), DataType::kFloat32, {me + 1}};
   Handle gather = runtime.enqueue(request(tag + ".gather", CollectiveType::kAllgather), rows_view, rows_view, id);
   std::vector<float> message(3, static_cast<float>(me));
-  Handle broadcast = runtime.enqueue(request(tag + ".bcast", CollectiveType::kBroadcast, ranks.back()), view(message),
-                                     view(message), id);
+  Handle broadcast = runtime.enqueue(request(tag + ".bcast", CollectiveType::kBroadcast, ReduceOp::kSum, ranks.back()),
+                                     host_view(message), host_view(message), id);
   wait(reduce, where + "allreduce");
   wait(gather, where + "allgather");
   wait(broadcast, where + "broadcast");
@@ -126,7 +111,9 @@ TEST_P(ProcessSetsInProcess, InitialSetsRunCollectivesAmongTheirMembersOnly) {
       }
       std::vector<float> data(1, 1.0f);
       const std::string error = expect_error<InvalidArgument>(
-          [&] { runtime.enqueue(request("outsider", CollectiveType::kAllreduce), view(data), view(data), id); },
+          [&] {
+            runtime.enqueue(request("outsider", CollectiveType::kAllreduce), host_view(data), host_view(data), id);
+          },
           "rank " + std::to_string(me) + " outside set " + std::to_string(id));
       EXPECT_NE(error.find("is not in process set " + std::to_string(id)), std::string::npos) << error;
     }
@@ -137,8 +124,8 @@ TEST_P(ProcessSetsInProcess, InitialSetsRunCollectivesAmongTheirMembersOnly) {
     for (size_t i = 0; i < sets.size(); ++i) {
       if (!contains(sets[i], me)) continue;
       data.emplace_back(2, 1.0f);
-      handles.emplace_back(i, runtime.enqueue(request("same.name", CollectiveType::kAllreduce), view(data.back()),
-                                              view(data.back()), static_cast<int>(i) + 1));
+      handles.emplace_back(i, runtime.enqueue(request("same.name", CollectiveType::kAllreduce), host_view(data.back()),
+                                              host_view(data.back()), static_cast<int>(i) + 1));
     }
     for (size_t h = 0; h < handles.size(); ++h) {
       wait(handles[h].second, "same.name");
@@ -162,9 +149,9 @@ TEST_P(ProcessSetsInProcess, SetCollectivesRunConcurrentlyWithWorldCollectivesFr
         const float total = static_cast<float>(std::accumulate(ranks.begin(), ranks.end(), 0));
         for (int i = 0; i < kIterations; ++i) {
           std::vector<float> data(7 + i, static_cast<float>(me));
-          wait(
-              runtime.enqueue(request("c" + std::to_string(i), CollectiveType::kAllreduce), view(data), view(data), id),
-              "set " + std::to_string(id) + " iteration " + std::to_string(i));
+          wait(runtime.enqueue(request("c" + std::to_string(i), CollectiveType::kAllreduce), host_view(data),
+                               host_view(data), id),
+               "set " + std::to_string(id) + " iteration " + std::to_string(i));
           for (float v : data)
             if (v != total)
               throw std::runtime_error("set " + std::to_string(id) + " iteration " + std::to_string(i) + ": got " +
@@ -199,7 +186,8 @@ TEST_P(ProcessSetsInProcess, MismatchInASetNamesGlobalRanksAndTheSet) {
     const int me = runtime.rank();
     if (contains(evens, me)) {
       std::vector<float> bad(me == last ? 5 : 4, 1.0f);  // the last member disagrees on the shape
-      Handle shape = runtime.enqueue(request("bad.shape", CollectiveType::kAllreduce), view(bad), view(bad), 1);
+      Handle shape =
+          runtime.enqueue(request("bad.shape", CollectiveType::kAllreduce), host_view(bad), host_view(bad), 1);
       const std::string error = expect_error<MismatchError>([&] { wait(shape, "bad.shape"); }, "shape mismatch");
       EXPECT_NE(error.find("[5] on ranks [" + std::to_string(last) + "]"), std::string::npos)
           << "rank " << me << ": " << error;
@@ -207,8 +195,8 @@ TEST_P(ProcessSetsInProcess, MismatchInASetNamesGlobalRanksAndTheSet) {
       // Roots are global ranks in requests and in messages.
       std::vector<float> message(2, 0.0f);
       const int root = me == last ? last : evens[0];
-      Handle broadcast =
-          runtime.enqueue(request("bad.root", CollectiveType::kBroadcast, root), view(message), view(message), 1);
+      Handle broadcast = runtime.enqueue(request("bad.root", CollectiveType::kBroadcast, ReduceOp::kSum, root),
+                                         host_view(message), host_view(message), 1);
       const std::string roots = expect_error<MismatchError>([&] { wait(broadcast, "bad.root"); }, "root mismatch");
       EXPECT_NE(roots.find(std::to_string(last) + " on ranks [" + std::to_string(last) + "]"), std::string::npos)
           << "rank " << me << ": " << roots;
@@ -235,19 +223,19 @@ TEST_P(ProcessSetsInProcess, DynamicAddRemoveAndMisuseErrors) {
       // A member's collective that the others never submit fails when the set is removed.
       Handle lonely;
       if (ranks.size() > 1 && me == ranks[0])
-        lonely = runtime.enqueue(request("lonely", CollectiveType::kAllreduce), view(one), view(one), id);
+        lonely = runtime.enqueue(request("lonely", CollectiveType::kAllreduce), host_view(one), host_view(one), id);
       wait(runtime.enqueue_process_set({}, id), "remove_process_set");
       if (lonely.state()) {
         const std::string error = expect_error<StateError>([&] { wait(lonely, "lonely"); }, "pending on removal");
         EXPECT_NE(error.find("was removed"), std::string::npos) << error;
       }
       const std::string removed = expect_error<InvalidArgument>(
-          [&] { runtime.enqueue(request("late", CollectiveType::kAllreduce), view(one), view(one), id); },
+          [&] { runtime.enqueue(request("late", CollectiveType::kAllreduce), host_view(one), host_view(one), id); },
           "collective on a removed set");
       EXPECT_NE(removed.find("no process set with id " + std::to_string(id)), std::string::npos) << removed;
     }
     const std::string unknown = expect_error<InvalidArgument>(
-        [&] { runtime.enqueue(request("unknown", CollectiveType::kAllreduce), view(one), view(one), 99); },
+        [&] { runtime.enqueue(request("unknown", CollectiveType::kAllreduce), host_view(one), host_view(one), 99); },
         "unknown id");
     EXPECT_NE(unknown.find("no process set with id 99"), std::string::npos) << unknown;
     expect_error<InvalidArgument>([&] { runtime.enqueue_process_set({}, 0); }, "remove the world");

@@ -10,7 +10,7 @@
 
 #include "common/reduce.h"
 #include "concord/errors.h"
-#include "dtype_util.h"
+#include "test_support/dtype_util.h"
 
 namespace concord {
 namespace {

@@ -9,8 +9,8 @@
 #include "algorithms/reduce_binomial.h"
 #include "algorithms/registry.h"
 #include "cost_check.h"
-#include "dtype_util.h"
 #include "rank_runner.h"
+#include "test_support/dtype_util.h"
 
 namespace concord {
 namespace {

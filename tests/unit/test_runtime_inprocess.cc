@@ -20,7 +20,7 @@
 #include "concord/errors.h"
 #include "rank_runner.h"
 #include "runtime/runtime.h"
-#include "runtime_device_util.h"
+#include "test_support/runtime_requests.h"
 #include "transport/communicator_set.h"
 
 namespace concord {
@@ -28,12 +28,9 @@ namespace {
 
 using testing_util::run_ranks;
 
-using testdevice::request;
-using testdevice::test_config;
-
-TensorView view(std::vector<float>& data) {
-  return TensorView{data.data(), DataType::kFloat32, {static_cast<int64_t>(data.size())}};
-}
+using testing_util::host_view;
+using testing_util::request;
+using testing_util::test_config;
 
 class RuntimeInProcess : public ::testing::TestWithParam<int> {};
 
@@ -58,8 +55,8 @@ TEST_P(RuntimeInProcess, NegotiatesFusesAndExecutesInAnyOrder) {
         out[t].assign(sizes[t], -1.0f);
         for (size_t i = 0; i < sizes[t]; ++i) in[t][i] = static_cast<float>(rank + 1 + i % 5);
         const ReduceOp op = t % 2 == 0 ? ReduceOp::kSum : ReduceOp::kMax;
-        handles[t] = runtime.enqueue(request("t" + std::to_string(t), CollectiveType::kAllreduce, op), view(in[t]),
-                                     view(out[t]));
+        handles[t] = runtime.enqueue(request("t" + std::to_string(t), CollectiveType::kAllreduce, op), host_view(in[t]),
+                                     host_view(out[t]));
       }
       for (size_t t = 0; t < T; ++t) {
         handles[t].wait();
@@ -73,8 +70,8 @@ TEST_P(RuntimeInProcess, NegotiatesFusesAndExecutesInAnyOrder) {
     }
     // Broadcast from the last rank, allgather of rank-dependent dim 0.
     std::vector<float> message(100, static_cast<float>(rank));
-    Handle broadcast =
-        runtime.enqueue(request("b", CollectiveType::kBroadcast, ReduceOp::kSum, P - 1), view(message), view(message));
+    Handle broadcast = runtime.enqueue(request("b", CollectiveType::kBroadcast, ReduceOp::kSum, P - 1),
+                                       host_view(message), host_view(message));
     std::vector<float> rows(static_cast<size_t>(rank + 1) * 2, static_cast<float>(rank));
     TensorView rows_view{rows.data(), DataType::kFloat32, {rank + 1, 2}};
     Handle gather = runtime.enqueue(request("g", CollectiveType::kAllgather), rows_view, rows_view);
@@ -108,13 +105,13 @@ TEST_P(RuntimeInProcess, BurstWithPausesGoesIntoOneRound) {
     std::vector<std::vector<float>> data(3, std::vector<float>(33, static_cast<float>(rank)));
     std::vector<Handle> handles;
     std::vector<float> align(1, 1.0f);  // every rank starts its burst at about the same time
-    runtime.enqueue(request("align", CollectiveType::kAllreduce), view(align), view(align)).wait();
+    runtime.enqueue(request("align", CollectiveType::kAllreduce), host_view(align), host_view(align)).wait();
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the empty round after it runs first
     const uint64_t cycles_before = runtime.coordination_stats().cycles;
     for (int i = 0; i < 3; ++i) {
       const int t = (i + rank) % 3;
-      handles.push_back(runtime.enqueue(request("burst" + std::to_string(t), CollectiveType::kAllreduce), view(data[t]),
-                                        view(data[t])));
+      handles.push_back(runtime.enqueue(request("burst" + std::to_string(t), CollectiveType::kAllreduce),
+                                        host_view(data[t]), host_view(data[t])));
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     for (auto& handle : handles) handle.wait();
@@ -139,7 +136,7 @@ TEST_P(RuntimeInProcess, WaitingOnAHandleStartsTheRoundAtOnce) {
     const auto start = std::chrono::steady_clock::now();
     for (int call = 0; call < 5; ++call) {
       std::vector<float> data(5, 1.0f);
-      runtime.enqueue(request("sync", CollectiveType::kAllreduce), view(data), view(data)).wait();
+      runtime.enqueue(request("sync", CollectiveType::kAllreduce), host_view(data), host_view(data)).wait();
       ASSERT_EQ(data[4], static_cast<float>(P)) << "rank " << runtime.rank() << " call " << call;
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -185,7 +182,7 @@ TEST_P(RuntimeInProcess, IdleBackgroundLoopRunsNoRound) {
     expect_quiet(0, "idle before the first tensor");
     for (int call = 0; call < 2; ++call) {  // the second one is a cache hit
       std::vector<float> data(9, 1.0f);
-      runtime.enqueue(request("before_quiet", CollectiveType::kAllreduce), view(data), view(data)).wait();
+      runtime.enqueue(request("before_quiet", CollectiveType::kAllreduce), host_view(data), host_view(data)).wait();
       EXPECT_EQ(data[8], static_cast<float>(P)) << "rank " << rank << " call " << call;
     }
     // The answering round made progress, so one empty round follows at once; the handle may
@@ -198,7 +195,7 @@ TEST_P(RuntimeInProcess, IdleBackgroundLoopRunsNoRound) {
     EXPECT_LE(idle_from, seen + 1) << "rank " << rank << " of " << P << ": rounds after the answering one";
     expect_quiet(idle_from, "idle after a reduced tensor");
     std::vector<float> data(9, 2.0f);
-    runtime.enqueue(request("after_quiet", CollectiveType::kAllreduce), view(data), view(data)).wait();
+    runtime.enqueue(request("after_quiet", CollectiveType::kAllreduce), host_view(data), host_view(data)).wait();
     EXPECT_EQ(data[8], static_cast<float>(2 * P)) << "rank " << rank << ": after the quiet interval";
     EXPECT_GT(runtime.coordination_stats().cycles, idle_from) << "rank " << rank << ": the tensor woke the job";
     runtime.shutdown();
@@ -213,7 +210,7 @@ TEST_P(RuntimeInProcess, MismatchFailsOnEveryRankAndLaterCallsWork) {
     Runtime runtime(split_communicator_set(world), test_config());
     const int rank = runtime.rank();
     std::vector<float> bad(rank == P - 1 ? 5 : 4, 1.0f);  // the last rank disagrees on the shape
-    Handle handle = runtime.enqueue(request("bad", CollectiveType::kAllreduce), view(bad), view(bad));
+    Handle handle = runtime.enqueue(request("bad", CollectiveType::kAllreduce), host_view(bad), host_view(bad));
     try {
       handle.wait();
       FAIL() << "rank " << rank << ": no MismatchError";
@@ -221,7 +218,7 @@ TEST_P(RuntimeInProcess, MismatchFailsOnEveryRankAndLaterCallsWork) {
       EXPECT_NE(std::string(error.what()).find("bad"), std::string::npos) << "rank " << rank << ": " << error.what();
     }
     std::vector<float> good(3, 1.0f);
-    runtime.enqueue(request("good", CollectiveType::kAllreduce), view(good), view(good)).wait();
+    runtime.enqueue(request("good", CollectiveType::kAllreduce), host_view(good), host_view(good)).wait();
     for (float v : good) ASSERT_EQ(v, static_cast<float>(P)) << "rank " << rank;
     runtime.shutdown();
   });
@@ -250,8 +247,11 @@ TEST_P(RuntimeInProcess, AutotunedSelectionIsExactAndPersisted) {
         std::vector<float> data(n);
         for (size_t i = 0; i < n; ++i) data[i] = static_cast<float>(rank + i % 3);
         std::vector<float> input = data, output(n, -1.0f);
-        runtime.enqueue(request("a" + std::to_string(n), CollectiveType::kAllreduce), view(data), view(data)).wait();
-        runtime.enqueue(request("oop" + std::to_string(n), CollectiveType::kAllreduce), view(input), view(output))
+        runtime.enqueue(request("a" + std::to_string(n), CollectiveType::kAllreduce), host_view(data), host_view(data))
+            .wait();
+        runtime
+            .enqueue(request("oop" + std::to_string(n), CollectiveType::kAllreduce), host_view(input),
+                     host_view(output))
             .wait();
         for (size_t i = 0; i < n; ++i) {
           const float expected = static_cast<float>(P * (P - 1) / 2 + P * (i % 3));

@@ -12,9 +12,10 @@
 #include <vector>
 
 #include "allreduce_check.h"
-#include "dtype_util.h"
 #include "rank_runner.h"
 #include "runtime/runtime.h"
+#include "test_support/dtype_util.h"
+#include "test_support/runtime_requests.h"
 #include "transport/communicator_set.h"
 
 namespace concord {
@@ -25,18 +26,9 @@ using testing_util::all_ops;
 using testing_util::cat;
 using testing_util::fill_input;
 using testing_util::first_difference;
+using testing_util::host_view;
 using testing_util::run_ranks;
-
-Config test_config() {
-  Config config;  // the built-in defaults, whatever the environment says
-  config.cycle_time_ms = 0.2;
-  config.autotune = false;
-  return config;
-}
-
-TensorView view(std::vector<uint8_t>& bytes, DataType dtype) {
-  return TensorView{bytes.data(), dtype, {static_cast<int64_t>(bytes.size() / dtype_size(dtype))}};
-}
+using testing_util::test_config;
 
 Request allreduce(const std::string& name, ReduceOp op, double prescale = 1.0, double postscale = 1.0) {
   Request r;
@@ -96,11 +88,12 @@ TEST_P(RuntimeOutOfPlace, SingleTensorEqualsInPlaceAndLeavesTheInput) {
       const std::string name = cat("oop", serial++);
       // One at a time, so each response holds a single tensor.
       runtime
-          .enqueue(allreduce(name + ".in", c.op, c.prescale, c.postscale), view(in_place, c.dtype),
-                   view(in_place, c.dtype))
+          .enqueue(allreduce(name + ".in", c.op, c.prescale, c.postscale), host_view(in_place, c.dtype),
+                   host_view(in_place, c.dtype))
           .wait();
       runtime
-          .enqueue(allreduce(name + ".out", c.op, c.prescale, c.postscale), view(input, c.dtype), view(output, c.dtype))
+          .enqueue(allreduce(name + ".out", c.op, c.prescale, c.postscale), host_view(input, c.dtype),
+                   host_view(output, c.dtype))
           .wait();
       ASSERT_EQ(first_difference(input, original, dtype_size(c.dtype)), -1) << what << ": the input changed";
       const long differs = first_difference(output, in_place, dtype_size(c.dtype));
@@ -133,8 +126,9 @@ TEST_P(RuntimeOutOfPlace, FusedTensorsLeaveTheirInputs) {
       inputs[t].resize(sizes[t] * sizeof(int32_t));
       fill_input(inputs[t].data(), sizes[t], DataType::kInt32, ReduceOp::kSum, rank);
       outputs[t].assign(inputs[t].size(), 0xA5);
-      handles.push_back(runtime.enqueue(allreduce(cat("fused", t), ReduceOp::kSum), view(inputs[t], DataType::kInt32),
-                                        view(outputs[t], DataType::kInt32)));
+      handles.push_back(runtime.enqueue(allreduce(cat("fused", t), ReduceOp::kSum),
+                                        host_view(inputs[t], DataType::kInt32),
+                                        host_view(outputs[t], DataType::kInt32)));
     }
     for (size_t t = 0; t < sizes.size(); ++t) {
       handles[t].wait();

@@ -16,6 +16,8 @@
 #include "algorithms/size_rules.h"
 #include "common/config.h"
 #include "concord/errors.h"
+#include "control/negotiator.h"
+#include "kvstore/kvstore.h"
 #include "rank_runner.h"
 
 namespace concord {
@@ -404,6 +406,30 @@ TEST(ConfigTable, SharedSettingsAreAdoptedByName) {
   adopt_shared_settings(again, R"({"CONCORD_FROM_THE_FUTURE": "1", "CONCORD_RING_CHUNK_BYTES": "4096"})");
   EXPECT_EQ(again.ring_chunk_bytes, 4096);
   EXPECT_THROW(adopt_shared_settings(again, R"({"CONCORD_RING_CHUNK_BYTES": "0"})"), InvalidArgument);
+}
+
+// The table's default_value is the one place a default is written: Config() and the
+// structs that carry a setting outside Config read it (a literal in any of them would differ
+// here the day the table changes).
+TEST(ConfigTable, DefaultsOutsideConfigAreTheTables) {
+  const auto table_default = [](const std::string& name) {
+    for (const auto& var : config_table())
+      if (name == var.name) return std::string(var.default_value);
+    ADD_FAILURE() << name << " is not a row of the table";
+    return std::string();
+  };
+  const std::string chunk = table_default("CONCORD_RING_CHUNK_BYTES");
+  EXPECT_EQ(std::to_string(default_chunk_bytes()), chunk) << "default_chunk_bytes()";
+  EXPECT_EQ(std::to_string(Config().ring_chunk_bytes), chunk) << "Config::ring_chunk_bytes";
+  EXPECT_EQ(std::to_string(Problem{}.chunk_bytes), chunk) << "Problem::chunk_bytes";
+  EXPECT_EQ(std::to_string(kvstore::KVStoreOptions{}.chunk_bytes), chunk) << "KVStoreOptions::chunk_bytes";
+  const NegotiatorOptions negotiator;
+  EXPECT_EQ(std::to_string(negotiator.cache_capacity), table_default("CONCORD_CACHE_CAPACITY"));
+  EXPECT_EQ(negotiator.stall_warning_seconds, std::stod(table_default("CONCORD_STALL_WARNING_TIME")));
+  EXPECT_EQ(negotiator.stall_shutdown_seconds, std::stod(table_default("CONCORD_STALL_SHUTDOWN_TIME")));
+  EXPECT_EQ(negotiator.stall_check, table_default("CONCORD_STALL_CHECK_DISABLE") == "0");
+  EXPECT_EQ(Config().log_level, table_default("CONCORD_LOG_LEVEL"));
+  EXPECT_EQ(Config().device, table_default("CONCORD_DEVICE"));
 }
 
 TEST(ConfigTable, EveryRowParsesItsDefault) {

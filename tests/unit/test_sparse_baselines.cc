@@ -17,7 +17,6 @@
 
 #include "concord/errors.h"
 #include "cost_check.h"
-#include "dtype_util.h"
 #include "rank_runner.h"
 #include "sparse/coo_gather.h"
 #include "sparse/dense.h"
@@ -25,6 +24,7 @@
 #include "sparse/sparse_allreduce.h"
 #include "sparse/topka.h"
 #include "sparse_baseline_reference.h"
+#include "test_support/dtype_util.h"
 
 namespace concord {
 namespace {

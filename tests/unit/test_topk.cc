@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "concord/errors.h"
-#include "dtype_util.h"
 #include "sparse/topk.h"
 #include "sparse/topk_scan.h"
+#include "test_support/dtype_util.h"
 
 namespace concord::sparse {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "concord/errors.h"
 #include "concord/types.h"
-#include "dtype_util.h"
+#include "test_support/dtype_util.h"
 
 namespace concord {
 namespace {

@@ -1,7 +1,7 @@
 // concord._bench.AlgorithmAllreducer: one of the registry's allreduce algorithms run alone,
 // in place, from Python, on its own duplicate of the process's transport world
 // (transport/transport_world.h): no runtime, no negotiation, no handle; what concord-bench
-// times for the same algorithm and size. It is the baseline tools/latency_bench.py
+// times for the same algorithm and size. It is the baseline tools/torch/latency_bench.py
 // compares the concord.torch path against, in the same processes. A benchmark's class, so
 // it lives in the module built with the tools (concord._bench), not in the production
 // extension concord._core. allreduce() blocks with the GIL released.
@@ -137,7 +137,7 @@ class AlgorithmAllreducer {
 
 PYBIND11_MODULE(_bench, m) {
   using concord::AlgorithmAllreducer;
-  m.doc() = "Benchmark-only classes of Concord (tools/latency_bench.py), built with the tools";
+  m.doc() = "Benchmark-only classes of Concord (tools/torch/latency_bench.py), built with the tools";
   py::class_<AlgorithmAllreducer>(m, "AlgorithmAllreducer")
       .def(py::init<>(), py::call_guard<py::gil_scoped_release>())
       .def("choose", &AlgorithmAllreducer::choose, py::arg("count"), py::arg("dtype"), py::arg("op"))
