@@ -23,6 +23,7 @@ packages=(  # the build of the library, tools and Python extension, and the trai
   ccache  # cmake/ConcordCcache.cmake: every build tree of every clone shares compiled objects
   openmpi-bin libopenmpi-dev
   libucx-dev  # the UCX transport (CONCORD_WITH_UCX, src/transport/ucx/): torchrun, srun, concord-run
+  libpmix-dev  # the UCX world's rendezvous through mpirun's PMIx server (CONCORD_WITH_PMIX)
   libzmq3-dev  # the TCP rendezvous store (src/transport/rendezvous/)
   libspdlog-dev libcli11-dev nlohmann-json3-dev pybind11-dev python3-dev
   python3-torch python3-numpy python3-sklearn

@@ -29,9 +29,9 @@ class UcxWorld : public TransportWorld {
       origin_.rendezvous = "none";
       peers.push_back(mine);
     } else {
-      origin_.rendezvous = store_.store->describe();
+      origin_.rendezvous = store_.describe();
       rendezvous::RendezvousOptions options{env.rank, env.size, env.run_id, rendezvous::Clock::now() + timeout};
-      peers = rendezvous::exchange_addresses(*store_.store, options, mine);
+      peers = store_.exchange(options, mine);
     }
     std::vector<std::vector<uint8_t>> addresses;
     std::vector<std::string> hosts;
