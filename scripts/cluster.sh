@@ -26,14 +26,10 @@
 # exchange their UCX worker addresses through) and the whole environment otherwise. When a
 # rank fails, the others get 15 s to end by themselves (Concord reports the lost peer), then
 # SIGTERM. UCX picks its transports itself (UCX_TLS as the environment has it), with
-# UCX_NET_DEVICES=eth0 unless the environment sets it (as btl_tcp_if_include for Open MPI),
-# and UCX_TCP_PUT_ENABLE=n unless set: the UCX counterpart of Open MPI's TCP BTL without PUT
-# below. UCX sends a TCP message above ~19 KB with a rendezvous, and its default rendezvous
-# over TCP (the sender PUTs the data once the receiver answered) took 69-74 ms for a 4 MiB
-# ring allreduce on 4 hosts at 1 Gbit/s where MPI took 53-56 ms; without PUT (the
-# rendezvous data goes as active messages) 57-59 ms. The setting touches the tcp transport
-# only (shared memory within a host keeps its CMA rendezvous); a global UCX_RNDV_THRESH=1M,
-# which also closed the gap, made 256 KiB-4 MiB on one host 2-6x slower (docs/tuning.md).
+# UCX_NET_DEVICES=eth0 unless the environment sets it (as btl_tcp_if_include for Open MPI).
+# UCX's own protocol settings stay at their defaults: of the TCP rendezvous settings tried
+# (UCX_TCP_PUT_ENABLE=n, UCX_PROTO_ENABLE=y, UCX_RNDV_THRESH), none was faster at every
+# algorithm and size (docs/tuning.md, "Transports: MPI or UCX").
 # The emulated hosts share one kernel, and UCX tells hosts apart by the boot id
 # (/proc/sys/kernel/random/boot_id, its "system id"): with the machine's own in every
 # namespace, UCX took all ranks for one host and joined ranks of different hosts by shared
@@ -259,7 +255,7 @@ on_host() {  # on_host I COMMAND [ARGS...]: runs the command on host I (its word
 readonly STORE_PORT=29400
 readonly GRACE_SECONDS=15
 if [ "$launcher" = store ]; then
-  export UCX_NET_DEVICES="${UCX_NET_DEVICES-eth0}" UCX_TCP_PUT_ENABLE="${UCX_TCP_PUT_ENABLE-n}"
+  export UCX_NET_DEVICES="${UCX_NET_DEVICES-eth0}"
   size=$((hosts * ranks_per_host))
   declare -A rank_of_pid=()
   for ((i = 0; i < hosts; i++)); do
