@@ -36,6 +36,8 @@ packages=(  # the build of the library, tools and Python extension, and the trai
   libgtest-dev python3-pytest python3-mpi4py
   python3-matplotlib  # the plots of examples/ and tools/
   libjemalloc2  # concord-run --allocator jemalloc (python.concord_run_allocator)
+  libgloo-dev  # concord-pingpong: Gloo's TCP pairs beside Concord's UCX transport (docs/architecture.md)
+  ucx-utils  # ucx_info: UCX's transports and protocol thresholds (docs/tuning.md)
   python3-pip python3-setuptools python3-wheel dpkg-dev  # pip install ., cpack -G DEB (tests/install/)
   doxygen python3-sphinx python3-breathe python3-myst-parser  # scripts/docs.sh (docs.build)
   chromium fonts-dejavu-core  # docs.render opens the built site headless (~300 MB installed)
