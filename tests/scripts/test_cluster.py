@@ -182,22 +182,22 @@ def test_store_launcher_returns_the_failing_rank_status():
 
 @pytest.mark.skipif(not os.environ.get("CONCORD_CLUSTER_BENCH"),
                     reason="CONCORD_CLUSTER_BENCH (a concord-bench built with UCX) not given")
-def test_store_launcher_ucx_lanes_shared_memory_within_tcp_between_hosts():
+def test_store_launcher_ucx_lanes_shared_memory_within_tcp_between_hosts(tmp_path):
     """Over UCX (2 hosts x 2 ranks), every rank's endpoints use shared memory (sysv/cma) to its
-    own host and tcp/eth0 to the other host, never shared memory across hosts: UCX prints each
-    endpoint configuration it creates (UCX_LOG_LEVEL=info: 'ep_cfg[N]: tag(LANES)')."""
-    env = dict(os.environ, UCX_LOG_LEVEL="info", CONCORD_INIT_TIMEOUT="60")
+    own host and tcp/eth0 to the other host, never shared memory across hosts: UCX logs each
+    endpoint configuration it creates (UCX_LOG_LEVEL=info: 'ep_cfg[N]: tag(LANES)'), here into
+    one file per rank (UCX_LOG_FILE with %h and %p), so that the ranks' lines never interleave."""
+    env = dict(os.environ, UCX_LOG_LEVEL="info", UCX_LOG_FILE=str(tmp_path / "ucx.%h.%p.log"),
+               CONCORD_INIT_TIMEOUT="60")
     result = subprocess.run([str(SCRIPT), "-H", "2", "-r", "2", "--launcher", "store", "--",
                              os.environ["CONCORD_CLUSTER_BENCH"], "-C", "allreduce", "-a", "ring", "-b", "4", "-e",
                              "4", "-T", "0.01"], capture_output=True, text=True, timeout=240, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    configs = {}  # "host:pid" -> lanes of each endpoint configuration
-    for host, pid, lanes in re.findall(r"\[(node\d):(\d+):\d+\].*ep_cfg\[\d+\]: tag\(([^)]*)\)", result.stdout +
-                                       result.stderr):
-        configs.setdefault(f"{host}:{pid}", []).append(lanes)
-    assert len(configs) == 4, f"expected the endpoint lanes of 4 ranks, got {configs}"
+    configs = {log.name: re.findall(r"ep_cfg\[\d+\]: tag\(([^)]*)\)", log.read_text()) for log in tmp_path.glob("ucx.*.log")}
+    assert len(configs) == 4 and sorted(name.split(".")[1] for name in configs) == ["node0", "node0", "node1", "node1"], \
+        f"expected the UCX logs of 2 ranks on each of node0 and node1, got {sorted(configs)}"
     for rank, lanes in configs.items():
         network = [entry for entry in lanes if "tcp/" in entry]
         assert network and all(entry.split() == ["tcp/eth0"] for entry in network), \
-            f"rank {rank}: no endpoint over tcp/eth0 alone to the other host: {lanes}"
-        assert any("memory" in entry for entry in lanes), f"rank {rank}: no shared-memory endpoint: {lanes}"
+            f"{rank}: no endpoint over tcp/eth0 alone to the other host: {lanes}"
+        assert any("memory" in entry for entry in lanes), f"{rank}: no shared-memory endpoint: {lanes}"
