@@ -29,6 +29,8 @@ grep -q "python3 (>=" <<<"$depends" || fail "Depends lacks the python3 version: 
 for package in ${CONCORD_DEB_DEPENDS:-}; do
   grep -Eq "(^|, )$package( |,|$)" <<<"$depends" || fail "Depends lacks $package: $depends"
 done
+# Gloo is a build-tree measurement's (concord-pingpong), never the package's dependency.
+! grep -q "libgloo" <<<"$depends" || fail "Depends names libgloo: $depends"
 grep -q "python3-torch" <<<"$recommends" || fail "Recommends lacks python3-torch: $recommends"
 contents=$(dpkg-deb -c "$deb")
 for path in ./usr/bin/concord-info ./usr/bin/concord-run ./usr/include/concord/concord.h ./usr/lib/python3/dist-packages/concord/__init__.py \
