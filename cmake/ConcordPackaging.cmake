@@ -2,7 +2,8 @@
 # with what `cmake --install` installs (cmake/ConcordInstall.cmake) under /usr: the shared
 # libraries, the concord-* tools, the headers with the CMake and pkg-config files, and the
 # Python package under /usr/lib/python3/dist-packages. Depends come from dpkg-shlibdeps
-# (libopenmpi3, libspdlog, libstdc++6, ...; dpkg-dev must be installed) plus the Python the
+# (libopenmpi3, libspdlog, libstdc++6, libzmq5, and libucx0 and libpmix2 in a build with UCX
+# and PMIx, ...; dpkg-dev must be installed; tests/install/deb.sh checks them) plus the Python the
 # module was built for; python3-torch and python3-numpy are Recommends (concord.torch needs
 # them, the C++ library does not). tests/install/deb.sh checks the package.
 if(NOT CONCORD_SHARED_LIBS)

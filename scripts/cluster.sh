@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Runs an MPI command on H emulated hosts on this one machine, with each host's network
-# egress rate-limited, so that the network (not the shared memory bus) is the bottleneck of
-# inter-host communication: the testbed of docs/performance.md ("The papers' results
-# on the emulated cluster").
+# Runs a command as the ranks of a job on H emulated hosts on this one machine, with each
+# host's network egress rate-limited, so that the network (not the shared memory bus) is the
+# bottleneck of inter-host communication: the testbed of docs/performance.md ("The papers'
+# results on the emulated cluster"). The ranks are started by Open MPI's mpirun (the MPI
+# transport) or, with --launcher store, by this script itself over Concord's UCX transport.
 #
 # Usage: scripts/cluster.sh -H HOSTS [-r RANKS_PER_HOST] [options] -- COMMAND [ARGS...]
 #   -H, --hosts N          emulated hosts, 2..8
-#   -r, --ranks-per-host N ranks on each host, 1..2 (default 1): mpirun -np H*N
+#   -r, --ranks-per-host N ranks on each host, 1..2 (default 1): H*N ranks
+#   --launcher L           mpirun (default): mpirun -np H*N over Open MPI;
+#                          store: no MPI; H*N ranks over Concord's UCX transport (below)
 #   --rate R               egress rate of every host (tc units: 1gbit, 100mbit, ...;
 #                          default 1gbit; "none" leaves the links unshaped)
 #   --burst B              tbf bucket size (default 256kb; >= R/HZ, see tc-tbf(8))
@@ -15,6 +18,26 @@
 #   -h, --help             this text
 # Every CONCORD_* variable in the environment is forwarded to all ranks (mpirun -x).
 # Extra mpirun flags can be given in CONCORD_CLUSTER_MPIRUN_FLAGS (word-split).
+#
+# --launcher store starts the ranks itself, as torchrun or `concord-run --launcher local`
+# would on real hosts: rank R = I*N + L runs in host I's namespace (hostname nodeI) with
+# RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, CONCORD_TRANSPORT=ucx and
+# CONCORD_STORE=tcp:10.231.98.1:29400 (rank 0 on node0 serves the TCP store the ranks
+# exchange their UCX worker addresses through) and the whole environment otherwise. When a
+# rank fails, the others get 15 s to end by themselves (Concord reports the lost peer), then
+# SIGTERM. UCX picks its transports itself (UCX_TLS as the environment has it), with
+# UCX_NET_DEVICES=eth0 unless the environment sets it (as btl_tcp_if_include for Open MPI).
+# UCX's own protocol settings stay at their defaults: of the TCP rendezvous settings tried
+# (UCX_TCP_PUT_ENABLE=n, UCX_PROTO_ENABLE=y, UCX_RNDV_THRESH), none was faster at every
+# algorithm and size (docs/tuning.md, "Transports: MPI or UCX").
+# The emulated hosts share one kernel, and UCX tells hosts apart by the boot id
+# (/proc/sys/kernel/random/boot_id, its "system id"): with the machine's own in every
+# namespace, UCX took all ranks for one host and joined ranks of different hosts by shared
+# memory (sysv) and CMA, at 3.5 GB/s past a 1 Gbit/s link. So each host gets a boot id of its
+# own (bind-mounted over that file in its processes' mount namespace, below); then UCX uses
+# sysv and CMA within a host and tcp/eth0 between hosts, as Open MPI's vader and tcp BTLs do.
+# UCX_LOG_LEVEL=info prints each endpoint's lanes ("ep_cfg[N]: tag(tcp/eth0)"); the test
+# scripts.cluster checks them.
 #
 # What it builds (needs root, iproute2 and util-linux; see scripts/setup.sh). Nothing is
 # created in the root network namespace and only addresses of 10.231.98.0/24 inside the
@@ -31,9 +54,12 @@
 #     path (tens of microseconds), below a real switch's;
 #   - /etc/netns/concord-cI/hosts (mounted over /etc/hosts by `ip netns exec`) naming the
 #     hosts node0 .. node{H-1};
+#   - a boot id per host: /proc/sys/kernel/random/boot_id reads 00..07 in its last two
+#     digits on host 0..7 (UCX's test for "same machine", see above);
 #   - a hostfile and an rsh agent for Open MPI (plm_rsh_agent): mpirun runs in concord-c0
 #     with hostname node0; to start its daemon on nodeI it runs the daemon's command line
-#     in concord-cI under its own UTS namespace with hostname nodeI, as ssh would. Open MPI
+#     in concord-cI under its own UTS and mount namespaces with hostname nodeI and host I's
+#     boot id, as ssh would; the store launcher starts its ranks through the same agent. Open MPI
 #     sees H nodes, MPI_COMM_TYPE_SHARED (concord::local_size()) spans one host;
 #   - transports: --mca btl tcp,self,vader (shared memory within a host, TCP over eth0
 #     between hosts), --bind-to none (every emulated host sees the same cores).
@@ -65,7 +91,8 @@
 # run's are removed by the next run). Concurrent runs
 # are serialised with flock on /run/lock/concord-cluster.lock.
 #
-# Exit status: that of mpirun; 77 if this machine cannot create network namespaces, veth
+# Exit status: that of mpirun (--launcher store: 0 when every rank exits 0, else the first
+# failing rank's status, 128 + N for a signal N); 77 if this machine cannot create network namespaces, veth
 # pairs or a bridge (a container without CAP_SYS_ADMIN/CAP_NET_ADMIN), with the reason on
 # stderr (ctest reports 77 as SKIPPED); 2 for a usage error.
 set -euo pipefail
@@ -87,6 +114,7 @@ rate=1gbit
 burst=256kb
 latency=50ms
 check_only=0
+launcher=mpirun
 while (($#)); do
   case "$1" in
     -H | --hosts) (($# >= 2)) || fail "$1 needs a number"; hosts="$2"; shift 2 ;;
@@ -94,6 +122,7 @@ while (($#)); do
     --rate) (($# >= 2)) || fail "--rate needs a tc rate, e.g. 1gbit"; rate="$2"; shift 2 ;;
     --burst) (($# >= 2)) || fail "--burst needs a tc size, e.g. 256kb"; burst="$2"; shift 2 ;;
     --latency) (($# >= 2)) || fail "--latency needs a tc time, e.g. 50ms"; latency="$2"; shift 2 ;;
+    --launcher) (($# >= 2)) || fail "--launcher needs mpirun or store"; launcher="$2"; shift 2 ;;
     --check) check_only=1; shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; break ;;
@@ -109,6 +138,7 @@ if ((check_only)) && [ -z "$hosts" ]; then hosts=2; fi
 ((ranks_per_host <= 2)) ||
   echo "cluster: warning: $ranks_per_host ranks per host x $hosts hosts on $(nproc) cores: CPU-bound" >&2
 ((check_only || $#)) || fail "no command given (see --help)"
+[[ "$launcher" == mpirun || "$launcher" == store ]] || fail "--launcher must be mpirun or store, got '$launcher'"
 
 # --- can this machine do it at all? -------------------------------------------------------
 [ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces (run as root or via sudo)"
@@ -130,6 +160,7 @@ all_namespaces() {
 teardown() {
   local ns
   [ -z "${mpirun_pid:-}" ] || kill -TERM "$mpirun_pid" 2>/dev/null || true
+  ((${#rank_pids[@]} == 0)) || kill -TERM "${rank_pids[@]}" 2>/dev/null || true
   for ns in $(all_namespaces); do
     # Processes still in a namespace (daemons or ranks of a run killed with SIGKILL) were
     # started by this script; end them before the namespace goes.
@@ -142,6 +173,7 @@ teardown() {
 }
 workdir=""
 mpirun_pid=""
+rank_pids=()
 trap teardown EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
@@ -189,12 +221,18 @@ else
   echo "cluster: $hosts hosts x $ranks_per_host ranks, links not shaped" >&2
 fi
 
-# --- Open MPI: hostfile, rsh agent, mpirun -----------------------------------------------
+# --- running a command on a host ----------------------------------------------------------
 workdir=$(mktemp -d /tmp/concord-cluster.XXXXXX)
-for ((i = 0; i < hosts; i++)); do printf 'node%d slots=%s\n' "$i" "$ranks_per_host"; done >"$workdir/hostfile"
-# Called by mpirun as "agent HOST WORD..."; like ssh it runs the words as one shell command
-# line, here inside HOST's namespace with HOST as hostname.
-cat >"$workdir/agent" <<EOF
+# Each host's own boot id: UCX tells hosts apart by /proc/sys/kernel/random/boot_id (its
+# system id), which the namespaces share with this machine, so without it UCX takes every
+# rank for a process of one host and joins ranks of different hosts by shared memory and CMA,
+# past the shaped link. The agent bind-mounts boot_id.I over it for host I's processes only.
+boot_id=$(cat /proc/sys/kernel/random/boot_id)
+for ((i = 0; i < hosts; i++)); do printf '%s%02x\n' "${boot_id:0:34}" "$i" >"$workdir/boot_id.$i"; done
+# Called as "agent HOST WORD..." (by mpirun for its daemons, and below); like ssh it runs the
+# words as one shell command line, here in HOST's network namespace, under its own UTS and
+# mount namespaces, with HOST as host name and HOST's boot id.
+cat >"$workdir/agent" <<AGENT
 #!/usr/bin/env bash
 host="\$1"; shift
 case "\$host" in
@@ -202,10 +240,58 @@ case "\$host" in
   10.231.98.*) i=\$(( \${host##*.} - 1 )) ;;
   *) echo "cluster agent: unknown host '\$host'" >&2; exit 255 ;;
 esac
-exec ip netns exec "$HOST_NS_PREFIX\$i" unshare --uts sh -c 'hostname "\$1"; shift; exec sh -c "\$*"' agent "node\$i" "\$@"
-EOF
+exec ip netns exec "$HOST_NS_PREFIX\$i" unshare --uts bash -c \\
+  'mount --bind "\$1" /proc/sys/kernel/random/boot_id && hostname "\$2" && shift 2 && exec bash -c "\$*"' \\
+  agent "$workdir/boot_id.\$i" "node\$i" "\$@"
+AGENT
 chmod +x "$workdir/agent"
+on_host() {  # on_host I COMMAND [ARGS...]: runs the command on host I (its words kept as they are)
+  local host="node$1"
+  shift
+  "$workdir/agent" "$host" "$(printf '%q ' "$@")"
+}
 
+# --- the store launcher: every rank started here, UCX between them -------------------------
+readonly STORE_PORT=29400
+readonly GRACE_SECONDS=15
+if [ "$launcher" = store ]; then
+  export UCX_NET_DEVICES="${UCX_NET_DEVICES-eth0}"
+  size=$((hosts * ranks_per_host))
+  declare -A rank_of_pid=()
+  for ((i = 0; i < hosts; i++)); do
+    for ((l = 0; l < ranks_per_host; l++)); do
+      rank=$((i * ranks_per_host + l))
+      on_host "$i" env RANK="$rank" WORLD_SIZE="$size" LOCAL_RANK="$l" LOCAL_WORLD_SIZE="$ranks_per_host" \
+        CONCORD_TRANSPORT=ucx CONCORD_STORE="tcp:10.231.98.1:$STORE_PORT" CONCORD_RUN_ID="cluster-$$" \
+        "$@" 9>&- &
+      rank_pids+=($!)
+      rank_of_pid[$!]=$rank
+    done
+  done
+  status=0 stopper=""
+  while ((${#rank_pids[@]})); do
+    code=0 done_pid=""
+    wait -n -p done_pid "${rank_pids[@]}" || code=$?
+    [ -n "$done_pid" ] || break  # nothing left to wait for
+    running=()
+    for pid in "${rank_pids[@]}"; do [ "$pid" = "$done_pid" ] || running+=("$pid"); done
+    rank_pids=("${running[@]}")
+    if ((code != 0 && status == 0)); then
+      status=$code
+      echo "cluster: rank ${rank_of_pid[$done_pid]} exited with status $code; stopping the others in ${GRACE_SECONDS} s" >&2
+      if ((${#rank_pids[@]})); then
+        (sleep "$GRACE_SECONDS"; kill -TERM "${rank_pids[@]}" 2>/dev/null) 9>&- &
+        stopper=$!
+      fi
+    fi
+  done
+  [ -z "$stopper" ] || kill "$stopper" 2>/dev/null || true
+  rank_pids=()
+  exit "$status"
+fi
+
+# --- Open MPI: hostfile, rsh agent, mpirun -----------------------------------------------
+for ((i = 0; i < hosts; i++)); do printf 'node%d slots=%s\n' "$i" "$ranks_per_host"; done >"$workdir/hostfile"
 # shellcheck disable=SC2054  # the commas in "tcp,self,vader" belong to the value
 mpirun_flags=(
   --allow-run-as-root --bind-to none
@@ -238,9 +324,7 @@ done
 # mpirun runs in the background and is waited for, so that a SIGTERM to this script runs
 # the teardown at once instead of after mpirun exits.
 status=0
-# shellcheck disable=SC2016  # $1 and $@ are expanded by the inner sh
-ip netns exec "${HOST_NS_PREFIX}0" unshare --uts sh -c 'hostname "$1"; shift; exec "$@"' cluster node0 \
-  mpirun "${mpirun_flags[@]}" "$@" 9>&- &
+on_host 0 mpirun "${mpirun_flags[@]}" "$@" 9>&- &
 mpirun_pid=$!
 wait "$mpirun_pid" || status=$?
 mpirun_pid=""

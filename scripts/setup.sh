@@ -23,6 +23,7 @@ packages=(  # the build of the library, tools and Python extension, and the trai
   ccache  # cmake/ConcordCcache.cmake: every build tree of every clone shares compiled objects
   openmpi-bin libopenmpi-dev
   libucx-dev  # the UCX transport (CONCORD_WITH_UCX, src/transport/ucx/): torchrun, srun, concord-run
+  libpmix-dev  # the UCX world's rendezvous through mpirun's PMIx server (CONCORD_WITH_PMIX)
   libzmq3-dev  # the TCP rendezvous store (src/transport/rendezvous/)
   libspdlog-dev libcli11-dev nlohmann-json3-dev pybind11-dev python3-dev
   python3-torch python3-numpy python3-sklearn
@@ -35,6 +36,8 @@ packages=(  # the build of the library, tools and Python extension, and the trai
   libgtest-dev python3-pytest python3-mpi4py
   python3-matplotlib  # the plots of examples/ and tools/
   libjemalloc2  # concord-run --allocator jemalloc (python.concord_run_allocator)
+  libgloo-dev  # concord-pingpong: Gloo's TCP pairs beside Concord's UCX transport (docs/architecture.md)
+  ucx-utils  # ucx_info: UCX's transports and protocol thresholds (docs/tuning.md)
   python3-pip python3-setuptools python3-wheel dpkg-dev  # pip install ., cpack -G DEB (tests/install/)
   doxygen python3-sphinx python3-breathe python3-myst-parser  # scripts/docs.sh (docs.build)
   chromium fonts-dejavu-core  # docs.render opens the built site headless (~300 MB installed)

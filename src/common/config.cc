@@ -212,8 +212,9 @@ const std::vector<ConfigVar>& config_table() {
       {"CONCORD_TRANSPORT", "auto", "string",
        "mpi, ucx or auto (MPI under an MPI launcher or alone, UCX under torchrun, srun or concord-run)"},
       {"CONCORD_STORE", "", "string",
-       "UCX rendezvous store: file:DIR (one host) or tcp:HOST:PORT (rank 0 serves); empty = "
-       "tcp:MASTER_ADDR:(MASTER_PORT+1)"},
+       "UCX rendezvous: file:DIR (one host), tcp:HOST:PORT (rank 0 serves) or pmix (the launcher's PMIx "
+       "server); empty = pmix under a launcher that provides one (Open MPI's mpirun) in a build with PMIx, "
+       "else tcp:MASTER_ADDR:(MASTER_PORT+1)"},
       {"CONCORD_INIT_TIMEOUT", "60", "float",
        "seconds the UCX rendezvous waits for every rank before failing on every rank"},
       {"CONCORD_PEER_TIMEOUT", "15", "float",

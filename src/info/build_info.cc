@@ -18,6 +18,9 @@
 #include "device/nccl/nccl_api.h"
 #include "sparse/sparse_allreduce.h"
 #include "transport/device_pointers.h"
+#include "transport/launch_environment.h"
+#include "transport/rendezvous/open_store.h"
+#include "transport/rendezvous/pmix_exchange.h"
 #include "transport/transport_world.h"
 #include "transport/ucx_world.h"
 
@@ -91,7 +94,11 @@ json document() {
     transport = std::string("none: ") + error.what();
   }
   return {{"version", CONCORD_VERSION_STRING},
-          {"transport", {{"ucx_built", ucx_available()}, {"choice", transport}}},
+          {"transport",
+           {{"ucx_built", ucx_available()},
+            {"pmix_built", rendezvous::pmix_available()},
+            {"choice", transport},
+            {"rendezvous", rendezvous::describe_rendezvous(read_launch_environment(), config_value("CONCORD_STORE"))}}},
           {"settings", settings},
           {"unknown_horovod_variables", unknown_horovod_variables()},
           {"collectives", collectives},
@@ -158,6 +165,8 @@ std::string build_info_text() {
          cost["alpha"].get<double>(), cost["beta"].get<double>(), cost["gamma"].get<double>(),
          cost["inter_alpha"].get<double>(), cost["inter_beta"].get<double>());
   append(out, "\ntransport: %s\n", str(info["transport"]["choice"]));
+  append(out, "UCX rendezvous: %s (PMIx %s)\n", str(info["transport"]["rendezvous"]),
+         info["transport"]["pmix_built"].get<bool>() ? "built in" : "not built");
   append(out, "\nMPI CUDA-aware: %s (%s)\n", info["mpi_cuda_aware"]["supported"].get<bool>() ? "yes" : "no",
          str(info["mpi_cuda_aware"]["reason"]));
   append(out, "%s\n", str(info["nccl"]["summary"]));

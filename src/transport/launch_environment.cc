@@ -59,6 +59,7 @@ LaunchEnvironment read_launch_environment(const std::function<std::optional<std:
     if (lookup("TORCHELASTIC_RUN_ID")) env.launcher = "torchrun";
     else if (lookup("CONCORD_RUN_LOCAL")) env.launcher = "concord-run";
   }
+  env.pmix = lookup("PMIX_NAMESPACE").has_value() && lookup("PMIX_RANK").has_value();
   if (const auto addr = lookup("MASTER_ADDR")) env.master_addr = *addr;
   if (const auto port = lookup("MASTER_PORT")) env.master_port = parse_int(*port, "MASTER_PORT");
   if (const auto id = lookup("TORCHELASTIC_RUN_ID")) env.run_id = *id;

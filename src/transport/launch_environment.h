@@ -2,7 +2,7 @@
 // (Open MPI's OMPI_COMM_WORLD_*, MPICH/Hydra's PMI_*), by torchrun or concord-run (env://:
 // RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT), by Slurm's srun
 // (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID), or alone. The transport choice
-// (transport_select.cc) and the UCX rendezvous read it; a process that the environment
+// (transport_select.cc) and the UCX rendezvous (rendezvous/open_store.h) read it; a process that the environment
 // calls one of several must join that world or fail, never run as a world of one.
 #pragma once
 
@@ -23,6 +23,9 @@ struct LaunchEnvironment {
   std::string master_addr;  ///< MASTER_ADDR, empty when unset
   int master_port = 0;      ///< MASTER_PORT, 0 when unset
   std::string run_id;       ///< TORCHELASTIC_RUN_ID, CONCORD_RUN_ID or SLURM_JOB_ID.SLURM_STEP_ID
+  /// The launcher runs a PMIx server for this process (PMIX_NAMESPACE and PMIX_RANK set:
+  /// Open MPI's mpirun, Slurm's srun --mpi=pmix); the UCX world may rendezvous through it.
+  bool pmix = false;
 
   /// True when the environment says this process is one of several.
   bool several() const { return size > 1; }

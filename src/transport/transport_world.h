@@ -21,7 +21,7 @@ namespace concord {
 struct WorldOrigin {
   std::string transport;   ///< "mpi" or "ucx"
   std::string launcher;    ///< what started the process: "mpirun", "torchrun", "slurm", "concord-run", "none"
-  std::string rendezvous;  ///< how the ranks found each other: "MPI_Init", "file:PATH", "tcp:HOST:PORT", "none"
+  std::string rendezvous;  ///< how the ranks found each other: "MPI_Init", "file:PATH", "tcp:HOST:PORT", "pmix", "none"
 };
 
 class TransportWorld {

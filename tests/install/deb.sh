@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Debian package as a cluster admin gets it: `cpack -G DEB` in the build directory, then
-# checks of its name and fields (Depends on libopenmpi3 and Python, Recommends
-# python3-torch), `dpkg -x` into WORKDIR, and from the extracted tree: `concord-info
+# checks of its name and fields (Depends on libopenmpi3, Python and the packages named in
+# CONCORD_DEB_DEPENDS, e.g. "libucx0 libpmix2 libzmq5" for a build with UCX and PMIx;
+# Recommends python3-torch), `dpkg -x` into WORKDIR, and from the extracted tree: `concord-info
 # --version`, a 2-rank allreduce through concord.torch (Python package from
 # usr/lib/python3/dist-packages) and the C++ example built against usr/ (find_package).
 # Usage: deb.sh BUILD_DIR WORKDIR PYTHON VERSION -- LAUNCHER...   (LAUNCHER without -np)
@@ -25,6 +26,11 @@ echo "Depends: $depends"
 echo "Recommends: $recommends"
 grep -q "libopenmpi3" <<<"$depends" || fail "Depends lacks libopenmpi3: $depends"
 grep -q "python3 (>=" <<<"$depends" || fail "Depends lacks the python3 version: $depends"
+for package in ${CONCORD_DEB_DEPENDS:-}; do
+  grep -Eq "(^|, )$package( |,|$)" <<<"$depends" || fail "Depends lacks $package: $depends"
+done
+# Gloo is a build-tree measurement's (concord-pingpong), never the package's dependency.
+! grep -q "libgloo" <<<"$depends" || fail "Depends names libgloo: $depends"
 grep -q "python3-torch" <<<"$recommends" || fail "Recommends lacks python3-torch: $recommends"
 contents=$(dpkg-deb -c "$deb")
 for path in ./usr/bin/concord-info ./usr/bin/concord-run ./usr/include/concord/concord.h ./usr/lib/python3/dist-packages/concord/__init__.py \

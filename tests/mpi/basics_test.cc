@@ -52,6 +52,24 @@ TEST(Basics, NodeLayoutMatchesLauncher) {
   EXPECT_LT(concord::local_rank(), concord::local_size()) << "[rank " << world_rank() << "] local_rank()";
 }
 
+// The world came up over the transport and rendezvous a test configures (e.g. UCX through
+// mpirun's PMIx server, tests/transport/CMakeLists.txt), not a fallback.
+TEST(Basics, WorldOriginMatchesLauncher) {
+  const char* expect_transport = std::getenv("CONCORD_EXPECT_TRANSPORT");
+  const char* expect_rendezvous = std::getenv("CONCORD_EXPECT_RENDEZVOUS");
+  if (expect_transport == nullptr && expect_rendezvous == nullptr)
+    GTEST_SKIP() << "CONCORD_EXPECT_TRANSPORT and CONCORD_EXPECT_RENDEZVOUS are not set";
+  const auto& origin = process_world().origin();
+  if (expect_transport != nullptr) {
+    EXPECT_EQ(origin.transport, expect_transport)
+        << "[rank " << world_rank() << "] transport (launcher " << origin.launcher << ")";
+  }
+  if (expect_rendezvous != nullptr) {
+    EXPECT_EQ(origin.rendezvous, expect_rendezvous)
+        << "[rank " << world_rank() << "] rendezvous (launcher " << origin.launcher << ")";
+  }
+}
+
 TEST(Basics, InitTwiceIsANoOp) {
   init();  // collective, but a no-op while running: must not deadlock or restart
   EXPECT_TRUE(is_initialized());

@@ -121,8 +121,10 @@ inline T additive_value(DataType dtype, int rank, int64_t index, uint64_t seed, 
     case DataType::kFloat64: return static_cast<T>(static_cast<int64_t>(h % 2001) - 1000) * binade;
     case DataType::kFloat16:
     case DataType::kBFloat16: return static_cast<T>(static_cast<int64_t>(h % 41) - 20) * binade;
-    case DataType::kInt8: return static_cast<T>(static_cast<int64_t>(h % 41) - 20);
-    case DataType::kUInt8: return static_cast<T>(h % 41);
+    // 8-bit sums stay in range at any number of ranks up to 16 (times prescale 0.5 and
+    // postscale 3 as at 4 ranks): ranks 0..3 within +-20 (0..40), the others -1..1 (0..1).
+    case DataType::kInt8: return static_cast<T>(static_cast<int64_t>(rank < 4 ? h % 41 : h % 3) - (rank < 4 ? 20 : 1));
+    case DataType::kUInt8: return static_cast<T>(rank < 4 ? h % 41 : h % 2);
     case DataType::kBool: return static_cast<T>(h % 2);
     case DataType::kInt16: return static_cast<T>(static_cast<int64_t>(h % 2001) - 1000);
     case DataType::kInt32: return static_cast<T>(static_cast<int64_t>(h % 2000001) - 1000000);
@@ -136,14 +138,19 @@ inline T additive_value(DataType dtype, int rank, int64_t index, uint64_t seed, 
 }
 
 /// Input for product: small factors so a product over 4 ranks (times postscale 3) is
-/// exact in every dtype and fits int8/uint8.
+/// exact in every dtype and fits int8/uint8; in the 8-bit types ranks from 4 on contribute
+/// only factors that keep the magnitude (1, -1, and 0), so any number of ranks fits.
 template <typename T = Real>
 inline T multiplicative_value(DataType dtype, int rank, int64_t index, uint64_t seed) {
   static constexpr T kFloat[] = {1, -1, 2, 0.5, -2, 1.5, 0, -0.5, 1, 1};
   static constexpr T kSigned[] = {1, -1, 2, -2, 3, 1, 0, -3, 1, 1};
   static constexpr T kUnsigned[] = {1, 2, 3, 1, 0, 2, 1, 3, 1, 1};
   static constexpr T kWide[] = {1, -1, 2, -2, 3, -3, 5, 7, 0, 1};
+  static constexpr T kSignedTail[] = {1, -1, 1, -1, 0, 1, -1, 1, 1, -1};
+  static constexpr T kUnsignedTail[] = {1, 1, 0, 1, 1, 1, 1, 0, 1, 1};
   const uint64_t h = mix(rank, index, seed) % 10;
+  if (rank >= 4 && dtype == DataType::kInt8) return kSignedTail[h];
+  if (rank >= 4 && dtype == DataType::kUInt8) return kUnsignedTail[h];
   switch (dtype) {
     case DataType::kInt8:
     case DataType::kInt16: return kSigned[h];

@@ -7,6 +7,7 @@ Run directly with pytest (not under mpirun): the script launches mpirun itself.
 """
 import glob
 import os
+import re
 import signal
 import subprocess
 import time
@@ -139,3 +140,64 @@ def test_next_run_cleans_up_after_sigkill():
     assert probe.returncode == 0, probe.stderr
     assert leftovers() == []
     wait_for(lambda: sleeps_of_this_test() == [], "the ranks' processes to end", timeout=10)
+
+
+def test_store_launcher_environment_and_hosts():
+    """--launcher store, H = 2 x 2: ranks 0..3 with env:// variables, hosts in rank order, the
+    TCP store on node0, the UCX transport on eth0; exit 0 and nothing left."""
+    result = run(["-H", "2", "-r", "2", "--launcher", "store", "--", "sh", "-c",
+                  'echo "$RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $(hostname) $CONCORD_TRANSPORT $CONCORD_STORE '
+                  '$UCX_NET_DEVICES"'])
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.splitlines()) == [
+        f"{rank} 4 {rank % 2} 2 node{rank // 2} ucx tcp:10.231.98.1:29400 eth0" for rank in range(4)], result.stdout
+    assert leftovers() == []
+
+
+def test_store_launcher_hosts_have_their_own_boot_id():
+    """Each emulated host reads a boot id of its own (UCX's test for 'same machine'); ranks of
+    one host read the same one."""
+    result = run(["-H", "2", "-r", "2", "--launcher", "store", "--", "sh", "-c",
+                  'echo "$(hostname) $(cat /proc/sys/kernel/random/boot_id)"'])
+    assert result.returncode == 0, result.stderr
+    ids = {}
+    for line in result.stdout.splitlines():
+        host, boot_id = line.split()
+        ids.setdefault(host, set()).add(boot_id)
+    assert sorted(ids) == ["node0", "node1"] and all(len(v) == 1 for v in ids.values()), result.stdout
+    assert ids["node0"] != ids["node1"], f"both hosts read boot id {ids['node0']}"
+    assert Path("/proc/sys/kernel/random/boot_id").read_text().strip() not in ids["node1"]
+
+
+def test_store_launcher_returns_the_failing_rank_status():
+    """A rank that fails fails the job with its status, named on stderr; the others are stopped."""
+    start = time.monotonic()
+    result = run(["-H", "2", "--launcher", "store", "--", "sh", "-c",
+                  f'if [ "$RANK" = 1 ]; then exit 7; fi; sleep {SLEEP_SECONDS}'])
+    assert result.returncode == 7, result.stderr
+    assert "rank 1 exited with status 7" in result.stderr
+    assert time.monotonic() - start < 60, "the surviving rank was not stopped after the grace period"
+    assert leftovers() == []
+
+
+@pytest.mark.skipif(not os.environ.get("CONCORD_CLUSTER_BENCH"),
+                    reason="CONCORD_CLUSTER_BENCH (a concord-bench built with UCX) not given")
+def test_store_launcher_ucx_lanes_shared_memory_within_tcp_between_hosts(tmp_path):
+    """Over UCX (2 hosts x 2 ranks), every rank's endpoints use shared memory (sysv/cma) to its
+    own host and tcp/eth0 to the other host, never shared memory across hosts: UCX logs each
+    endpoint configuration it creates (UCX_LOG_LEVEL=info: 'ep_cfg[N]: tag(LANES)'), here into
+    one file per rank (UCX_LOG_FILE with %h and %p), so that the ranks' lines never interleave."""
+    env = dict(os.environ, UCX_LOG_LEVEL="info", UCX_LOG_FILE=str(tmp_path / "ucx.%h.%p.log"),
+               CONCORD_INIT_TIMEOUT="60")
+    result = subprocess.run([str(SCRIPT), "-H", "2", "-r", "2", "--launcher", "store", "--",
+                             os.environ["CONCORD_CLUSTER_BENCH"], "-C", "allreduce", "-a", "ring", "-b", "4", "-e",
+                             "4", "-T", "0.01"], capture_output=True, text=True, timeout=240, env=env)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    configs = {log.name: re.findall(r"ep_cfg\[\d+\]: tag\(([^)]*)\)", log.read_text()) for log in tmp_path.glob("ucx.*.log")}
+    assert len(configs) == 4 and sorted(name.split(".")[1] for name in configs) == ["node0", "node0", "node1", "node1"], \
+        f"expected the UCX logs of 2 ranks on each of node0 and node1, got {sorted(configs)}"
+    for rank, lanes in configs.items():
+        network = [entry for entry in lanes if "tcp/" in entry]
+        assert network and all(entry.split() == ["tcp/eth0"] for entry in network), \
+            f"{rank}: no endpoint over tcp/eth0 alone to the other host: {lanes}"
+        assert any("memory" in entry for entry in lanes), f"{rank}: no shared-memory endpoint: {lanes}"

@@ -16,6 +16,8 @@
 #include "transport/launch_environment.h"
 #include "transport/rendezvous/address_frame.h"
 #include "transport/rendezvous/file_store.h"
+#include "transport/rendezvous/open_store.h"
+#include "transport/rendezvous/pmix_exchange.h"
 #include "transport/rendezvous/tcp_store.h"
 #include "transport/rendezvous/world_rendezvous.h"
 
@@ -207,6 +209,33 @@ TEST(LaunchEnvironment, ReadsTorchrunSlurmAndMpirun) {
               read_launch_environment(lookup({{"RANK", "x"}, {"WORLD_SIZE", "4"}}));
             }).find("RANK='x'"),
             std::string::npos);
+}
+
+// Under mpirun (PMIX_NAMESPACE and PMIX_RANK set) with CONCORD_STORE empty, the UCX world
+// rendezvouses through PMIx in a build with it; an explicit CONCORD_STORE wins; a build
+// without PMIx says so instead of naming a store that does not exist.
+TEST(OpenStore, PmixUnderMpirunUnlessAStoreIsNamed) {
+  const auto mpirun = read_launch_environment(lookup({{"OMPI_COMM_WORLD_RANK", "1"},
+                                                      {"OMPI_COMM_WORLD_SIZE", "2"},
+                                                      {"PMIX_NAMESPACE", "prterun-x@1"},
+                                                      {"PMIX_RANK", "1"}}));
+  EXPECT_TRUE(mpirun.pmix);
+  EXPECT_FALSE(read_launch_environment(lookup({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}})).pmix);
+  EXPECT_EQ(describe_rendezvous(mpirun, "file:/tmp/s"), "file:/tmp/s");
+  if (pmix_available()) {
+    EXPECT_EQ(describe_rendezvous(mpirun, ""), "pmix");
+    const OpenStore opened = open_store(mpirun, "", std::chrono::seconds(1));
+    EXPECT_TRUE(opened.pmix);
+    EXPECT_EQ(opened.store, nullptr);
+    EXPECT_EQ(opened.describe(), "pmix");
+  } else {
+    EXPECT_NE(describe_rendezvous(mpirun, "").find("this build has no PMIx"), std::string::npos)
+        << describe_rendezvous(mpirun, "");
+  }
+  auto no_pmix = mpirun;
+  no_pmix.pmix = false;
+  EXPECT_NE(describe_rendezvous(no_pmix, "").find("a launcher with a PMIx server"), std::string::npos)
+      << describe_rendezvous(no_pmix, "");
 }
 
 }  // namespace

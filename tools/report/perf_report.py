@@ -6,7 +6,7 @@ rewrites every table between its generated markers. Called by scripts/perf_repor
 
 Usage: scripts/perf_report.sh [--quick] [--render | --check] [--data DIR] [--page FILE]
                               [--build DIR] [--repeats N] [topic ...]
-  topic      collectives, transport, runtime, training, papers, soak (default: all)
+  topic      collectives, transport, cluster, runtime, training, papers, soak (default: all)
   --quick    small sizes, one repeat, 2 ranks, the papers' steps that need no testbed: a smoke
              test of a few minutes (CI runs it). Writes into <build>/perf-quick/ (data and a
              copy of the page) unless --data / --page say otherwise, so the committed numbers
@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "report"))
 import perf_tables  # noqa: E402  (the renderers, one per table)
 
 PYTHON = "/usr/bin/python3"
-TOPICS = ("collectives", "transport", "runtime", "training", "papers", "soak")
+TOPICS = ("collectives", "transport", "cluster", "runtime", "training", "papers", "soak")
 
 
 class Runner:
@@ -163,6 +163,28 @@ def run_transport(r, a):
              "--launcher local` with a file store (`ucx_np*`), one after the other.")
 
 
+def run_cluster(r, a):
+    """Each allreduce algorithm alone over MPI and over UCX on the emulated hosts of
+    scripts/cluster.sh (1 Gbit/s links), one launcher after the other per host count."""
+    high = "64K" if a.quick else "16M"
+    bench = [os.path.join(a.bin, "concord-bench"), "-C", "allreduce", "-a", "all", "-b", "4", "-e", high, "-f", "16",
+             "-T", "0.05" if a.quick else "0.2", "-R", str(a.repeats)]
+    for hosts in ((2,) if a.quick else (2, 4)):
+        for kind, launcher in (("mpi", "mpirun"), ("ucx", "store")):
+            name = f"{kind}_h{hosts}"
+            status, text = r.run(name, [os.path.join(ROOT, "scripts", "cluster.sh"), "-H", str(hosts), "--launcher",
+                                        launcher, "--", *bench, "-J", r.path(name + ".json")], check=False)
+            if status == 77:  # no network namespaces here: nothing to measure
+                print(f"perf_report: cluster: skipped ({text.strip().splitlines()[-1]})", flush=True)
+                return
+            if status != 0:
+                raise RuntimeError(f"cluster/{name} failed ({status}):\n{text[-3000:]}")
+    r.finish("Every allreduce algorithm of the registry alone (`concord-bench -a all`, in place, times in us) "
+             "on H emulated hosts of one rank each (scripts/cluster.sh, every host's egress shaped to 1 Gbit/s "
+             "with tbf), over the MPI transport under mpirun (`mpi_h*`) and over UCX started by `cluster.sh "
+             "--launcher store` with a TCP store (`ucx_h*`), one after the other.")
+
+
 def run_runtime(r, a):
     """The runtime's per-call costs (tools/torch/latency_bench.py iteration, outofplace, idle)."""
     for p in ((2,) if a.quick else (2, 4)):
@@ -224,8 +246,8 @@ def run_soak(r, a):
              "stalled or raising at step 5 of 1,000 allreduces): seconds until the job ended.")
 
 
-RUNS = {"collectives": run_collectives, "transport": run_transport, "runtime": run_runtime, "training": run_training,
-        "papers": run_papers, "soak": run_soak}
+RUNS = {"collectives": run_collectives, "transport": run_transport, "cluster": run_cluster, "runtime": run_runtime,
+        "training": run_training, "papers": run_papers, "soak": run_soak}
 
 
 def markers(name):

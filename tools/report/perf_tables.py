@@ -178,12 +178,13 @@ def c10d(data):
         _caption(data, "collectives", "c10d_np")
 
 
-def transport(ranks):
-    """The fastest algorithm alone over MPI and over UCX at `ranks` ranks (transport topic)."""
+def transport(world, topic="transport"):
+    """The fastest algorithm alone over MPI and over UCX in the `world` runs (`np2`: 2 ranks
+    on one host, transport topic; `h2`: 2 emulated hosts, cluster topic)."""
     def render(data):
-        runs = {kind: _runs(data, "transport", f"{kind}_np{ranks}\\.json") for kind in ("mpi", "ucx")}
+        runs = {kind: _runs(data, topic, f"{kind}_{world}\\.json") for kind in ("mpi", "ucx")}
         if not runs["mpi"] or not runs["ucx"]:
-            return _missing(data, "transport")
+            return _missing(data, topic)
         best = {}
         for kind in ("mpi", "ucx"):
             for r in runs[kind][0]["results"]:
@@ -199,7 +200,7 @@ def transport(ranks):
             body.append([fmt_bytes(size), f"{m[0]}, {fmt_time(m[1] * 1e-6)}", f"{u[0]}, {fmt_time(u[1] * 1e-6)}",
                          f"{m[1] / u[1]:.2f}"])
         header = ["size", "over MPI: fastest, time", "over UCX: fastest, time", "MPI / UCX"]
-        return _table(header, body) + "\n\n" + _caption(data, "transport", "")
+        return _table(header, body) + "\n\n" + _caption(data, topic, "")
     return render
 
 
@@ -397,8 +398,10 @@ TABLES = {
     "algorithms_np2": algorithms(2),
     "algorithms_np4": algorithms(4),
     "c10d": c10d,
-    "transport_np2": transport(2),
-    "transport_np4": transport(4),
+    "transport_np2": transport("np2"),
+    "transport_np4": transport("np4"),
+    "cluster_h2": transport("h2", "cluster"),
+    "cluster_h4": transport("h4", "cluster"),
     "runtime_iteration": runtime_iteration,
     "runtime_outofplace": runtime_outofplace,
     "runtime_idle": runtime_idle,

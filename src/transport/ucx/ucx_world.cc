@@ -42,9 +42,9 @@ class UcxWorld : public TransportWorld {
       origin_.rendezvous = "none";
       peers.push_back(mine);
     } else {
-      origin_.rendezvous = store_.store->describe();
+      origin_.rendezvous = store_.describe();
       rendezvous::RendezvousOptions options{env.rank, env.size, env.run_id, rendezvous::Clock::now() + timeout};
-      peers = rendezvous::exchange_addresses(*store_.store, options, mine);
+      peers = store_.exchange(options, mine);
     }
     std::vector<std::vector<uint8_t>> addresses;
     std::vector<std::string> hosts;
@@ -57,7 +57,7 @@ class UcxWorld : public TransportWorld {
     worker_->connect(addresses);
     worker_->set_peers(hosts, pids);
     const auto peer_timeout = peer_heartbeat_timeout();
-    if (env.size > 1 && peer_timeout.count() > 0) {
+    if (env.size > 1 && peer_timeout.count() > 0 && store_.store) {  // PMIx: no store to beat in
       worker_->set_heartbeat(std::make_unique<PeerHeartbeat>(store_.store, rendezvous::key_prefix(env.run_id),
                                                              env.rank, env.size, peer_timeout));
     }
