@@ -18,6 +18,7 @@ void bind_engine(py::module_& m);       // bind_engine.cc
 void bind_kvstore(py::module_& m);      // bind_kvstore.cc
 void bind_collectives(py::module_& m);  // bind_collectives.cc
 void bind_output_pool(py::module_& m);  // bind_output_pool.cc
+void bind_p2p(py::module_& m);          // bind_p2p.cc
 
 namespace {
 
@@ -152,4 +153,5 @@ PYBIND11_MODULE(_core, m) {
   bind_kvstore(m);
   bind_collectives(m);
   bind_output_pool(m);
+  bind_p2p(m);
 }

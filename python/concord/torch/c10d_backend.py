@@ -30,6 +30,7 @@ import torch.distributed as dist
 from torch.distributed import distributed_c10d
 
 import concord
+from concord import _core
 from concord import process_sets
 from concord.torch.c10d_work import CallbackPool
 from concord.torch.process_group import ProcessGroupConcord
@@ -129,8 +130,14 @@ class ConcordBackend:
                 raise RuntimeError(f"concord: the group of ranks {list(key)} was not created by dist.new_group on "
                                    "every rank (Concord registers a subgroup's process set on every rank)")
             process_set = self.process_set(key)
-        return ProcessGroupConcord(options.group_rank, options.group_size, ranks, process_set,
-                                   options.group_id or "world", options.store, options.timeout, self._callbacks)
+        name = options.group_id or "world"
+        if ranks != sorted(ranks) or ranks[options.group_rank] != concord.rank():
+            raise RuntimeError(f"concord: group '{name}': group rank {options.group_rank} of global ranks {ranks} "
+                               f"is not this process (global rank {concord.rank()})")
+        members = [] if process_set is None else ranks  # the world's channel duplicates the transport world
+        channel = _core.P2pChannel(f"c10d.p2p.{name}", members)
+        return ProcessGroupConcord(options.group_rank, options.group_size, ranks, process_set, name, options.store,
+                                   channel, options.timeout, self._callbacks)
 
     def wrap_group_helper(self, helper):
         """torch's ``_new_process_group_helper`` (which new_group calls on every rank),
