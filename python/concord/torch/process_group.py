@@ -42,8 +42,8 @@ from concord.torch import collectives
 from concord.torch.c10d_p2p import ChannelMessages, StoreBarrier
 from concord.torch.c10d_tensors import (BITWISE_OPS, CONCORD_OPS, SCATTER_OPS, check_like, concord_op, flat,
                                         one_tensor, reduce_op, unwire, wire, wire_width)
-from concord.torch.c10d_work import Completer, ConcordWork, seconds
-from concord.torch.handles import Sum, synchronize
+from concord.torch.c10d_work import Completer, ConcordWork, seconds, synchronize
+from concord.torch.handles import Sum
 
 
 def _write(tensor, result):
@@ -72,6 +72,7 @@ class ProcessGroupConcord(ProcessGroup):
         self._ranks = list(ranks)
         self._set = process_set
         self._group = group_name
+        self._where = f" of group '{group_name}' (rank {rank} of {size})"  # ends every work's description
         self._timeout = seconds(timeout, 1800.0)
         self._callbacks = callbacks
         self._completer = Completer(group_name)
@@ -94,8 +95,7 @@ class ProcessGroupConcord(ProcessGroup):
     # -- plumbing -------------------------------------------------------------------------
 
     def _work(self, what):
-        return ConcordWork(f"{what} of group '{self._group}' (rank {self.rank()} of {self.size()})",
-                           self._timeout, self._callbacks)
+        return ConcordWork(what + self._where, self._timeout, self._callbacks)
 
     def _collective(self, what):
         """The next call's name and its Work."""
