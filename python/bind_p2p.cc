@@ -1,9 +1,13 @@
 // concord._core.P2pChannel: tagged point-to-point messages between the ranks of the process's
 // transport world, for the send/recv of the "concord" torch.distributed backend
-// (python/concord/torch/c10d_p2p.py). A channel owns its own communicator, so its messages
-// never match the runtime's: a duplicate of the transport world (TransportWorld::duplicate,
-// collective over the world: every rank creates those channels in the same order) or a
-// group of world ranks formed by its members alone (TransportWorld::create_group). The
+// (python/concord/torch/c10d_p2p.py). A channel has a communicator of its own, so its
+// messages never match the runtime's: a duplicate of the transport world (TransportWorld::
+// duplicate, collective over the world: every rank creates those channels in the same
+// order), or the point-to-point communicator of a process set formed by its members, which
+// the runtime's background thread made with the set's other communicators (members only:
+// TransportWorld::create_group), so no communicator is created on a Python thread while
+// the background thread may be creating one (Open MPI allocates communicator ids one
+// thread at a time: two such creations on two threads of two ranks deadlocked). The
 // bytes go straight through the transport (MPI or UCX), not through a store. Buffers
 // arrive as addresses; the caller keeps them alive until the request completed (the
 // request keeps a reference to the Python object it is given). Every call that may wait
@@ -19,6 +23,7 @@
 
 #include "common/backoff.h"
 #include "common/enforce.h"
+#include "runtime/api_process_sets.h"
 #include "transport/transport_world.h"
 
 namespace py = pybind11;
@@ -81,14 +86,15 @@ class P2pRequest {
   int source_ = -1;
 };
 
-// A communicator of the transport world used for tagged messages only: a duplicate of the
-// world (collective over every rank) or a group formed by its members alone.
+// A communicator used for tagged messages only: a duplicate of the transport world
+// (collective over every rank), or the point-to-point communicator of a process set formed
+// by its members (made by the runtime with the set's other communicators).
 class P2pChannel {
  public:
-  P2pChannel(const std::string& purpose, const std::vector<int>& members) {
+  P2pChannel(const std::string& purpose, int process_set) {
     TransportWorld& world = process_world();
     world.require_threads("point-to-point channel '" + purpose + "'");
-    comm_ = members.empty() ? world.duplicate(purpose) : world.create_group(members, purpose);
+    comm_ = process_set < 0 ? std::shared_ptr<Communicator>(world.duplicate(purpose)) : process_set_p2p(process_set);
   }
 
   int rank() const { return comm().rank(); }
@@ -148,10 +154,11 @@ void bind_p2p(py::module_& m) {
            "Polls until complete or timeout_s seconds passed (negative: no limit); True when complete.")
       .def("source", &P2pRequest::source, "The sender's rank once a receive completed, else -1.");
   py::class_<P2pChannel>(m, "P2pChannel")
-      .def(py::init<const std::string&, const std::vector<int>&>(), py::arg("purpose"),
-           py::arg("members") = std::vector<int>{}, py::call_guard<py::gil_scoped_release>(),
-           "A channel over the whole world (members empty: collective over every rank) or over the world ranks "
-           "`members` (ascending; collective over them only).")
+      .def(py::init<const std::string&, int>(), py::arg("purpose"), py::arg("process_set") = -1,
+           py::call_guard<py::gil_scoped_release>(),
+           "A channel over the whole world (process_set < 0: a duplicate of the transport world, collective over "
+           "every rank), or process set `process_set`'s point-to-point communicator (a set formed by its members "
+           "with form_process_set; nothing collective).")
       .def("rank", &P2pChannel::rank)
       .def("size", &P2pChannel::size)
       .def("isend", &P2pChannel::isend, py::arg("data"), py::arg("bytes"), py::arg("peer"), py::arg("tag"),

@@ -12,6 +12,9 @@ CommunicatorSet TransportWorld::communicator_set() {
   set.data = duplicate("runtime.data");
   set.node_of_rank = node_of_rank();
   set.threads_supported = threads_supported();
+  set.create_group = [this](const std::vector<int>& members, const std::string& purpose) {
+    return create_group(members, purpose);
+  };
   return set;
 }
 

@@ -4,9 +4,10 @@ transport, and its monitored barrier, through the c10d store.
 ``send``, ``recv`` and ``recv_anysource`` travel over a :class:`concord._core.P2pChannel`: a
 communicator of the process's transport world (MPI or UCX) of the group's own, so the bytes
 go rank to rank as the runtime's do (one message each, no store round trips) and never
-match another group's or the runtime's messages. The default group's channel duplicates
-the transport world (every rank creates it in init_process_group); a subgroup's is formed by
-its members alone (TransportWorld::create_group: MPI_Comm_create_group, or the members
+match the runtime's messages. The default group's channel duplicates the transport world
+(every rank creates it in init_process_group); a subgroup's is the point-to-point
+communicator of its process set, which the members' runtimes made alone with the set's
+other communicators (TransportWorld::create_group: MPI_Comm_create_group, or the members
 agreeing on a UCX communicator). Ordering follows MPI's non-overtaking rule per (sender,
 receiver, tag); a receive from any source takes the oldest message on its tag of whichever
 sender the transport matches first, and its Work's ``_source_rank()`` names that sender.
