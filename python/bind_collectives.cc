@@ -91,6 +91,8 @@ void bind_collectives(py::module_& m) {
   m.def("barrier_async", &barrier_async, py::arg("process_set") = 0, py::call_guard<py::gil_scoped_release>());
   m.def("barrier", &barrier, py::arg("process_set") = 0, py::call_guard<py::gil_scoped_release>());
   m.def("add_process_set", &add_process_set, py::arg("ranks"), py::call_guard<py::gil_scoped_release>());
+  m.def("form_process_set", &form_process_set, py::arg("ranks"), py::arg("name"),
+        py::call_guard<py::gil_scoped_release>());
   m.def("remove_process_set", &remove_process_set, py::arg("id"), py::call_guard<py::gil_scoped_release>());
   m.def("process_set_ids", &process_set_ids);
   m.def("process_set_ranks", &process_set_ranks, py::arg("id"));

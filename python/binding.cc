@@ -47,6 +47,7 @@ PYBIND11_MODULE(_core, m) {
   py::class_<Handle>(m, "Handle")
       .def("poll", &Handle::poll)
       .def("wait", &Handle::wait, py::call_guard<py::gil_scoped_release>())
+      .def("wait_for", &Handle::wait_for, py::arg("seconds"), py::call_guard<py::gil_scoped_release>())
       .def("output_shape", &Handle::output_shape)
       .def("received_splits", &Handle::received_splits)
       .def("output_nbytes", &Handle::output_nbytes)
@@ -140,4 +141,5 @@ PYBIND11_MODULE(_core, m) {
   bind_collectives(m);
   bind_output_pool(m);
   bind_world(m);
+  bind_p2p(m);
 }

@@ -18,6 +18,7 @@ void bind_engine(pybind11::module_& m);       ///< Engine, the dependency engine
 void bind_kvstore(pybind11::module_& m);      ///< KVStore over the engine (src/kvstore/)
 void bind_collectives(pybind11::module_& m);  ///< reducescatter, alltoall, grouped allgather, barrier, join
 void bind_output_pool(pybind11::module_& m);  ///< OutputPool (concord.torch.output_pool)
+void bind_p2p(pybind11::module_& m);          ///< P2pChannel, P2pRequest (the c10d backend's send/recv)
 void bind_world(pybind11::module_& m);        ///< Store, StoreServer, leave_world, abort_world (elastic training)
 
 namespace concord {

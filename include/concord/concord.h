@@ -224,6 +224,14 @@ int join();
 /// (InvalidArgument otherwise); a set with the same ranks already existing, or ranks that
 /// differ between callers, fail on every rank (InvalidArgument / MismatchError).
 int add_process_set(const std::vector<int>& ranks);
+/// add_process_set called by the set's members only (each passes the same ranks and the
+/// same `name`, unique among the sets formed this way); the other ranks call nothing (their
+/// runtimes apply the registration where the world's negotiation orders it). Returns the
+/// new set's id (the same on every rank). Needs CONCORD_DYNAMIC_PROCESS_SETS=1; this rank
+/// not among `ranks`, or a set of these ranks existing already: InvalidArgument; members
+/// passing different ranks under one name: MismatchError on those members. A member that
+/// never calls it leaves the others waiting (the stall inspector reports it).
+int form_process_set(const std::vector<int>& ranks, const std::string& name);
 /// Collective over all ranks: removes set `id` (not 0); its pending operations fail with
 /// StateError. Needs CONCORD_DYNAMIC_PROCESS_SETS=1. Unknown id: InvalidArgument.
 void remove_process_set(int id);

@@ -22,6 +22,9 @@ class Handle {
   /// MismatchError, StateError) if it failed. Releases nothing: the caller's buffers may
   /// be reused afterwards.
   void wait() const;
+  /// Blocks until the operation has finished or `seconds` passed; true when it finished
+  /// (then as wait(): rethrows the operation's error). Never consumes anything.
+  bool wait_for(double seconds) const;
   /// Allgather/alltoall: the output shape, valid after wait() (dim 0 = rows received).
   const std::vector<int64_t>& output_shape() const;
   /// Allgather/alltoall of host tensors: the gathered bytes (row-major, rank order), valid

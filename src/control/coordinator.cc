@@ -94,7 +94,11 @@ Response build_response(const std::vector<Request>& requests, int size, const st
     error = find_mismatch(requests, names, "group", [](const Request& r) {
       return r.group_size > 1 ? "group '" + r.group + "' of " + std::to_string(r.group_size) : std::string("no group");
     });
-  if (!error.empty()) return error_response(first.name, error);
+  if (!error.empty()) {
+    Response failed = error_response(first.name, error);
+    if (first.type == CollectiveType::kProcessSet) failed.root = first.root;  // a formed set's reaches non-members
+    return failed;
+  }
 
   Response response;
   response.type = response_type(first.type);
@@ -183,6 +187,17 @@ void Coordinator::check_ready(const std::string& name) {
   for (int r = 0; r < size_; ++r) {
     if (entry.by_rank[r]) any = &*entry.by_rank[r];
     present += entry.by_rank[r] || joined_[r];
+  }
+  if (any != nullptr && any->type == CollectiveType::kProcessSet && any->root == kFormedByMembers) {
+    // a set formed by its members: ready once every rank that some member names has
+    // submitted it (members naming different ranks then get the mismatch error)
+    const auto complete = [&](const std::optional<Request>& request) {
+      return request && std::all_of(request->splits.begin(), request->splits.end(), [&](int64_t member) {
+               return member >= 0 && member < size_ && entry.by_rank[member].has_value();
+             });
+    };
+    if (std::any_of(entry.by_rank.begin(), entry.by_rank.end(), complete)) ready_.push_back(name);
+    return;
   }
   if (present < size_ || any == nullptr) return;
   for (const auto& group : groups_)  // already waiting for its group

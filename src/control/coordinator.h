@@ -4,7 +4,8 @@
 // one global order every rank executes. Before answering, the coordinator checks that all
 // ranks agree on the collective, dtype, shape (all but dim 0 for allgather), reduce op,
 // scale factors, root and group; any disagreement becomes an ERROR response naming the
-// tensor, the ranks and the differing values, raised on every rank. Members of a group
+// tensor, the ranks and the differing values, raised on every rank. A process set formed by
+// its members (Request::root == kFormedByMembers) is ready once its members have requested it. Members of a group
 // (grouped allreduce) are held back until every member is ready, then released together.
 //
 // Join (Horovod's hvd.join()): a rank that has run out of data sends a kJoin request. From

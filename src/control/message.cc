@@ -160,6 +160,11 @@ bool Request::same_parameters(const Request& other) const {
          device == other.device;
 }
 
+bool formed_by_members(const Response& response) {
+  return (response.type == ResponseType::kProcessSet || response.type == ResponseType::kError) &&
+         response.root == kFormedByMembers;
+}
+
 ResponseType response_type(CollectiveType type) {
   switch (type) {
     case CollectiveType::kAllreduce: return ResponseType::kAllreduce;

@@ -14,13 +14,23 @@
 namespace concord {
 
 /// One rank's request to run a collective on a named tensor.
+/// Request::root of a process-set registration that only the set's members submit: the
+/// coordinator answers it once every member has, and every rank applies it.
+inline constexpr int32_t kFormedByMembers = -1;
+
+struct Response;
+/// True for the response (or the error) of a process set formed by its members.
+bool formed_by_members(const Response& response);
+
 struct Request {
   int32_t rank = 0;
   std::string name;
   CollectiveType type = CollectiveType::kAllreduce;
   DataType dtype = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;  ///< allreduce only
-  int32_t root = 0;              ///< broadcast only
+  /// Broadcast: the root. Process-set removal: the set's id; registration: 0, or
+  /// kFormedByMembers when only the set's members submit it (form_process_set).
+  int32_t root = 0;
   double prescale_factor = 1.0;  ///< allreduce only
   double postscale_factor = 1.0;
   std::vector<int64_t> shape;

@@ -174,6 +174,8 @@ void Negotiator::cache_new(const std::vector<Response>& responses) {
       const bool joined =
           std::find(response.joined.begin(), response.joined.end(), comm_.rank()) != response.joined.end();
       if (it == sent_.end() && joined) continue;  // this rank had joined: it takes part without a request
+      if (it == sent_.end() && formed_by_members(response))
+        continue;  // a set formed by its members, of which this rank is not one: applied, never cached
       CONCORD_ENFORCE(it != sent_.end(), InternalError, "response for tensor '", name,
                       "' which this rank has not sent to the coordinator");
       if (ResponseCache::cacheable(response) && response.joined.empty()) {

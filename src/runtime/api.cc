@@ -8,6 +8,7 @@
 #include "common/enforce.h"
 #include "concord/concord.h"
 #include "runtime/api_devices.h"
+#include "runtime/api_process_sets.h"
 #include "runtime/exit_watchdog.h"
 #include "runtime/runtime.h"
 #include "transport/transport_world.h"
@@ -212,6 +213,20 @@ int add_process_set(const std::vector<int>& ranks) {
   const Handle handle = running()->enqueue_process_set(ranks, 0);
   handle.wait();
   return static_cast<int>(handle.received_splits().at(0));
+}
+
+int form_process_set(const std::vector<int>& ranks, const std::string& name) {
+  const Handle handle = running()->enqueue_formed_process_set(ranks, name);
+  handle.wait();
+  return static_cast<int>(handle.received_splits().at(0));
+}
+
+std::shared_ptr<Communicator> process_set_p2p(int id) {
+  const auto set = running()->process_sets().get(id);
+  CONCORD_ENFORCE(set->p2p != nullptr, InvalidArgument, set->describe(),
+                  " has no point-to-point communicator on this rank: it was not formed by its members "
+                  "(form_process_set), or this rank is not one of them");
+  return set->p2p;
 }
 
 void remove_process_set(int id) { running()->enqueue_process_set({}, id).wait(); }

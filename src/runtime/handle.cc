@@ -1,5 +1,6 @@
 #include "concord/handle.h"
 
+#include <chrono>
 #include <cstring>
 
 #include "common/enforce.h"
@@ -30,7 +31,9 @@ bool HandleState::done() const {
   return done_;
 }
 
-void HandleState::wait() const {
+void HandleState::wait() const { wait_for(-1.0); }
+
+bool HandleState::wait_for(double seconds) const {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!done_) {
     if (const auto signal = flush_signal.lock()) {
@@ -39,8 +42,11 @@ void HandleState::wait() const {
       lock.lock();
     }
   }
-  done_cv_.wait(lock, [this] { return done_; });
+  const auto finished = [this] { return done_; };
+  if (seconds < 0) done_cv_.wait(lock, finished);
+  else if (!done_cv_.wait_for(lock, std::chrono::duration<double>(seconds), finished)) return false;
   if (error_) std::rethrow_exception(error_);
+  return true;
 }
 
 namespace {
@@ -53,6 +59,8 @@ const HandleState& checked(const std::shared_ptr<HandleState>& state) {
 bool Handle::poll() const { return checked(state_).done(); }
 
 void Handle::wait() const { checked(state_).wait(); }
+
+bool Handle::wait_for(double seconds) const { return checked(state_).wait_for(seconds); }
 
 const std::vector<int64_t>& Handle::output_shape() const { return checked(state_).output_shape; }
 

@@ -25,6 +25,8 @@ class HandleState {
   /// raises `flush_signal`: the caller's burst of submissions is over, so a background
   /// thread lingering for more starts the round at once.
   void wait() const;
+  /// As wait(), for at most `seconds`; true when done (its error rethrown), false on timeout.
+  bool wait_for(double seconds) const;
   /// The world queue's flush signal (TensorQueue::flush_signal; the world's for every
   /// process set, as the background thread lingers on the world's queue), raised when a
   /// thread blocks in wait(). Unset for internal states; weak: a handle may outlive the

@@ -35,7 +35,7 @@ ProcessSetTable::ProcessSetTable(Communicator& world_control, Communicator& worl
   sets_[0] = make(0, all);
 }
 
-std::shared_ptr<ProcessSet> ProcessSetTable::make(int32_t id, const std::vector<int>& ranks) {
+std::shared_ptr<ProcessSet> ProcessSetTable::make(int32_t id, const std::vector<int>& ranks, bool formed_by_members) {
   auto set = std::make_shared<ProcessSet>();
   set->id = id;
   set->ranks = ranks;
@@ -44,6 +44,15 @@ std::shared_ptr<ProcessSet> ProcessSetTable::make(int32_t id, const std::vector<
   if (id == 0) {
     set->control = &world_control_;
     set->data = &world_data_;
+  } else if (formed_by_members && context_.create_group) {  // collective over the members only
+    if (member) {
+      const std::string name = set->describe();
+      set->owned_control = context_.create_group(ranks, name + " control");
+      set->owned_data = context_.create_group(ranks, name + " data");
+      set->p2p = context_.create_group(ranks, name + " point-to-point");
+      set->control = set->owned_control.get();
+      set->data = set->owned_data.get();
+    }
   } else {  // collective over the world: every rank splits, non-members get nothing
     set->owned_control = world_control_.split(member ? 0 : -1, me);
     set->owned_data = world_data_.split(member ? 0 : -1, me);
@@ -74,10 +83,10 @@ std::shared_ptr<ProcessSet> ProcessSetTable::make(int32_t id, const std::vector<
   return set;
 }
 
-int32_t ProcessSetTable::add(const std::vector<int>& ranks) {
+int32_t ProcessSetTable::add(const std::vector<int>& ranks, bool formed_by_members) {
   check_process_set_ranks(ranks, world_control_.size(), "add_process_set");
   const int32_t id = next_id_++;
-  auto set = make(id, ranks);
+  auto set = make(id, ranks, formed_by_members);
   std::lock_guard<std::mutex> lock(mutex_);
   sets_[id] = std::move(set);
   return id;
@@ -126,6 +135,10 @@ std::vector<std::shared_ptr<ProcessSet>> ProcessSetTable::all() const {
 void ProcessSetTable::apply(const Response& response, TensorQueue& world_queue) {
   auto entry = world_queue.try_take(response.names.at(0));
   std::shared_ptr<HandleState> handle = entry ? entry->handle : std::make_shared<HandleState>();
+  if (response.type == ResponseType::kError) {  // members of a formed set disagreed: nothing applied anywhere
+    handle->fail(std::make_exception_ptr(MismatchError(response.error)));
+    return;
+  }
   try {
     if (!response.sizes.empty()) {  // add: every rank decides alike (identical tables)
       std::vector<int> ranks(response.sizes.begin(), response.sizes.end());
@@ -133,7 +146,7 @@ void ProcessSetTable::apply(const Response& response, TensorQueue& world_queue) 
       std::vector<int64_t> r(ranks.begin(), ranks.end());
       CONCORD_ENFORCE(existing < 0, InvalidArgument, "add_process_set: a process set with ranks ", shape_string(r),
                       " already exists (id ", existing, ")");
-      handle->received_splits = {add(ranks)};
+      handle->received_splits = {add(ranks, response.root == kFormedByMembers)};
     } else {
       remove(response.root);
       handle->received_splits = {response.root};

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,6 +38,9 @@ struct ProcessSet {
   Communicator* data = nullptr;
   std::unique_ptr<Communicator> owned_control;  // split ones (the world's are the runtime's)
   std::unique_ptr<Communicator> owned_data;
+  /// A set formed by its members, on a member: a third communicator of the members for the
+  /// point-to-point messages of the torch.distributed group it serves (null otherwise).
+  std::shared_ptr<Communicator> p2p;
   TensorQueue queue;
   std::unique_ptr<Negotiator> negotiator;
   std::unique_ptr<Executor> executor;
@@ -59,6 +63,9 @@ struct ProcessSetContext {
   AutotuneTable world_tuned;           ///< measured selections adopted from rank 0 (the world's executor)
   std::string cost_model_cache_path;   ///< where the world's executor saves new measurements ("" = nowhere)
   const DeviceSet* devices = nullptr;  ///< what TensorView::device indexes (the runtime's)
+  /// Members-only communicators for sets formed by their members (CommunicatorSet::
+  /// create_group); empty: such sets are split from the world's communicators too.
+  std::function<std::unique_ptr<Communicator>(const std::vector<int>&, const std::string&)> create_group;
 };
 
 /// The sets of this rank, by id. Lookups are thread-safe (framework threads enqueue);
@@ -68,9 +75,12 @@ class ProcessSetTable {
   /// Creates set 0 over the world's communicators.
   ProcessSetTable(Communicator& world_control, Communicator& world_data, ProcessSetContext context);
 
-  /// Creates a set of `ranks` (sorted, distinct, in [0, world size)); collective over the
-  /// world (every rank calls it with the same ranks, members and non-members). Returns its id.
-  int32_t add(const std::vector<int>& ranks);
+  /// Creates a set of `ranks` (sorted, distinct, in [0, world size)); every rank calls it
+  /// with the same ranks at the same point, members and non-members. Its communicators are
+  /// split from the world's (collective over the world), or, for a set `formed_by_members`
+  /// when the context has create_group, made by the members alone (the others create
+  /// nothing), with a point-to-point communicator besides. Returns its id.
+  int32_t add(const std::vector<int>& ranks, bool formed_by_members = false);
   /// Removes set `id` (not 0), failing its pending operations with StateError. Collective.
   void remove(int32_t id);
 
@@ -83,11 +93,13 @@ class ProcessSetTable {
 
   /// Executes a kProcessSet response of the world (every rank, same order): adds or
   /// removes the set and completes the requesting handle with {id}, or fails it with the
-  /// same InvalidArgument on every rank (duplicate ranks, unknown id, set 0).
+  /// same InvalidArgument on every rank (duplicate ranks, unknown id, set 0). The error
+  /// response of a set formed by its members (formed_by_members) fails the members'
+  /// handles with its MismatchError.
   void apply(const Response& response, TensorQueue& world_queue);
 
  private:
-  std::shared_ptr<ProcessSet> make(int32_t id, const std::vector<int>& ranks);
+  std::shared_ptr<ProcessSet> make(int32_t id, const std::vector<int>& ranks, bool formed_by_members = false);
 
   Communicator& world_control_;
   Communicator& world_data_;

@@ -125,10 +125,10 @@ Runtime::Runtime(CommunicatorSet comms, Config config, const std::vector<std::ve
   node_of_rank_ = std::move(comms.node_of_rank);
   const int nodes = *std::max_element(node_of_rank_.begin(), node_of_rank_.end()) + 1;
   AutotuneTable tuned = adopt_rank0_autotune_table(*control_, config_, nodes);
-  sets_ =
-      std::make_unique<ProcessSetTable>(*control_, *data_,
-                                        ProcessSetContext{config_, cost_, node_of_rank_, timeline_, std::move(tuned),
-                                                          rank() == 0 ? cost_model_cache_path() : "", devices_.get()});
+  sets_ = std::make_unique<ProcessSetTable>(
+      *control_, *data_,
+      ProcessSetContext{config_, cost_, node_of_rank_, timeline_, std::move(tuned),
+                        rank() == 0 ? cost_model_cache_path() : "", devices_.get(), std::move(comms.create_group)});
   world_ = sets_->get(0);
   create_initial_process_sets(*control_, *sets_, process_sets);
   thread_ = std::thread([this] { background_loop(); });
@@ -254,6 +254,21 @@ Handle Runtime::enqueue_process_set(const std::vector<int>& ranks, int id) {
     std::lock_guard<std::mutex> lock(process_set_mutex_);
     request.name = "concord.process_set." + std::to_string(process_set_calls_++);
   }
+  return enqueue(std::move(request), TensorView{}, TensorView{}, 0);
+}
+
+Handle Runtime::enqueue_formed_process_set(const std::vector<int>& ranks, const std::string& name) {
+  CONCORD_ENFORCE(config_.dynamic_process_sets, InvalidArgument, "form_process_set '", name,
+                  "': process sets can only be added after init() with CONCORD_DYNAMIC_PROCESS_SETS=1");
+  check_process_set_ranks(ranks, size(), "form_process_set '" + name + "'");
+  std::vector<int64_t> listed(ranks.begin(), ranks.end());
+  CONCORD_ENFORCE(std::binary_search(ranks.begin(), ranks.end(), rank()), InvalidArgument, "form_process_set '", name,
+                  "': rank ", rank(), " is not in ", shape_string(listed), " (only the members form a set)");
+  Request request;
+  request.type = CollectiveType::kProcessSet;
+  request.splits.assign(ranks.begin(), ranks.end());
+  request.root = kFormedByMembers;
+  request.name = "concord.process_set.formed." + name;
   return enqueue(std::move(request), TensorView{}, TensorView{}, 0);
 }
 
@@ -411,7 +426,7 @@ ResponseList Runtime::negotiate_round() {
         for (const auto& name : response.names) timeline_.activity_start(name, "QUEUE");
     for (const auto& response :
          plan_fusion(answer.responses, config_.fusion_threshold_bytes, config_.fusion_max_tensor_bytes)) {
-      if (response.type == ResponseType::kProcessSet) {
+      if (response.type == ResponseType::kProcessSet || formed_by_members(response)) {
         if (timeline_.active()) timeline_.activity_end(response.names[0]);
         sets_->apply(response, set->queue);  // world only: collective over every rank
       } else {

@@ -74,6 +74,10 @@ class Runtime {
   /// Queues the collective registration (ranks non-empty) or removal (ranks empty, `id`)
   /// of a process set on the world; see concord.h add_process_set.
   Handle enqueue_process_set(const std::vector<int>& ranks, int id);
+  /// Queues the registration of a process set of `ranks` submitted by its members only
+  /// (this rank must be one), named `name` (the same on every member); see concord.h
+  /// form_process_set.
+  Handle enqueue_formed_process_set(const std::vector<int>& ranks, const std::string& name);
   /// The process sets (thread-safe lookups).
   const ProcessSetTable& process_sets() const { return *sets_; }
   /// Starts writing the timeline to `path` on rank 0 (no-op elsewhere). Throws

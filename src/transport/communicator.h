@@ -7,7 +7,10 @@
 //   NativeCollectives   the transport's own collectives (MPI_Allreduce), the `mpi`
 //                       algorithm and the baseline; only a transport that has them offers
 //                       them (Communicator::native() is null otherwise), so no interface
-//                       carries a default that throws "not supported".
+//                       carries a default that throws "not supported";
+//   AnySourceReceive    a receive that matches whichever rank sends first (MPI_ANY_SOURCE,
+//                       UCX's masked tag), offered the same way (Communicator::any_source()):
+//                       torch.distributed's recv from any source needs it.
 // A Communicator is a group with point-to-point, control collectives, split() and traffic
 // counters. Implementations: MpiCommunicator (src/transport/mpi_communicator.h, also
 // NativeCollectives), UcxCommunicator (src/transport/ucx/) and InProcessCommunicator
@@ -90,6 +93,23 @@ class NativeCollectives {
   virtual void native_allreduce(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) = 0;
 };
 
+/// A receive from whichever rank of the group sends first, offered only by transports that
+/// can match a message without naming its source.
+class AnySourceReceive {
+ public:
+  virtual ~AnySourceReceive() = default;
+
+  /// Starts receiving exactly `bytes` bytes with `tag` from any rank of the group (MPI's
+  /// MPI_ANY_SOURCE semantics: the oldest matching message of whichever sender the
+  /// transport matches first; one sender's messages stay in order). Once the request's
+  /// test() returned true, `*source` holds the sender's rank in the group; `source` must
+  /// stay valid until then. Throws InvalidArgument when `bytes` exceeds the transport's
+  /// max_message_bytes() (a message in pieces cannot be matched without its source);
+  /// test() throws CommError naming the sender, the tag and both sizes when the message
+  /// has another length.
+  virtual RequestPtr irecv_any_source(void* data, size_t bytes, int tag, int* source) = 0;
+};
+
 class Communicator : public PointToPoint, public ControlCollectives {
  public:
   ~Communicator() override = default;
@@ -97,6 +117,9 @@ class Communicator : public PointToPoint, public ControlCollectives {
   /// The transport's native collectives over this group, or nullptr when it has none
   /// (the in-process transport). Owned by this communicator.
   virtual NativeCollectives* native() { return nullptr; }
+  /// The any-source receive of this group, or nullptr when the transport has none (the
+  /// in-process transport and the device-pointer decorators). Owned by this communicator.
+  virtual AnySourceReceive* any_source() { return nullptr; }
 
   /// Blocking, collective over this communicator: a new communicator of the ranks that
   /// passed the same `color`, ordered by (`key`, rank in this communicator), as

@@ -5,7 +5,9 @@
 // fuse -> execute cycle also runs with threads as ranks.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "transport/communicator.h"
@@ -23,6 +25,12 @@ struct CommunicatorSet {
   std::vector<int> node_of_rank;
   /// The transport may be called from several threads at once (MPI: MPI_THREAD_MULTIPLE).
   bool threads_supported = true;
+  /// Makes a communicator of the world ranks `members` (ascending), collective over them
+  /// only, named `purpose` (TransportWorld::create_group); empty where the transport has
+  /// none (the in-process worlds of the unit tests): process sets formed by their members
+  /// are then split from the world's communicators by every rank.
+  std::function<std::unique_ptr<Communicator>(const std::vector<int>& members, const std::string& purpose)>
+      create_group;
 
   /// This rank's index among the ranks of its node, and how many ranks its node holds.
   int local_rank() const;

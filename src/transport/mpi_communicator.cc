@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <string>
 
 #include "common/enforce.h"
 #include "transport/message_split.h"
@@ -16,18 +17,49 @@ namespace {
 // (max_message_bytes(), transport/message_split.h).
 constexpr size_t kMaxMessageBytes = size_t{1} << 30;
 
-// One MPI_Isend or MPI_Irecv (a piece of a message: transport/message_split.h).
+// One MPI_Isend or MPI_Irecv (a piece of a message: transport/message_split.h). A receive
+// checks the matched message's length (MPI accepts a shorter one silently and fails a
+// longer one with MPI_ERR_TRUNCATE) and reports its sender through `source`.
 class MpiRequest : public TransportRequest {
  public:
   MPI_Request request = MPI_REQUEST_NULL;
+  bool receive = false;
+  size_t bytes = 0;
+  int peer = -1;  // -1: any source
+  int tag = 0;
+  int* source = nullptr;
+
   bool test() override {
     if (request == MPI_REQUEST_NULL) return true;
     int flag = 0;
-    check_mpi(MPI_Test(&request, &flag, MPI_STATUS_IGNORE), "MPI_Test");
-    return flag != 0;
+    if (!receive) {
+      check_mpi(MPI_Test(&request, &flag, MPI_STATUS_IGNORE), "MPI_Test");
+      return flag != 0;
+    }
+    MPI_Status status;
+    const int code = MPI_Test(&request, &flag, &status);
+    const std::string from = peer >= 0 ? "rank " + std::to_string(peer) : std::string("any rank");
+    int error_class = MPI_SUCCESS;
+    if (code != MPI_SUCCESS) MPI_Error_class(code, &error_class);
+    CONCORD_ENFORCE(error_class != MPI_ERR_TRUNCATE, CommError, "MPI receive of ", bytes, " bytes from ", from,
+                    " (tag ", tag, ") matched a longer message");
+    check_mpi(code, "MPI_Test");
+    if (!flag) return false;
+    int count = 0;
+    MPI_Get_count(&status, MPI_BYTE, &count);
+    CONCORD_ENFORCE(static_cast<size_t>(count) == bytes, CommError, "MPI receive of ", bytes, " bytes from rank ",
+                    status.MPI_SOURCE, " (tag ", tag, ") matched a message of ", count, " bytes");
+    if (source) *source = status.MPI_SOURCE;
+    return true;
   }
   ~MpiRequest() override {
-    if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+    if (request == MPI_REQUEST_NULL) return;
+    if (receive) {  // abandoned (an exception, a timed-out wait): MPI must not write into a buffer about to be freed
+      MPI_Cancel(&request);
+      MPI_Wait(&request, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Request_free(&request);
+    }
   }
 };
 
@@ -116,9 +148,28 @@ RequestPtr MpiCommunicator::irecv(void* data, size_t bytes, int peer, int tag) {
   char* p = static_cast<char*>(data);
   auto request = post_in_pieces(bytes, std::min<size_t>(max_message_bytes(), INT_MAX), [&](size_t offset, size_t n) {
     auto piece = std::make_unique<MpiRequest>();
+    piece->receive = true;
+    piece->bytes = n;
+    piece->peer = peer;
+    piece->tag = tag;
     check_mpi(MPI_Irecv(p + offset, static_cast<int>(n), MPI_BYTE, peer, tag, comm_, &piece->request), "MPI_Irecv");
     return RequestPtr(std::move(piece));
   });
+  record_received(bytes);
+  return request;
+}
+
+RequestPtr MpiCommunicator::irecv_any_source(void* data, size_t bytes, int tag, int* source) {
+  const size_t limit = std::min<size_t>(max_message_bytes(), INT_MAX);
+  CONCORD_ENFORCE(bytes <= limit, InvalidArgument, "MPI receive from any rank of ", bytes, " bytes (tag ", tag,
+                  "): above the ", limit, " bytes MPI matches in one message; receive from a named rank");
+  auto request = std::make_unique<MpiRequest>();
+  request->receive = true;
+  request->bytes = bytes;
+  request->tag = tag;
+  request->source = source;
+  check_mpi(MPI_Irecv(data, static_cast<int>(bytes), MPI_BYTE, MPI_ANY_SOURCE, tag, comm_, &request->request),
+            "MPI_Irecv");
   record_received(bytes);
   return request;
 }

@@ -20,7 +20,10 @@ void ensure_mpi_initialized();
 /// with MPI_ERRORS_RETURN; failures throw CommError naming the call and the peer. Offers
 /// MPI's own allreduce as its NativeCollectives (native() returns this), and says whether
 /// MPI takes CUDA device pointers (DevicePointerTransport: mpi_cuda_support()).
-class MpiCommunicator : public Communicator, public NativeCollectives, public DevicePointerTransport {
+class MpiCommunicator : public Communicator,
+                        public NativeCollectives,
+                        public AnySourceReceive,
+                        public DevicePointerTransport {
  public:
   explicit MpiCommunicator(MPI_Comm parent);
   ~MpiCommunicator() override;
@@ -30,7 +33,13 @@ class MpiCommunicator : public Communicator, public NativeCollectives, public De
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   RequestPtr isend(const void* data, size_t bytes, int peer, int tag) override;
+  /// MPI_Irecv in pieces (transport/message_split.h); test() throws CommError naming the
+  /// peer, the tag and both sizes when a piece matched a message of another length.
   RequestPtr irecv(void* data, size_t bytes, int peer, int tag) override;
+  /// MPI_Irecv from MPI_ANY_SOURCE (one piece: `bytes` <= max_message_bytes()); the sender
+  /// is MPI_SOURCE of the completed status.
+  RequestPtr irecv_any_source(void* data, size_t bytes, int tag, int* source) override;
+  AnySourceReceive* any_source() override { return this; }
   /// gather_bytes, broadcast_bytes, barrier and allreduce_bits run MPI's nonblocking
   /// collectives (MPI_Igather/Igatherv, Ibcast, Ibarrier, Iallreduce) completed by polling
   /// with a Backoff, so a rank waiting in the control plane yields its core.
@@ -55,6 +64,12 @@ class MpiCommunicator : public Communicator, public NativeCollectives, public De
   std::unique_ptr<Communicator> split(int color, int key) override;
 
   MPI_Comm comm() const { return comm_; }
+
+  /// A communicator owning `comm` (no duplicate; MPI_ERRORS_RETURN set on it), e.g. one
+  /// that MPI_Comm_create_group made.
+  static std::unique_ptr<MpiCommunicator> adopt_comm(MPI_Comm comm) {
+    return std::unique_ptr<MpiCommunicator>(new MpiCommunicator(comm, Adopt{}));
+  }
 
  private:
   struct Adopt {};

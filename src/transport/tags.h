@@ -6,6 +6,8 @@
 //   1 .. 89           dense collectives (src/algorithms), one tag or tag pair per algorithm
 //   90 .. 99          the KVStore's key check (src/kvstore/key_check.h, key_digest.h)
 //   0x3A4E            the negotiator's wake messages (src/control/wake_channel.h)
+//   0x3A50            the members' agreement of a group formed by its members alone
+//                     (TransportWorld::create_group, UCX transport)
 //   0x5300 .. 0x53ff  sparse collectives (src/sparse)
 //   1 << 29           the control collectives over point-to-point (in-process and UCX
 //                     transports, p2p_control.h; never seen by MPI)
@@ -46,6 +48,10 @@ inline constexpr int kKeyDigest = 92;  // the decentralised fast path (src/kvsto
 // Round announcements to idle ranks on the control communicator (src/control/wake_channel.h).
 inline constexpr int kWake = 0x3A4E;
 
+// A group formed by its members alone agreeing on its communicator id, on the UCX world
+// communicator (TransportWorld::create_group in src/transport/ucx/ucx_world.cc).
+inline constexpr int kGroupFormation = 0x3A50;
+
 // Sparse collectives (src/sparse).
 inline constexpr int kSparseCountExchange = 0x5301;
 inline constexpr int kSparseRotation = 0x5302;
@@ -83,6 +89,7 @@ inline constexpr std::array kAll = {kAllreduceRing,
                                     kKeyCheckVerdict,
                                     kKeyDigest,
                                     kWake,
+                                    kGroupFormation,
                                     kSparseCountExchange,
                                     kSparseRotation,
                                     kSparseBalance,

@@ -38,6 +38,16 @@ class TransportWorld {
   /// calls duplicate() in the same order. Throws CommError on transport failure.
   virtual std::unique_ptr<Communicator> duplicate(const std::string& purpose) = 0;
 
+  /// A new communicator over the world ranks `members` (ascending, distinct, this rank
+  /// among them; its rank r is world rank members[r]) with its own matching space, named
+  /// `purpose` in errors. Collective over the members only: the other ranks call nothing
+  /// (MPI: MPI_Comm_create_group; UCX: the members agree on a communicator id by messages
+  /// among themselves). Groups that share ranks must be created in the same order on
+  /// those ranks, and one rank creates its groups one at a time. Throws InvalidArgument
+  /// for bad members, CommError on transport failure or when the members named different
+  /// groups.
+  virtual std::unique_ptr<Communicator> create_group(const std::vector<int>& members, const std::string& purpose) = 0;
+
   /// Node (host) of every world rank, numbered 0, 1, ... in order of each node's lowest
   /// rank. Collective the first time (ranks exchange host identities), cached after.
   virtual const std::vector<int>& node_of_rank() = 0;
@@ -60,6 +70,10 @@ class TransportWorld {
   /// another (Concord's background thread, a KVStore progress thread) may call it too.
   void require_threads(const std::string& what) const;
 };
+
+/// Throws InvalidArgument (naming `what`) unless `members` is non-empty, ascending, within
+/// [0, world_size) and contains `rank`.
+void check_group_members(const std::vector<int>& members, int rank, int world_size, const std::string& what);
 
 /// The world of this process on the transport CONCORD_TRANSPORT selects (mpi, ucx or auto:
 /// MPI when an MPI launcher started the process, else UCX; transport_select.cc), created

@@ -242,9 +242,12 @@ def test_timeout_then_completion(world):
         time.sleep(1.0)
     tensor = torch.ones(2)
     work = dist.all_reduce(tensor, async_op=True)
-    if rank != 0:
+    if rank != 0:  # the caller's thread, which finishes a waited work itself, stops at the timeout
+        start = time.monotonic()
         with pytest.raises(RuntimeError, match="did not finish within"):
             work.wait(datetime.timedelta(milliseconds=100))
+        waited = time.monotonic() - start
+        assert waited < 0.6, where("wait(100 ms) returned late", seconds=waited)
     work.wait()
     assert torch.equal(tensor, torch.full((2,), float(size))), where("all_reduce after a timeout")
 
@@ -264,6 +267,51 @@ def test_subgroups(world):
             assert [int(x) for x in gathered] == members, where("subgroup all_gather", got=gathered)
         else:
             assert g == dist.GroupMember.NON_GROUP_MEMBER
+    dist.barrier()
+
+
+def _form(ranks, group_id):
+    """The "concord" creator called as torch calls it on a member of a new group (extended
+    API), without torch's new_group: the other ranks call nothing."""
+    options = dist.distributed_c10d._DistributedBackendOptions()
+    options.store = dist.PrefixStore(group_id, dist.distributed_c10d._get_default_store())
+    options.group_rank = ranks.index(dist.get_rank())
+    options.group_size = len(ranks)
+    options.timeout = datetime.timedelta(seconds=60)
+    options.group_id = group_id
+    options.global_ranks_in_group = ranks
+    return dist.Backend._plugins["CONCORD"].creator_fn(options, None)
+
+
+def test_groups_formed_by_their_members_alone(world):
+    """Groups whose creator only their members call (as torch 1.13 calls it): {1, 2} while
+    rank 0 and the last rank form and use {0, last} (ranks 0 and 3 call nothing for {1, 2}),
+    then {0, 1, 2} overlapping both; collectives and send/recv on each are correct."""
+    size, rank = dist.get_world_size(), dist.get_rank()
+    if size < 3:
+        pytest.skip("groups of some ranks among at least three")
+    plan = [("members.a", [1, 2]), ("members.b", [0, size - 1]), ("members.c", [0, 1, 2])]
+    for group_id, ranks in plan:
+        if rank not in ranks:
+            continue
+        group = _form(ranks, f"{group_id}.{size}")
+        tensor = torch.full((4,), float(rank + 1))
+        group.allreduce([tensor]).wait()
+        expected = float(sum(r + 1 for r in ranks))
+        assert torch.equal(tensor, torch.full((4,), expected)), \
+            where("allreduce on a group formed by its members", group=ranks, got=tensor.tolist(), expected=expected)
+        gathered = [torch.empty(1) for _ in ranks]
+        group.allgather([gathered], [torch.tensor([float(rank)])]).wait()
+        assert [int(x) for x in gathered] == ranks, where("allgather on a formed group", group=ranks, got=gathered)
+        me, last = ranks.index(rank), len(ranks) - 1
+        if me == 0:
+            group.send([torch.tensor([float(rank)])], last, 1).wait()
+        elif me == last:
+            value = torch.empty(1)
+            work = group.recv_anysource([value], 1)
+            work.wait()
+            assert work._source_rank() == 0 and value.item() == float(ranks[0]), \
+                where("send/recv on a formed group", group=ranks, source=work._source_rank(), value=value.item())
     dist.barrier()
 
 

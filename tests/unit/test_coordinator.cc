@@ -172,6 +172,39 @@ TEST(Coordinator, ProcessSetMessagesNameGlobalRanksAndTheSet) {
                "[1, 4, 6])");
 }
 
+// A process set formed by its members: ready once the members it names have requested it,
+// whatever the other ranks do; members naming different ranks get an error that still
+// says it is a formed set's (so non-members apply it without having sent it).
+Request formed_set(int rank, std::vector<int64_t> members) {
+  Request r = of_type(CollectiveType::kProcessSet, rank, "concord.process_set.formed.g", {});
+  r.splits = std::move(members);
+  r.root = kFormedByMembers;
+  return r;
+}
+
+TEST(Coordinator, SetFormedByItsMembersIsReadyWithoutTheOtherRanks) {
+  Coordinator coordinator(4);
+  coordinator.add(formed_set(2, {1, 2}));
+  EXPECT_TRUE(coordinator.take_ready().empty()) << "ready before member 1 requested it";
+  coordinator.add(formed_set(1, {1, 2}));
+  const auto ready = coordinator.take_ready();
+  ASSERT_EQ(ready.size(), 1u) << "ranks 0 and 3 never request it";
+  EXPECT_EQ(ready[0].type, ResponseType::kProcessSet);
+  EXPECT_EQ(ready[0].sizes, (std::vector<int64_t>{1, 2}));
+  EXPECT_TRUE(formed_by_members(ready[0]));
+}
+
+TEST(Coordinator, MembersNamingDifferentRanksGetAnErrorMarkedFormed) {
+  Coordinator coordinator(4);
+  coordinator.add(formed_set(1, {1, 2}));
+  coordinator.add(formed_set(2, {1, 2, 3}));
+  const auto ready = coordinator.take_ready();
+  ASSERT_EQ(ready.size(), 1u);
+  EXPECT_EQ(ready[0].type, ResponseType::kError);
+  EXPECT_TRUE(formed_by_members(ready[0]));
+  EXPECT_NE(ready[0].error.find("process set ranks"), std::string::npos) << ready[0].error;
+}
+
 TEST(Coordinator, RankOutsideTheWorldIsInternalError) {
   Coordinator coordinator(2);
   EXPECT_THROW(coordinator.add(allreduce(2, "x")), InternalError);

@@ -94,7 +94,8 @@ TEST(Tags, EachLiesInItsRange) {
     EXPECT_TRUE(tag >= 0x5300 && tag <= 0x53ff) << "sparse tag " << tag << " outside 0x5300..0x53ff";
   const std::set<int> others = {tags::kKeyCheckHeader, tags::kKeyCheckVerdict,     tags::kKeyDigest,
                                 tags::kWake,           tags::kSparseCountExchange, tags::kSparseRotation,
-                                tags::kSparseBalance,  tags::kSparseTreeReduce,    tags::kInProcessControl};
+                                tags::kSparseBalance,  tags::kSparseTreeReduce,    tags::kInProcessControl,
+                                tags::kGroupFormation};
   for (int tag : tags::kAll)
     if (others.count(tag) == 0)
       EXPECT_TRUE(tag >= 1 && tag <= 89) << "dense collective tag " << tag << " outside 1..89";

@@ -16,20 +16,22 @@ serves whose address it passes through the c10d store (join_through_store). A ru
 already started (``hvd.init()``) is used as is, after the same check.
 
 Subgroups: ``dist.new_group(ranks)`` is called by every rank of the world, in the same
-order (torch's contract), but calls the creator on the members only. Concord's process
-sets are registered by every rank (``add_process_set`` is collective), so the backend wraps
-torch's ``distributed_c10d._new_process_group_helper``: for a ``"concord"`` subgroup every
-rank registers the process set of its ranks first (or reuses the one registered for the
-same ranks), and the members' creator picks it up.
+order (torch's contract), but calls the creator on the members only, and the members alone
+form the group: Concord's process set of its ranks is registered by the members'
+``concord._core.form_process_set`` (the other ranks' runtimes apply it where the world's
+negotiation orders it; their application threads call nothing), and the group's
+point-to-point channel is a communicator of the members alone, made with the set's
+(TransportWorld::create_group). Groups of the same ranks share one process set (and its
+channel).
 """
 
 import os
 import socket
 
 import torch.distributed as dist
-from torch.distributed import distributed_c10d
 
 import concord
+from concord import _core
 from concord import process_sets
 from concord.torch.c10d_work import CallbackPool
 from concord.torch.process_group import ProcessGroupConcord
@@ -105,14 +107,17 @@ class ConcordBackend:
                 f"{concord.rank()} of {concord.size()}; under mpirun pass rank and world_size as the MPI launcher "
                 "numbers the processes (e.g. OMPI_COMM_WORLD_RANK / OMPI_COMM_WORLD_SIZE)")
 
-    def process_set(self, ranks):
+    def process_set(self, ranks, name):
         """The process set of the sorted global ``ranks`` (None for the whole world),
-        registering it on first use: collective, every rank calls it in the same order."""
+        formed by its members on first use under ``name`` (the same on every member):
+        every member calls it, in the same order; the other ranks call nothing."""
         ranks = tuple(sorted(int(r) for r in ranks))
         if ranks == tuple(range(concord.size())):
             return None
         if ranks not in self._sets:
-            self._sets[ranks] = process_sets.add_process_set(list(ranks))
+            process_set = process_sets.ProcessSet(list(ranks))
+            process_set.process_set_id = _core.form_process_set(list(ranks), name)
+            self._sets[ranks] = process_set
         return self._sets[ranks]
 
     def create(self, options, pg_options=None):
@@ -124,34 +129,19 @@ class ConcordBackend:
             self.start_runtime(options.store, options.group_rank, options.group_size)
             ranks, process_set = list(range(options.group_size)), None
         else:
-            key = tuple(sorted(ranks))
-            if key != tuple(range(concord.size())) and key not in self._sets:
-                raise RuntimeError(f"concord: the group of ranks {list(key)} was not created by dist.new_group on "
-                                   "every rank (Concord registers a subgroup's process set on every rank)")
-            process_set = self.process_set(key)
-        return ProcessGroupConcord(options.group_rank, options.group_size, ranks, process_set,
-                                   options.group_id or "world", options.store, options.timeout, self._callbacks)
-
-    def wrap_group_helper(self, helper):
-        """torch's ``_new_process_group_helper`` (which new_group calls on every rank),
-        registering a ``"concord"`` subgroup's process set on every rank first."""
-        def new_process_group_helper(group_size, group_rank, global_ranks_in_group, backend, store, *args,
-                                     **kwargs):
-            if global_ranks_in_group and str(backend).upper() == BACKEND.upper():
-                world = distributed_c10d._get_default_group()
-                self.start_runtime(None, world.rank(), world.size())
-                self.process_set(global_ranks_in_group)
-            return helper(group_size, group_rank, global_ranks_in_group, backend, store, *args, **kwargs)
-        new_process_group_helper.wrapped_by_concord = True
-        return new_process_group_helper
+            process_set = self.process_set(ranks, f"c10d.{options.group_id}")
+        name = options.group_id or "world"
+        if ranks != sorted(ranks) or ranks[options.group_rank] != concord.rank():
+            raise RuntimeError(f"concord: group '{name}': group rank {options.group_rank} of global ranks {ranks} "
+                               f"is not this process (global rank {concord.rank()})")
+        # the world's channel duplicates the transport world; a subgroup's is its set's
+        channel = _core.P2pChannel(f"c10d.p2p.{name}", -1 if process_set is None else process_set.process_set_id)
+        return ProcessGroupConcord(options.group_rank, options.group_size, ranks, process_set, name, options.store,
+                                   channel, options.timeout, self._callbacks)
 
 
 def register():
     """Registers the ``"concord"`` backend with torch.distributed (once per process)."""
     if BACKEND.upper() in dist.Backend._plugins:
         return
-    backend = ConcordBackend()
-    dist.Backend.register_backend(BACKEND, backend.create, extended_api=True)
-    helper = distributed_c10d._new_process_group_helper
-    if not getattr(helper, "wrapped_by_concord", False):
-        distributed_c10d._new_process_group_helper = backend.wrap_group_helper(helper)
+    dist.Backend.register_backend(BACKEND, ConcordBackend().create, extended_api=True)

@@ -1,54 +1,182 @@
-"""Point-to-point messages and the monitored barrier of the ``"concord"`` torch.distributed
-backend, carried by the process group's c10d store.
+"""Point-to-point messages of the ``"concord"`` torch.distributed backend, over the
+transport, and its monitored barrier, through the c10d store.
 
-Concord's runtime has collectives only (no tagged send/receive binding), so ``send``,
-``recv``, ``recv_anysource`` and ``monitored_barrier`` travel through the store
-torch.distributed hands the backend (a PrefixStore over the TCPStore / FileStore of
-``init_method``): a message is one ``set`` of its bytes under a key naming sender, receiver,
-tag and the sender's message count on that channel, plus an arrival record for any-source
-receives. Cost: the bytes go through the store's server (rank 0's TCPStore or the file),
-two store round trips per message each way; fine for control messages, not for bulk data.
+``send``, ``recv`` and ``recv_anysource`` travel over a :class:`concord._core.P2pChannel`: a
+communicator of the process's transport world (MPI or UCX) of the group's own, so the bytes
+go rank to rank as the runtime's do (one message each, no store round trips) and never
+match the runtime's messages. The default group's channel duplicates the transport world
+(every rank creates it in init_process_group); a subgroup's is the point-to-point
+communicator of its process set, which the members' runtimes made alone with the set's
+other communicators (TransportWorld::create_group: MPI_Comm_create_group, or the members
+agreeing on a UCX communicator). Ordering follows MPI's non-overtaking rule per (sender,
+receiver, tag); a receive from any source takes the oldest message on its tag of whichever
+sender the transport matches first, and its Work's ``_source_rank()`` names that sender.
 
-Ordering follows MPI's non-overtaking rule per (sender, receiver, tag). An any-source
-receive takes the oldest arrival on its tag not yet taken by a receive naming its source.
+A receive needs the message's exact length: a message of another byte count fails the
+receive with a RuntimeError naming the sender, the tag and both sizes (a longer one: that it
+was longer) on the receiving rank; the send completes. A CPU contiguous tensor is sent and
+received in place; others (non-contiguous, CUDA) through a contiguous CPU copy.
 """
 
 import datetime
 import threading
 import time
 
-import torch
+from concord._core import ConcordError
+from concord.torch.c10d_work import ConcordWork, seconds
 
 
-def tensor_bytes(tensor):
-    """The bytes of ``tensor`` (any dtype, any device, any layout) in row-major order."""
-    flat = tensor.detach().reshape(-1).contiguous().cpu()
-    return flat.view(torch.uint8).numpy().tobytes()
+def _staged(tensor):
+    """The contiguous CPU tensor whose bytes go on the wire for ``tensor`` (``tensor``
+    itself when it is one)."""
+    if tensor.device.type == "cpu" and tensor.is_contiguous():
+        return tensor
+    return tensor.detach().contiguous().cpu()
 
 
-def fill_from_bytes(tensor, payload, what):
-    """Copies ``payload`` (bytes from :func:`tensor_bytes`) into ``tensor``.
-
-    Raises:
-        RuntimeError: the byte counts differ (naming ``what``: sender, receiver, tag).
-    """
-    expected = tensor.numel() * tensor.element_size()
-    if len(payload) != expected:
-        raise RuntimeError(f"concord: {what}: received {len(payload)} bytes, the receiving tensor "
-                           f"(shape {list(tensor.shape)}, {tensor.dtype}) holds {expected}")
-    if expected == 0:
-        return
-    received = torch.frombuffer(bytearray(payload), dtype=torch.uint8).view(tensor.dtype).reshape(tensor.shape)
-    tensor.copy_(received)
+def _describe(tensor):
+    return f"tensor of shape {list(tensor.shape)}, {tensor.dtype}, {tensor.numel() * tensor.element_size()} bytes"
 
 
-class StoreMessages:
-    """Tagged messages between the ranks of one process group, through its store.
+class P2pWork(ConcordWork):
+    """The Work of one send or receive: completed by whichever thread waits for it
+    (``wait()`` polls the transport with the GIL released) or asks ``is_completed()``; a
+    future, when asked for, is completed by a helper thread that waits.
 
     Args:
-        store: the group's c10d store (``set``, ``get``, ``add``, ``wait``, ``delete_key``).
+        request (concord._core.P2pRequest): the transport's request.
+        tensor (torch.Tensor): the caller's tensor; ``staged`` the memory on the wire.
+        receive (bool): copy ``staged`` into ``tensor`` on completion (receives, when they
+            differ) and report the sender.
+        description, timeout, callbacks: as :class:`ConcordWork`.
+    """
+
+    def __init__(self, request, tensor, staged, receive, description, timeout, callbacks):
+        super().__init__(description, timeout, callbacks)
+        self._request = request
+        self._tensor = tensor
+        self._staged = staged
+        self._receive = receive
+        self._polling = threading.Lock()
+
+    def _settle_request(self, limit):
+        """Polls the request for at most ``limit`` seconds (negative: no limit) and finishes
+        the work once it completed or failed; True when the work is done."""
+        if self._done.is_set():
+            return True
+        if not self._polling.acquire(timeout=-1 if limit < 0 else limit):
+            return self._done.is_set()
+        try:
+            if self._done.is_set():
+                return True
+            try:
+                if not (self._request.wait(limit) if limit != 0 else self._request.test()):
+                    return False
+            except ConcordError as error:
+                self.finish(None, RuntimeError(f"concord: {self._description}: {error}"))
+                return True
+            if self._receive and self._staged is not self._tensor:
+                self._tensor.copy_(self._staged)
+            self.finish([self._tensor], None, self._request.source() if self._receive else -1)
+            return True
+        finally:
+            self._polling.release()
+
+    def wait(self, timeout=None):
+        """Blocks until the message was sent (the tensor may be reused) or received into the
+        tensor, at most ``timeout`` (default: the group's timeout).
+
+        Raises:
+            RuntimeError: the transport failed, the received message had another length,
+                or the timeout passed (the operation stays posted).
+        """
+        limit = seconds(timeout, self._timeout)
+        if not self._settle_request(limit):
+            raise RuntimeError(f"concord: {self._description} did not finish within {limit:g} s "
+                               "(the timeout of init_process_group/new_group, or wait()'s); the peer may not have "
+                               "called the matching send/recv")
+        return super().wait(0.0)
+
+    def is_completed(self):
+        """True once the message was sent or received, successfully or not (never blocks)."""
+        return self._settle_request(0)
+
+    def get_future(self):
+        """As ConcordWork.get_future; a helper thread waits for the transport."""
+        future = super().get_future()
+        if not self._done.is_set():
+            threading.Thread(target=self._settle_request, args=(self._timeout,), name="concord-c10d-p2p",
+                             daemon=True).start()
+        return future
+
+
+class ChannelMessages:
+    """Tagged messages between the ranks of one process group over its P2pChannel.
+
+    Args:
+        channel (concord._core.P2pChannel): the group's channel (its ranks are the group's).
+        timeout (float): seconds a send or receive waits by default.
+        callbacks (CallbackPool): completes the works' futures.
+    """
+
+    def __init__(self, channel, timeout, callbacks):
+        self._channel = channel
+        self._rank = channel.rank()
+        self._size = channel.size()
+        self._timeout = timeout
+        self._callbacks = callbacks
+
+    def _check(self, peer, tag, what):
+        if peer is not None and not 0 <= peer < self._size:
+            raise ValueError(f"concord: {what}: rank {peer} is outside the group's ranks [0, {self._size})")
+        if peer == self._rank:
+            raise ValueError(f"concord: {what}: rank {peer} is this process")
+        if tag < 0:
+            raise ValueError(f"concord: {what}: tag {tag} is negative")
+
+    def _start(self, post, tensor, receive, description):
+        """Posts the transport request for ``tensor`` (``post(address, bytes, buffer)``)
+        and returns its P2pWork; a failure at posting is a RuntimeError naming the call."""
+        staged = _staged(tensor)
+        description = f"{description} {'into' if receive else 'of'} {_describe(tensor)} on rank {self._rank}"
+        try:
+            request = post(staged.data_ptr(), staged.numel() * staged.element_size(), staged)
+        except ConcordError as error:
+            raise RuntimeError(f"concord: {description}: {error}") from error
+        return P2pWork(request, tensor, staged, receive, description, self._timeout, self._callbacks)
+
+    def send(self, tensor, peer, tag):
+        """Starts sending ``tensor``'s bytes to group rank ``peer`` with ``tag``; returns its
+        P2pWork (done once the tensor may be reused)."""
+        self._check(peer, tag, "send")
+        return self._start(lambda data, size, buffer: self._channel.isend(data, size, peer, tag, buffer), tensor,
+                           False, f"send to rank {peer} (tag {tag})")
+
+    def recv(self, tensor, peer, tag):
+        """Starts receiving group rank ``peer``'s next message on ``tag`` into ``tensor``."""
+        self._check(peer, tag, "recv")
+        return self._start(lambda data, size, buffer: self._channel.irecv(data, size, peer, tag, buffer), tensor,
+                           True, f"recv from rank {peer} (tag {tag})")
+
+    def recv_any(self, tensor, tag):
+        """Starts receiving the next message on ``tag`` from any rank into ``tensor``; the
+        work's ``_source_rank()`` names the sender."""
+        self._check(None, tag, "recv from any source")
+        return self._start(lambda data, size, buffer: self._channel.irecv_any_source(data, size, tag, buffer),
+                           tensor, True, f"recv from any rank (tag {tag})")
+
+    def close(self):
+        """Frees the channel's communicator."""
+        self._channel.close()
+
+
+class StoreBarrier:
+    """Gloo's monitored barrier among the ranks of one process group, through its store.
+
+    Args:
+        store: the group's c10d store (``set``, ``wait``).
         rank (int), size (int): this process's group rank and the group size.
-        timeout (float): seconds a receive or the monitored barrier waits by default.
+        timeout (float): seconds the barrier waits by default.
     """
 
     def __init__(self, store, rank, size, timeout):
@@ -56,68 +184,7 @@ class StoreMessages:
         self._rank = rank
         self._size = size
         self._timeout = timeout
-        self._lock = threading.Lock()
-        self._sent = {}        # (receiver, tag) -> messages sent
-        self._posted = {}      # (sender, tag) -> receives posted naming sender (message index)
-        self._taken = {}       # (sender, tag) -> messages taken by any-source receives
-        self._arrivals = {}    # tag -> next arrival record to read
         self._barriers = 0
-
-    def _check_peer(self, peer, what):
-        if not 0 <= peer < self._size:
-            raise ValueError(f"concord: {what}: rank {peer} is outside the group's ranks [0, {self._size})")
-        if peer == self._rank:
-            raise ValueError(f"concord: {what}: rank {peer} is this process")
-
-    def send(self, tensor, receiver, tag):
-        """Deposits ``tensor``'s bytes for ``receiver`` (returns once the store holds them)."""
-        self._check_peer(receiver, "send")
-        with self._lock:
-            index = self._sent.get((receiver, tag), 0)
-            self._sent[(receiver, tag)] = index + 1
-        self._store.set(f"p2p/{self._rank}/{receiver}/{tag}/{index}", tensor_bytes(tensor))
-        arrival = self._store.add(f"p2p/arrivals/{receiver}/{tag}", 1)
-        self._store.set(f"p2p/arrival/{receiver}/{tag}/{arrival}", f"{self._rank} {index}")
-
-    def post_recv(self, sender, tag):
-        """Reserves the next message of ``sender`` on ``tag`` (at the call, so receives
-        posted in order take messages in order); returns its index."""
-        self._check_peer(sender, "recv")
-        with self._lock:
-            index = self._posted.get((sender, tag), 0) + self._taken.get((sender, tag), 0)
-            self._posted[(sender, tag)] = self._posted.get((sender, tag), 0) + 1
-            return index
-
-    def recv(self, tensor, sender, tag, index, timeout=None):
-        """Blocks until message ``index`` of ``sender`` on ``tag`` is there and copies it
-        into ``tensor``.
-
-        Raises:
-            RuntimeError: the store's wait timed out, or the sizes differ.
-        """
-        key = f"p2p/{sender}/{self._rank}/{tag}/{index}"
-        self._store.wait([key], datetime.timedelta(seconds=timeout or self._timeout))
-        payload = self._store.get(key)
-        self._store.delete_key(key)
-        fill_from_bytes(tensor, payload, f"recv from rank {sender} (tag {tag}) on rank {self._rank}")
-
-    def recv_any(self, tensor, tag, timeout=None):
-        """Receives the oldest message on ``tag`` from any rank not yet taken by another
-        receive; returns its sender's group rank."""
-        with self._lock:  # any-source receives read the arrival records one at a time
-            while True:
-                cursor = self._arrivals.get(tag, 1)
-                key = f"p2p/arrival/{self._rank}/{tag}/{cursor}"
-                self._store.wait([key], datetime.timedelta(seconds=timeout or self._timeout))
-                sender, index = (int(v) for v in self._store.get(key).decode().split())
-                self._store.delete_key(key)
-                self._arrivals[tag] = cursor + 1
-                claimed = self._posted.get((sender, tag), 0) + self._taken.get((sender, tag), 0)
-                if index >= claimed:  # not reserved by a receive naming its sender
-                    self._taken[(sender, tag)] = self._taken.get((sender, tag), 0) + 1
-                    break
-        self.recv(tensor, sender, tag, index, timeout)
-        return sender
 
     def monitored_barrier(self, timeout=None, wait_all_ranks=False):
         """Gloo's monitored barrier: every rank checks in with rank 0, which waits for all of

@@ -15,6 +15,8 @@ MismatchError on every rank naming the ranks and both devices. Non-contiguous te
 handled through a contiguous copy. The differentiable forms are in concord.torch.autograd.
 """
 
+import time
+
 import torch
 
 from concord import _core
@@ -159,23 +161,13 @@ def _grouped_allreduce_into(tensors, outputs, names, op, prescale_factor, postsc
         [_DTYPE_NAMES[t.dtype] for t in tensors], [list(t.shape) for t in tensors], op,
         float(prescale_factor), float(postscale_factor), _set_id(process_set, "grouped_allreduce"), devices)
 
-    class _Group:  # one handle for the whole group, as in Horovod
-        @staticmethod
-        def poll():
-            return all(core.poll() for core in cores)
-
-        @staticmethod
-        def wait():
-            for core in cores:
-                core.wait()
-
     def finish():
         for target, output in zip(targets, outputs):
             if target is not output:
                 output.copy_(target)
         return list(outputs)
 
-    return _register(_Group, finish, (sources, targets, outputs))
+    return _register(_Group(cores), finish, (sources, targets, outputs))
 
 
 def grouped_allreduce_async(tensors, average=None, name=None, op=None, prescale_factor=1.0,
@@ -460,6 +452,11 @@ class _Group:
     def wait(self):
         for core in self.cores:
             core.wait()
+
+    def wait_for(self, seconds):
+        """Waits at most ``seconds`` in all; True when every member finished."""
+        deadline = time.monotonic() + seconds
+        return all(core.wait_for(max(deadline - time.monotonic(), 0.0)) for core in self.cores)
 
 
 def _members(tensors, name, collective):

@@ -90,6 +90,20 @@ def poll(handle):
     return entry[0].poll()
 
 
+def wait_for(handle, seconds):
+    """Wait at most ``seconds`` for the operation behind ``handle`` (GIL released); True
+    when it finished (its error raised, as synchronize). The handle stays valid.
+
+    Raises:
+        MismatchError, StateError, CommError: the operation failed.
+        ValueError: unknown handle.
+    """
+    entry = _handles.get(handle)
+    if entry is None:
+        raise ValueError(f"wait_for: unknown handle {handle!r}")
+    return entry[0].wait_for(seconds)
+
+
 def synchronize(handle):
     """Wait for the operation behind ``handle`` (the GIL is released while waiting) and
     return its result tensor. The handle is consumed.

@@ -24,7 +24,7 @@ reduce_scatter (SUM AVG)          one reduce-scatter of the stacked inputs
 reduce_scatter (other ops)        an allreduce of the stacked inputs (P*n bytes)
 alltoall_base, alltoall           one alltoall (uneven splits allowed)
 barrier                           a 1-byte allreduce, done after the group's earlier calls
-send, recv, recv_anysource        through the c10d store (concord.torch.c10d_p2p)
+send, recv, recv_anysource        one transport message (the group's P2pChannel, c10d_p2p)
 monitored_barrier                 through the c10d store (Gloo's protocol)
 ================================  ===================================================
 
@@ -34,17 +34,16 @@ and bool (reductions as uint8 logical and/or).
 """
 
 import itertools
-import threading
 
 import torch
 from torch._C._distributed_c10d import ProcessGroup
 
 from concord.torch import collectives
-from concord.torch.c10d_p2p import StoreMessages
+from concord.torch.c10d_p2p import ChannelMessages, StoreBarrier
 from concord.torch.c10d_tensors import (BITWISE_OPS, CONCORD_OPS, SCATTER_OPS, check_like, concord_op, flat,
                                         one_tensor, reduce_op, unwire, wire, wire_width)
-from concord.torch.c10d_work import Completer, ConcordWork, seconds
-from concord.torch.handles import Sum, synchronize
+from concord.torch.c10d_work import Completer, ConcordWork, seconds, synchronize
+from concord.torch.handles import Sum
 
 
 def _write(tensor, result):
@@ -62,20 +61,23 @@ class ProcessGroupConcord(ProcessGroup):
         process_set (concord.ProcessSet or None): Concord's set of those ranks (None: the
             world).
         group_name (str): the group's name, the same on every member (c10d's group id).
-        store: the group's c10d store (point-to-point messages, monitored barrier).
+        store: the group's c10d store (the monitored barrier).
+        channel (concord._core.P2pChannel): the group's point-to-point channel (send/recv).
         timeout (datetime.timedelta): how long a call waits by default.
         callbacks (CallbackPool): completes the futures.
     """
 
-    def __init__(self, rank, size, ranks, process_set, group_name, store, timeout, callbacks):
+    def __init__(self, rank, size, ranks, process_set, group_name, store, channel, timeout, callbacks):
         super().__init__(rank, size)
         self._ranks = list(ranks)
         self._set = process_set
         self._group = group_name
+        self._where = f" of group '{group_name}' (rank {rank} of {size})"  # ends every work's description
         self._timeout = seconds(timeout, 1800.0)
         self._callbacks = callbacks
         self._completer = Completer(group_name)
-        self._messages = StoreMessages(store, rank, size, self._timeout)
+        self._messages = ChannelMessages(channel, self._timeout, callbacks)
+        self._barrier = StoreBarrier(store, rank, size, self._timeout)
         self._sequence = itertools.count()
 
     def getBackendName(self):
@@ -86,12 +88,14 @@ class ProcessGroupConcord(ProcessGroup):
         completer = getattr(self, "_completer", None)
         if completer is not None:
             completer.close()
+        messages = getattr(self, "_messages", None)
+        if messages is not None:
+            messages.close()
 
     # -- plumbing -------------------------------------------------------------------------
 
     def _work(self, what):
-        return ConcordWork(f"{what} of group '{self._group}' (rank {self.rank()} of {self.size()})",
-                           self._timeout, self._callbacks)
+        return ConcordWork(what + self._where, self._timeout, self._callbacks)
 
     def _collective(self, what):
         """The next call's name and its Work."""
@@ -391,47 +395,25 @@ class ProcessGroupConcord(ProcessGroup):
         handle = collectives.allreduce_async_(token, name=name, op=Sum, process_set=self._set)
         return self._completer.submit(work, lambda: (synchronize(handle), [])[1])
 
-    # -- point to point (through the store) -----------------------------------------------
+    # -- point to point (over the group's transport channel) -----------------------------
 
     def send(self, tensors, dst_rank, tag=0):
-        """Deposits the tensor for group rank ``dst_rank`` (done when the store holds it)."""
-        tensor = one_tensor(tensors, "send")
-        work = self._work(f"send to rank {dst_rank} (tag {tag})")
-        self._messages.send(tensor, dst_rank, tag)
-        work.finish([tensor], None)
-        return work
-
-    def _receive(self, work, tensor, receive):
-        def run():
-            try:
-                source = receive()
-            except RuntimeError as error:
-                work.finish(None, error)
-            else:
-                work.finish([tensor], None, source)
-        threading.Thread(target=run, name="concord-c10d-recv", daemon=True).start()
-        return work
+        """Sends the tensor to group rank ``dst_rank`` with ``tag`` (done once it may be
+        reused)."""
+        return self._messages.send(one_tensor(tensors, "send"), dst_rank, tag)
 
     def recv(self, tensors, src_rank, tag=0):
-        """Receives group rank ``src_rank``'s next message on ``tag`` into the tensor."""
-        tensor = one_tensor(tensors, "recv")
-        index = self._messages.post_recv(src_rank, tag)
-        work = self._work(f"recv from rank {src_rank} (tag {tag})")
-
-        def receive():
-            self._messages.recv(tensor, src_rank, tag, index)
-            return src_rank
-        return self._receive(work, tensor, receive)
+        """Receives group rank ``src_rank``'s next message on ``tag`` into the tensor (same
+        byte count, else the work fails with a RuntimeError naming both)."""
+        return self._messages.recv(one_tensor(tensors, "recv"), src_rank, tag)
 
     def recv_anysource(self, tensors, tag=0):
-        """Receives the oldest message on ``tag`` from any rank; ``work._source_rank()``
-        names the sender."""
-        tensor = one_tensor(tensors, "recv_anysource")
-        work = self._work(f"recv from any rank (tag {tag})")
-        return self._receive(work, tensor, lambda: self._messages.recv_any(tensor, tag))
+        """Receives the next message on ``tag`` from any rank; ``work._source_rank()``
+        names the sender's group rank."""
+        return self._messages.recv_any(one_tensor(tensors, "recv_anysource"), tag)
 
     def monitored_barrier(self, timeout=None, wait_all_ranks=False):
-        """Gloo's monitored barrier (concord.torch.c10d_p2p.StoreMessages.monitored_barrier),
+        """Gloo's monitored barrier (concord.torch.c10d_p2p.StoreBarrier.monitored_barrier),
         reached as ``group.monitored_barrier(timeout, wait_all_ranks)``."""
-        self._messages.monitored_barrier(seconds(timeout, self._timeout), wait_all_ranks)
+        self._barrier.monitored_barrier(seconds(timeout, self._timeout), wait_all_ranks)
 

@@ -51,27 +51,38 @@ class UcxRequest : public TransportRequest {
 
   bool test() override {
     if (!request_) return true;
-    std::lock_guard<std::mutex> lock(worker_->mutex());
-    ucp_worker_progress(worker_->handle());
     ucs_status_t status;
     ucp_tag_recv_info_t info{};
-    if (receive_) status = ucp_tag_recv_request_test(request_, &info);
-    else status = ucp_request_check_status(request_);
-    if (status == UCS_INPROGRESS) {
-      check_peer_alive();
-      return false;
+    {
+      std::lock_guard<std::mutex> lock(worker_->mutex());
+      ucp_worker_progress(worker_->handle());
+      if (receive_) status = ucp_tag_recv_request_test(request_, &info);
+      else status = ucp_request_check_status(request_);
+      if (status == UCS_INPROGRESS) {
+        check_peer_alive();
+        return false;
+      }
+      ucp_request_free(request_);
+      request_ = nullptr;
     }
-    ucp_request_free(request_);
-    request_ = nullptr;
-    CONCORD_ENFORCE(status == UCS_OK, CommError, "UCX ", receive_ ? "receive from" : "send to", " rank ", peer_,
-                    " (tag ", tag_, ", ", bytes_, " bytes) failed: ", ucs_status_string(status));
-    CONCORD_ENFORCE(!receive_ || info.length == bytes_, CommError, "UCX receive of ", bytes_, " bytes from rank ",
-                    peer_, " (tag ", tag_, ") matched a message of ", info.length, " bytes");
-    if (source_) *source_ = static_cast<int>((info.sender_tag & kSourceBits) >> 32);
+    finish(status, info);
     return true;
   }
 
  private:
+  // Checks a completed operation (its status, and a receive's length) and reports the sender.
+  void finish(ucs_status_t status, const ucp_tag_recv_info_t& info) {
+    const int sender = source_ ? static_cast<int>((info.sender_tag & kSourceBits) >> 32) : peer_;
+    const std::string from = sender >= 0 ? "rank " + std::to_string(sender) : std::string("any rank");
+    CONCORD_ENFORCE(!receive_ || status != UCS_ERR_MESSAGE_TRUNCATED, CommError, "UCX receive of ", bytes_,
+                    " bytes from ", from, " (tag ", tag_, ") matched a longer message");
+    CONCORD_ENFORCE(status == UCS_OK, CommError, "UCX ", receive_ ? "receive from " : "send to ", from, " (tag ", tag_,
+                    ", ", bytes_, " bytes) failed: ", ucs_status_string(status));
+    CONCORD_ENFORCE(!receive_ || info.length == bytes_, CommError, "UCX receive of ", bytes_, " bytes from ", from,
+                    " (tag ", tag_, ") matched a message of ", info.length, " bytes");
+    if (source_) *source_ = sender;
+  }
+
   // Throws CommError naming the peer when its process on this host has exited or the
   // world was aborted (checked at most every kLivenessInterval; UcxWorker::peer_gone).
   // Called with the worker locked.
@@ -141,29 +152,32 @@ RequestPtr UcxCommunicator::isend(const void* data, size_t bytes, int peer, int 
 
 RequestPtr UcxCommunicator::irecv(void* data, size_t bytes, int peer, int tag) {
   CONCORD_ENFORCE(peer >= 0 && peer < size(), InvalidArgument, "UCX irecv from rank ", peer, " of ", size());
-  ucp_request_param_t param{};
-  void* request;
-  {
-    std::lock_guard<std::mutex> lock(worker_->mutex());
-    request = ucp_tag_recv_nbx(worker_->handle(), data, bytes, ucx_tag(id_, peer, tag), kFullMask, &param);
-  }
-  CONCORD_ENFORCE(!UCS_PTR_IS_ERR(request), CommError, "UCX receive from rank ", peer, " (tag ", tag, ", ", bytes,
-                  " bytes) failed: ", ucs_status_string(UCS_PTR_STATUS(request)));
-  record_received(bytes);
-  return std::make_unique<UcxRequest>(worker_, request, true, bytes, peer, members_[peer], tag);
+  return post_receive(data, bytes, peer, tag, nullptr);
 }
 
 RequestPtr UcxCommunicator::irecv_any_source(void* data, size_t bytes, int tag, int* source) {
+  return post_receive(data, bytes, -1, tag, source);
+}
+
+RequestPtr UcxCommunicator::post_receive(void* data, size_t bytes, int peer, int tag, int* source) {
   ucp_request_param_t param{};
+  // A request even when the message is already here: its test() reads the sender and
+  // checks the length (UCX 1.13 leaves the immediate-completion info of a tag receive
+  // unfilled: an any-source receive reported no sender).
+  param.op_attr_mask = UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  const uint64_t mask = peer < 0 ? kFullMask & ~kSourceBits : kFullMask;
   void* request;
   {
     std::lock_guard<std::mutex> lock(worker_->mutex());
-    request = ucp_tag_recv_nbx(worker_->handle(), data, bytes, ucx_tag(id_, 0, tag), kFullMask & ~kSourceBits, &param);
+    request = ucp_tag_recv_nbx(worker_->handle(), data, bytes, ucx_tag(id_, peer < 0 ? 0 : peer, tag), mask, &param);
   }
-  CONCORD_ENFORCE(!UCS_PTR_IS_ERR(request), CommError, "UCX receive from any rank (tag ", tag, ", ", bytes,
+  const std::string from = peer >= 0 ? "rank " + std::to_string(peer) : std::string("any rank");
+  CONCORD_ENFORCE(UCS_PTR_STATUS(request) != UCS_ERR_MESSAGE_TRUNCATED, CommError, "UCX receive of ", bytes,
+                  " bytes from ", from, " (tag ", tag, ") matched a longer message");
+  CONCORD_ENFORCE(!UCS_PTR_IS_ERR(request), CommError, "UCX receive from ", from, " (tag ", tag, ", ", bytes,
                   " bytes) failed: ", ucs_status_string(UCS_PTR_STATUS(request)));
   record_received(bytes);
-  return std::make_unique<UcxRequest>(worker_, request, true, bytes, -1, -1, tag, source);
+  return std::make_unique<UcxRequest>(worker_, request, true, bytes, peer, peer < 0 ? -1 : members_[peer], tag, source);
 }
 
 P2pControl UcxCommunicator::control() {

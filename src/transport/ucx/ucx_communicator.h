@@ -25,7 +25,7 @@ namespace concord {
 /// The 64-bit UCX tag of a message of communicator `id` from `source` with `tag`.
 uint64_t ucx_tag(uint32_t id, int source, int tag);
 
-class UcxCommunicator : public Communicator {
+class UcxCommunicator : public Communicator, public AnySourceReceive {
  public:
   /// The communicator with id `id` over the world ranks `members` (its rank r is world
   /// rank members[r]); this process is members[rank].
@@ -42,7 +42,8 @@ class UcxCommunicator : public Communicator {
   /// A receive of exactly `bytes` bytes with `tag` from whichever rank sends first (UCX
   /// matches the tag with the source bits masked); once test() returns true, `*source`
   /// holds the sender's rank in this communicator. CommError as irecv.
-  RequestPtr irecv_any_source(void* data, size_t bytes, int tag, int* source);
+  RequestPtr irecv_any_source(void* data, size_t bytes, int tag, int* source) override;
+  AnySourceReceive* any_source() override { return this; }
   std::vector<std::vector<uint8_t>> gather_bytes(const std::vector<uint8_t>& mine, int root) override;
   void broadcast_bytes(std::vector<uint8_t>& data, int root) override;
   void barrier() override;
@@ -58,6 +59,8 @@ class UcxCommunicator : public Communicator {
 
  private:
   P2pControl control();
+  // ucp_tag_recv_nbx from `peer` (-1: any source, the sender reported through `source`).
+  RequestPtr post_receive(void* data, size_t bytes, int peer, int tag, int* source);
 
   std::shared_ptr<UcxWorker> worker_;
   uint32_t id_;

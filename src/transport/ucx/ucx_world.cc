@@ -2,11 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <numeric>
 
+#include "common/backoff.h"
 #include "common/config.h"
 #include "common/enforce.h"
 #include "transport/rendezvous/world_rendezvous.h"
+#include "transport/tags.h"
 #include "transport/ucx/ucx_communicator.h"
 
 namespace concord {
@@ -22,6 +25,12 @@ std::chrono::milliseconds peer_heartbeat_timeout() {
   }
   CONCORD_ENFORCE(seconds >= 0, InvalidArgument, "CONCORD_PEER_TIMEOUT='", text, "': expected seconds >= 0");
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+// Polls `request` until it completes (Backoff between polls).
+void complete(RequestPtr request) {
+  Backoff backoff;
+  while (!request->test()) backoff.wait();
 }
 
 std::string host_name() {
@@ -74,6 +83,39 @@ class UcxWorld : public TransportWorld {
   int size() const override { return world_->size(); }
   const WorldOrigin& origin() const override { return origin_; }
   std::unique_ptr<Communicator> duplicate(const std::string&) override { return world_->split(0, world_->rank()); }
+
+  // The members agree on a communicator id as split() does, by messages among themselves on
+  // the world communicator (tag kGroupFormation): each sends the lowest id it has free and
+  // the group's ranks to the lowest member, which answers with the highest proposal.
+  std::unique_ptr<Communicator> create_group(const std::vector<int>& members, const std::string& purpose) override {
+    const std::string what = "create_group '" + purpose + "'";
+    check_group_members(members, world_->rank(), world_->size(), what);
+    const int leader = members.front();
+    std::vector<int64_t> mine = {worker_->next_communicator_id()};
+    mine.insert(mine.end(), members.begin(), members.end());
+    int64_t id = mine[0];
+    if (world_->rank() == leader) {
+      std::vector<std::vector<int64_t>> proposals(members.size(), std::vector<int64_t>(mine.size()));
+      for (size_t i = 1; i < members.size(); ++i)
+        complete(world_->irecv(proposals[i].data(), mine.size() * sizeof(int64_t), members[i], tags::kGroupFormation));
+      for (size_t i = 1; i < members.size(); ++i) {
+        CONCORD_ENFORCE(std::equal(mine.begin() + 1, mine.end(), proposals[i].begin() + 1), CommError, what,
+                        ": rank ", members[i], " formed another group with rank ", leader, " at this point");
+        id = std::max(id, proposals[i][0]);
+      }
+      for (size_t i = 1; i < members.size(); ++i)
+        complete(world_->isend(&id, sizeof id, members[i], tags::kGroupFormation));
+    } else {
+      complete(world_->isend(mine.data(), mine.size() * sizeof(int64_t), leader, tags::kGroupFormation));
+      complete(world_->irecv(&id, sizeof id, leader, tags::kGroupFormation));
+    }
+    const uint32_t reserved = worker_->reserve_communicator_id(static_cast<uint32_t>(id));
+    CONCORD_ENFORCE(reserved == id, CommError, what, ": communicator id ", id,
+                    " was taken on this rank while the members agreed on it (a communicator was created "
+                    "concurrently on another thread)");
+    const int rank = static_cast<int>(std::lower_bound(members.begin(), members.end(), world_->rank()) - members.begin());
+    return std::make_unique<UcxCommunicator>(worker_, reserved, members, rank);
+  }
   const std::vector<int>& node_of_rank() override { return nodes_; }
   bool threads_supported() const override { return true; }
   void abort(const std::string& reason) override { worker_->abort(reason); }
