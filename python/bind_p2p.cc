@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "common/backoff.h"
-#include "python/bindings.h"
 #include "common/enforce.h"
+#include "python/bindings.h"
 #include "runtime/api_process_sets.h"
 #include "transport/transport_world.h"
 
@@ -103,12 +103,14 @@ class P2pChannel {
 
   std::unique_ptr<P2pRequest> isend(uintptr_t data, size_t bytes, int peer, int tag, py::object buffer) {
     check_peer(peer, "send to");
-    return start(std::move(buffer), [&](int*) { return comm().isend(reinterpret_cast<void*>(data), bytes, peer, tag); });
+    return start(std::move(buffer),
+                 [&](int*) { return comm().isend(reinterpret_cast<void*>(data), bytes, peer, tag); });
   }
 
   std::unique_ptr<P2pRequest> irecv(uintptr_t data, size_t bytes, int peer, int tag, py::object buffer) {
     check_peer(peer, "receive from");
-    return start(std::move(buffer), [&](int*) { return comm().irecv(reinterpret_cast<void*>(data), bytes, peer, tag); });
+    return start(std::move(buffer),
+                 [&](int*) { return comm().irecv(reinterpret_cast<void*>(data), bytes, peer, tag); });
   }
 
   std::unique_ptr<P2pRequest> irecv_any_source(uintptr_t data, size_t bytes, int tag, py::object buffer) {

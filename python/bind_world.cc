@@ -8,9 +8,9 @@
 
 #include <chrono>
 
-#include "python/bindings.h"
 #include "common/enforce.h"
 #include "concord/concord.h"
+#include "python/bindings.h"
 #include "transport/launch_environment.h"
 #include "transport/rendezvous/open_store.h"
 #include "transport/rendezvous/tcp_store.h"
@@ -36,7 +36,9 @@ class PyStore {
     env.rank = 1;  // a client: never serves the store itself
     opened_ = concord::rendezvous::open_store(env, spec, timeout_);
   }
-  void set(const std::string& key, const std::string& value) { opened_.store->set(key, Bytes(value.begin(), value.end())); }
+  void set(const std::string& key, const std::string& value) {
+    opened_.store->set(key, Bytes(value.begin(), value.end()));
+  }
   std::optional<std::string> try_get(const std::string& key) {
     auto value = opened_.store->try_get(key);
     if (!value) return std::nullopt;
@@ -62,8 +64,7 @@ void bind_world(py::module_& m) {
            py::call_guard<py::gil_scoped_release>())
       .def("set", &PyStore::set, py::call_guard<py::gil_scoped_release>())
       .def("try_get", &PyStore::try_get, py::call_guard<py::gil_scoped_release>())
-      .def("get", &PyStore::get, py::arg("key"), py::arg("timeout_seconds"),
-           py::call_guard<py::gil_scoped_release>())
+      .def("get", &PyStore::get, py::arg("key"), py::arg("timeout_seconds"), py::call_guard<py::gil_scoped_release>())
       .def("add", &PyStore::add, py::call_guard<py::gil_scoped_release>())
       .def("describe", &PyStore::describe);
   py::class_<concord::rendezvous::TcpStoreServer>(m, "StoreServer", "Serves a TCP rendezvous store from a thread")

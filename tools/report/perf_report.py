@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.join(ROOT, "tools", "report"))
 import perf_tables  # noqa: E402  (the renderers, one per table)
 
 PYTHON = "/usr/bin/python3"
-TOPICS = ("collectives", "transport", "cluster", "runtime", "training", "papers", "soak")
+TOPICS = ("collectives", "transport", "cluster", "runtime", "training", "papers", "soak", "elastic")
 
 
 class Runner:
@@ -246,8 +246,18 @@ def run_soak(r, a):
              "stalled or raising at step 5 of 1,000 allreduces): seconds until the job ended.")
 
 
+def run_elastic(r, a):
+    """Elastic training: a worker of 4 SIGKILLed mid-epoch, time to the new world's first step."""
+    repeats = "1" if a.quick else str(a.repeats)
+    r.run("elastic_np4", [PYTHON, "tools/torch/elastic_bench.py", "--np", "4", "--repeat", repeats,
+                          "--json", r.path("elastic_np4.json")])
+    r.finish("tools/torch/elastic_bench.py: concord-run's elastic driver runs examples/train_digits_elastic.py "
+             "on 4 workers; worker 1 SIGKILLs itself at step 25; recovery = from the kill to the first "
+             "completed step of the 3-worker world; commit = the median state.commit() of the digits MLP.")
+
+
 RUNS = {"collectives": run_collectives, "transport": run_transport, "cluster": run_cluster, "runtime": run_runtime,
-        "training": run_training, "papers": run_papers, "soak": run_soak}
+        "training": run_training, "papers": run_papers, "soak": run_soak, "elastic": run_elastic}
 
 
 def markers(name):

@@ -392,6 +392,19 @@ def faults(data):
     return _table(header, body) + "\n\n" + _caption(data, "soak", "fault_drill")
 
 
+def elastic(data):
+    """tools/torch/elastic_bench.py: recovery from a lost worker, and the cost of commit()."""
+    runs = _runs(data, "elastic", "elastic_np4\\.json")
+    if not runs:
+        return _missing(data, "elastic")
+    r = runs[0]
+    header = ["workers", "recovery: kill -> first step of the new world (min / median)",
+              "commit() of the digits MLP (min / median)", "runs"]
+    body = [[f"{r['np']} -> {r['np'] - 1}", f"{r['recovery_s_min']:.2f} s / {r['recovery_s_median']:.2f} s",
+             f"{r['commit_ms_min']:.3f} ms / {r['commit_ms_median']:.3f} ms", str(r["repeat"])]]
+    return _table(header, body) + "\n\n" + _caption(data, "elastic", "elastic")
+
+
 TABLES = {
     "collectives_np2": collectives(2),
     "collectives_np4": collectives(4),
@@ -410,4 +423,5 @@ TABLES = {
     "simulator": simulator,
     "soak": soak,
     "faults": faults,
+    "elastic": elastic,
 }

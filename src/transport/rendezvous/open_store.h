@@ -22,7 +22,7 @@ namespace concord::rendezvous {
 
 struct OpenStore {
   std::unique_ptr<TcpStoreServer> server;  ///< rank 0 of a TCP store; kept for the job's life
-  std::shared_ptr<Store> store;  ///< null when `pmix` (or a world of one); shared with the heartbeat
+  std::shared_ptr<Store> store;            ///< null when `pmix` (or a world of one); shared with the heartbeat
   bool pmix = false;                       ///< exchange through the launcher's PMIx server
 
   /// Every rank's address: exchange_addresses() through `store`, or

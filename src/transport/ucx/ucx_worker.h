@@ -77,7 +77,7 @@ class UcxWorker {
   std::vector<int64_t> pids_;
   std::string my_host_;
   mutable std::mutex abort_mutex_;
-  std::string abort_reason_;  // empty until abort()
+  std::string abort_reason_;                  // empty until abort()
   std::unique_ptr<PeerHeartbeat> heartbeat_;  // null: no store (a world of one, PMIx)
   std::mutex mutex_;
   uint32_t next_id_ = 1;  // 0 is the world communicator's

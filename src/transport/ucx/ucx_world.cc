@@ -67,8 +67,8 @@ class UcxWorld : public TransportWorld {
     worker_->set_peers(hosts, pids);
     const auto peer_timeout = peer_heartbeat_timeout();
     if (env.size > 1 && peer_timeout.count() > 0 && store_.store) {  // PMIx: no store to beat in
-      worker_->set_heartbeat(std::make_unique<PeerHeartbeat>(store_.store, rendezvous::key_prefix(env.run_id),
-                                                             env.rank, env.size, peer_timeout));
+      worker_->set_heartbeat(std::make_unique<PeerHeartbeat>(store_.store, rendezvous::key_prefix(env.run_id), env.rank,
+                                                             env.size, peer_timeout));
     }
     for (const auto& host : hosts) {  // node numbers in order of each node's lowest rank
       const auto first = std::find(hosts.begin(), hosts.end(), host) - hosts.begin();
@@ -99,8 +99,8 @@ class UcxWorld : public TransportWorld {
       for (size_t i = 1; i < members.size(); ++i)
         complete(world_->irecv(proposals[i].data(), mine.size() * sizeof(int64_t), members[i], tags::kGroupFormation));
       for (size_t i = 1; i < members.size(); ++i) {
-        CONCORD_ENFORCE(std::equal(mine.begin() + 1, mine.end(), proposals[i].begin() + 1), CommError, what,
-                        ": rank ", members[i], " formed another group with rank ", leader, " at this point");
+        CONCORD_ENFORCE(std::equal(mine.begin() + 1, mine.end(), proposals[i].begin() + 1), CommError, what, ": rank ",
+                        members[i], " formed another group with rank ", leader, " at this point");
         id = std::max(id, proposals[i][0]);
       }
       for (size_t i = 1; i < members.size(); ++i)
@@ -113,7 +113,8 @@ class UcxWorld : public TransportWorld {
     CONCORD_ENFORCE(reserved == id, CommError, what, ": communicator id ", id,
                     " was taken on this rank while the members agreed on it (a communicator was created "
                     "concurrently on another thread)");
-    const int rank = static_cast<int>(std::lower_bound(members.begin(), members.end(), world_->rank()) - members.begin());
+    const int rank =
+        static_cast<int>(std::lower_bound(members.begin(), members.end(), world_->rank()) - members.begin());
     return std::make_unique<UcxCommunicator>(worker_, reserved, members, rank);
   }
   const std::vector<int>& node_of_rank() override { return nodes_; }
