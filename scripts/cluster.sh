@@ -9,7 +9,10 @@
 #   -H, --hosts N          emulated hosts, 2..8
 #   -r, --ranks-per-host N ranks on each host, 1..2 (default 1): H*N ranks
 #   --launcher L           mpirun (default): mpirun -np H*N over Open MPI;
-#                          store: no MPI; H*N ranks over Concord's UCX transport (below)
+#                          store: no MPI; H*N ranks over Concord's UCX transport (below);
+#                          command: COMMAND runs once on node0, a launcher of its own
+#                          (concord-run's elastic driver) starting the ranks through the
+#                          agent in CONCORD_CLUSTER_AGENT on the hosts of CONCORD_CLUSTER_HOSTS
 #   --rate R               egress rate of every host (tc units: 1gbit, 100mbit, ...;
 #                          default 1gbit; "none" leaves the links unshaped)
 #   --burst B              tbf bucket size (default 256kb; >= R/HZ, see tc-tbf(8))
@@ -122,7 +125,7 @@ while (($#)); do
     --rate) (($# >= 2)) || fail "--rate needs a tc rate, e.g. 1gbit"; rate="$2"; shift 2 ;;
     --burst) (($# >= 2)) || fail "--burst needs a tc size, e.g. 256kb"; burst="$2"; shift 2 ;;
     --latency) (($# >= 2)) || fail "--latency needs a tc time, e.g. 50ms"; latency="$2"; shift 2 ;;
-    --launcher) (($# >= 2)) || fail "--launcher needs mpirun or store"; launcher="$2"; shift 2 ;;
+    --launcher) (($# >= 2)) || fail "--launcher needs mpirun, store or command"; launcher="$2"; shift 2 ;;
     --check) check_only=1; shift ;;
     -h | --help) usage; exit 0 ;;
     --) shift; break ;;
@@ -138,7 +141,7 @@ if ((check_only)) && [ -z "$hosts" ]; then hosts=2; fi
 ((ranks_per_host <= 2)) ||
   echo "cluster: warning: $ranks_per_host ranks per host x $hosts hosts on $(nproc) cores: CPU-bound" >&2
 ((check_only || $#)) || fail "no command given (see --help)"
-[[ "$launcher" == mpirun || "$launcher" == store ]] || fail "--launcher must be mpirun or store, got '$launcher'"
+[[ "$launcher" =~ ^(mpirun|store|command)$ ]] || fail "--launcher must be mpirun, store or command, got '$launcher'"
 
 # --- can this machine do it at all? -------------------------------------------------------
 [ "$(id -u)" -eq 0 ] || skip "needs root to create network namespaces (run as root or via sudo)"
@@ -254,6 +257,19 @@ on_host() {  # on_host I COMMAND [ARGS...]: runs the command on host I (its word
 # --- the store launcher: every rank started here, UCX between them -------------------------
 readonly STORE_PORT=29400
 readonly GRACE_SECONDS=15
+if [ "$launcher" = command ]; then
+  # The command starts the ranks itself (e.g. concord-run --rsh-agent "$CONCORD_CLUSTER_AGENT"
+  # -H "$CONCORD_CLUSTER_HOSTS" --store-address 10.231.98.1 ...), as it would with ssh.
+  hosts_list=$(for ((i = 0; i < hosts; i++)); do printf 'node%d:%d,' "$i" "$ranks_per_host"; done)
+  export UCX_NET_DEVICES="${UCX_NET_DEVICES-eth0}" CONCORD_CLUSTER_AGENT="$workdir/agent" \
+    CONCORD_CLUSTER_HOSTS="${hosts_list%,}"
+  status=0
+  on_host 0 "$@" 9>&- &
+  rank_pids=($!)
+  wait "${rank_pids[0]}" || status=$?
+  rank_pids=()
+  exit "$status"
+fi
 if [ "$launcher" = store ]; then
   export UCX_NET_DEVICES="${UCX_NET_DEVICES-eth0}"
   size=$((hosts * ranks_per_host))

@@ -251,8 +251,10 @@ def run_elastic(r, a):
     repeats = "1" if a.quick else str(a.repeats)
     r.run("elastic_np4", [PYTHON, "tools/torch/elastic_bench.py", "--np", "4", "--repeat", repeats,
                           "--json", r.path("elastic_np4.json")])
+    r.run("elastic_h4", [PYTHON, "tools/torch/elastic_bench.py", "--cluster-hosts", "4", "--repeat", repeats,
+                         "--json", r.path("elastic_h4.json")])
     r.finish("tools/torch/elastic_bench.py: concord-run's elastic driver runs examples/train_digits_elastic.py "
-             "on 4 workers; worker 1 SIGKILLs itself at step 25; recovery = from the kill to the first "
+             "on 4 workers, on one host and on 4 emulated hosts (1 Gbit/s; scripts/cluster.sh --launcher command); worker 1 SIGKILLs itself at step 25; recovery = from the kill to the first "
              "completed step of the 3-worker world; commit = the median state.commit() of the digits MLP.")
 
 

@@ -394,14 +394,15 @@ def faults(data):
 
 def elastic(data):
     """tools/torch/elastic_bench.py: recovery from a lost worker, and the cost of commit()."""
-    runs = _runs(data, "elastic", "elastic_np4\\.json")
+    runs = _runs(data, "elastic", "elastic_(np4|h4)\\.json")
     if not runs:
         return _missing(data, "elastic")
-    r = runs[0]
-    header = ["workers", "recovery: kill -> first step of the new world (min / median)",
-              "commit() of the digits MLP (min / median)", "runs"]
-    body = [[f"{r['np']} -> {r['np'] - 1}", f"{r['recovery_s_min']:.2f} s / {r['recovery_s_median']:.2f} s",
-             f"{r['commit_ms_min']:.3f} ms / {r['commit_ms_median']:.3f} ms", str(r["repeat"])]]
+    header = ["where", "workers", "recovery: kill -> first step of the new world (min / median)",
+              "commit() of the digits MLP (min / median)", "repetitions"]
+    body = [["one host" if r.get("hosts", 1) == 1 else f"{r['hosts']} emulated hosts, 1 Gbit/s",
+             f"{r['np']} -> {r['np'] - 1}", f"{r['recovery_s_min']:.2f} s / {r['recovery_s_median']:.2f} s",
+             f"{r['commit_ms_min']:.3f} ms / {r['commit_ms_median']:.3f} ms", str(r["repeat"])]
+            for r in sorted(runs, key=lambda r: r.get("hosts", 1))]
     return _table(header, body) + "\n\n" + _caption(data, "elastic", "elastic")
 
 
