@@ -30,7 +30,7 @@ def rank_environment(base, rank, size, store_dir, run_id):
     return env
 
 
-def _describe(code):
+def describe_status(code):
     """'exit status N' or 'signal NAME' for a Popen return code."""
     if code < 0:
         try:
@@ -79,7 +79,7 @@ def _supervise(procs, grace_seconds, out):
                 if proc.returncode not in (None, 0):
                     failed = (rank, proc.returncode)
                     deadline = time.monotonic() + grace_seconds
-                    print(f"concord-run: rank {rank} failed ({_describe(proc.returncode)}); stopping the "
+                    print(f"concord-run: rank {rank} failed ({describe_status(proc.returncode)}); stopping the "
                           f"other ranks within {grace_seconds:g} s", file=out, flush=True)
                     break
         if not running:

@@ -70,6 +70,18 @@ def allocator_preload(name, current=None):
                      f"(apt-get install {package}) or leave --allocator out")
 
 
+def parse_host_entry(entry, default_slots=1):
+    """``(host, slots)`` of one ``host[:slots]`` entry (``default_slots`` without ``:slots``),
+    or None when the host is empty or the slot count is not a positive integer. The one
+    parser of -H, hostfile-free host lists and elastic discovery output."""
+    host, sep, slots = entry.rpartition(":")
+    if not sep:
+        host, slots = entry, str(default_slots)
+    if not host or not slots.isdigit() or int(slots) < 1:
+        return None
+    return host, int(slots)
+
+
 def parse_hosts(text):
     """Parse ``host1:n1,host2:n2`` (a host without ``:n`` has 1 slot) into a list of
     ``(host, slots)``.
@@ -80,13 +92,11 @@ def parse_hosts(text):
     hosts = []
     for entry in text.split(","):
         entry = entry.strip()
-        host, sep, slots = entry.rpartition(":")
-        if not sep:
-            host, slots = entry, "1"
-        if not host or not slots.isdigit() or int(slots) < 1:
+        parsed = parse_host_entry(entry)
+        if parsed is None:
             raise ValueError(f"concord-run: bad host entry '{entry}' in -H '{text}'; expected host:slots "
                              "with slots a positive integer")
-        hosts.append((host, int(slots)))
+        hosts.append(parsed)
     return hosts
 
 

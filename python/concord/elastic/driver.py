@@ -30,6 +30,8 @@ import uuid
 
 from concord import _core
 from concord.elastic import protocol
+from concord.local_launch import describe_status
+from concord.run import parse_host_entry
 
 _FORWARDED = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH")
 _LOCAL_NAMES = ("localhost", "127.0.0.1")
@@ -47,23 +49,11 @@ def parse_host_lines(text, default_slots=1):
         line = line.split("#", 1)[0].strip()
         if not line:
             continue
-        host, sep, slots = line.rpartition(":")
-        if not sep:
-            host, slots = line, str(default_slots)
-        if not host or not slots.isdigit() or int(slots) < 1:
+        parsed = parse_host_entry(line, default_slots)
+        if parsed is None:
             raise ValueError(f"bad host entry '{line}': expected host:slots with slots a positive integer")
-        hosts.append((host, int(slots)))
+        hosts.append(parsed)
     return hosts
-
-
-def describe_status(code):
-    """'exit status N' or 'signal NAME' for a Popen return code."""
-    if code is not None and code < 0:
-        try:
-            return f"signal {signal.Signals(-code).name}"
-        except ValueError:
-            return f"signal {-code}"
-    return f"exit status {code}"
 
 
 def _interrupt(signum, _frame):
