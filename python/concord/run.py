@@ -36,19 +36,21 @@ import shutil
 import subprocess
 import sys
 
+from concord.hosts import parse_hosts
+
 _FORWARDED = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH")
 
-# Open MPI's TCP transport for jobs on other hosts (docs/tuning.md, "Several hosts"), in
-# groups of MCA parameters that go together; scripts/cluster.sh passes the same. Without PUT
-# a large message goes in send fragments, so a simultaneous exchange's two directions run at
-# once; messages up to 1 MiB (the algorithms' 512 KiB chunks) go eagerly, without a
-# rendezvous round trip each (the rendezvous part must not exceed the eager limit, so the
-# three sizes are one group).
+#Open MPI's TCP transport for jobs on other hosts (docs/tuning.md, "Several hosts"), in
+#groups of MCA parameters that go together; scripts / cluster.sh passes the same.Without PUT
+#a large message goes in send fragments, so a simultaneous exchange's two directions run at
+#once; messages up to 1 MiB(the algorithms' 512 KiB chunks) go eagerly, without a
+#rendezvous round trip each(the rendezvous part must not exceed the eager limit, so the
+#three sizes are one group).
 TCP_SETTINGS = (
     {"btl_tcp_flags": "send,inplace,need-ack,need-csum"},
     {"btl_tcp_eager_limit": "1048576", "btl_tcp_rndv_eager_limit": "1048576", "btl_tcp_max_send_size": "1048576"},
 )
-# --allocator: the library names ctypes.util.find_library looks up, and the Debian package.
+#-- allocator : the library names ctypes.util.find_library looks up, and the Debian package.
 _ALLOCATORS = {"jemalloc": (("jemalloc",), "libjemalloc2"),
                "tcmalloc": (("tcmalloc_minimal", "tcmalloc"), "libtcmalloc-minimal4")}
 
@@ -68,36 +70,6 @@ def allocator_preload(name, current=None):
             return f"{found}:{current}" if current else found
     raise ValueError(f"concord-run: --allocator {name}: no lib{names[0]} found; install it "
                      f"(apt-get install {package}) or leave --allocator out")
-
-
-def parse_host_entry(entry, default_slots=1):
-    """``(host, slots)`` of one ``host[:slots]`` entry (``default_slots`` without ``:slots``),
-    or None when the host is empty or the slot count is not a positive integer. The one
-    parser of -H, hostfile-free host lists and elastic discovery output."""
-    host, sep, slots = entry.rpartition(":")
-    if not sep:
-        host, slots = entry, str(default_slots)
-    if not host or not slots.isdigit() or int(slots) < 1:
-        return None
-    return host, int(slots)
-
-
-def parse_hosts(text):
-    """Parse ``host1:n1,host2:n2`` (a host without ``:n`` has 1 slot) into a list of
-    ``(host, slots)``.
-
-    Raises:
-        ValueError: an empty entry or a slot count that is not a positive integer.
-    """
-    hosts = []
-    for entry in text.split(","):
-        entry = entry.strip()
-        parsed = parse_host_entry(entry)
-        if parsed is None:
-            raise ValueError(f"concord-run: bad host entry '{entry}' in -H '{text}'; expected host:slots "
-                             "with slots a positive integer")
-        hosts.append(parsed)
-    return hosts
 
 
 def make_parser():
@@ -229,8 +201,9 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False, cores=No
         raise ValueError(f"concord-run: hostfile '{args.hostfile}' does not exist")
     if hosts is None and not args.hostfile:
         hosts = [("localhost", args.np)]
-    # HOROVOD_* too: Concord honours Horovod's names for its settings (docs/tuning.md).
-    env = {k: v for k, v in environ.items() if k in _FORWARDED or k.startswith(("CONCORD_", "HOROVOD_"))}
+#HOROVOD_* too : Concord honours Horovod's names for its settings (docs/tuning.md).
+    env = {
+k: v for k, v in environ.items() if k in _FORWARDED or k.startswith(("CONCORD_", "HOROVOD_"))}
     env.update(settings_env(args))
     if args.allocator:
         env["LD_PRELOAD"] = allocator_preload(args.allocator, environ.get("LD_PRELOAD"))

@@ -31,7 +31,7 @@ import uuid
 from concord import _core
 from concord.elastic import protocol
 from concord.local_launch import describe_status
-from concord.run import parse_host_entry
+from concord.hosts import parse_host_entry
 
 _FORWARDED = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH")
 _LOCAL_NAMES = ("localhost", "127.0.0.1")

@@ -37,7 +37,7 @@ from concord.torch.c10d_work import CallbackPool
 from concord.torch.process_group import ProcessGroupConcord
 
 BACKEND = "concord"
-#: Environment variables an MPI launcher sets in every rank (Open MPI, MPICH/Hydra, PMIx).
+# : Environment variables an MPI launcher sets in every rank(Open MPI, MPICH / Hydra, PMIx).
 MPI_LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK")
 
 
@@ -125,16 +125,23 @@ class ConcordBackend:
         group described by ``options`` (``_DistributedBackendOptions``)."""
         del pg_options  # the backend takes no options object
         ranks = list(options.global_ranks_in_group)
-        if not ranks:  # the default group: the world
+        if not ranks or (not concord.is_initialized() and ranks == list(range(dist.get_world_size()))):
+#the default group, or a group of the whole world over another default backend
+#(new_group(backend = "concord") beside Gloo) : the runtime's world is this group
             self.start_runtime(options.store, options.group_rank, options.group_size)
             ranks, process_set = list(range(options.group_size)), None
+        elif not concord.is_initialized():
+            raise RuntimeError(
+                f"concord: group '{options.group_id}' of ranks {ranks} is the first use of the concord backend; "
+                "Concord's runtime starts with a group of every rank (init_process_group or new_group over "
+                "the whole world) before a subgroup")
         else:
             process_set = self.process_set(ranks, f"c10d.{options.group_id}")
         name = options.group_id or "world"
         if ranks != sorted(ranks) or ranks[options.group_rank] != concord.rank():
             raise RuntimeError(f"concord: group '{name}': group rank {options.group_rank} of global ranks {ranks} "
                                f"is not this process (global rank {concord.rank()})")
-        # the world's channel duplicates the transport world; a subgroup's is its set's
+#the world 's channel duplicates the transport world; a subgroup' s is its set's
         channel = _core.P2pChannel(f"c10d.p2p.{name}", -1 if process_set is None else process_set.process_set_id)
         return ProcessGroupConcord(options.group_rank, options.group_size, ranks, process_set, name, options.store,
                                    channel, options.timeout, self._callbacks)
