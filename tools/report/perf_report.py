@@ -131,9 +131,11 @@ def run_collectives(r, a):
                 r.run(name, r.mpirun(p, PYTHON, "tools/torch/latency_bench.py", "--sections", "latency", "--min-bytes",
                                      str(low), "--max-bytes", str(high), "--iters", str(iters), "--warmup",
                                      str(warmup), "--json", r.path(name + ".json")))
-        name = f"c10d_np{p}"
-        r.run(name, r.mpirun(p, PYTHON, "tools/torch/c10d_allreduce_bench.py", "--sizes", "4,65536" if a.quick else
-                             "4,65536,67108864", "--iters", "20" if a.quick else "100", "--json", r.path(name + ".json")))
+        for run in range(1, a.repeats + 1):
+            name = f"c10d_np{p}_r{run}"
+            r.run(name, r.mpirun(p, PYTHON, "tools/torch/c10d_allreduce_bench.py", "--sizes",
+                                 "4,65536" if a.quick else "4,65536,67108864", "--iters", "20" if a.quick else "100",
+                                 "--json", r.path(name + ".json")))
         name = f"bench_np{p}"
         high = "64K" if a.quick else "64M"
         r.run(name, r.mpirun(p, os.path.join(a.bin, "concord-bench"), "-C", "allreduce", "-a", "all", "-b", "4",

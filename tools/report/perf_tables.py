@@ -164,14 +164,16 @@ def algorithms(ranks):
 
 
 def c10d(data):
-    """dist.all_reduce on the concord backend vs Gloo, same processes (c10d_np*)."""
+    """dist.all_reduce on the concord backend vs Gloo, same processes (c10d_np*_r*): per size,
+    the median time over the runs and the ratio's median (smallest)."""
     body = []
     for ranks in (2, 4):
-        runs = _runs(data, "collectives", f"c10d_np{ranks}\\.json")
-        for run in runs:
-            for row in run["rows"]:
-                body.append([ranks, fmt_bytes(row["bytes"]), fmt_time(row["concord"]), fmt_time(row["gloo"]),
-                             fmt_ratio([_ratio(row["gloo"], row["concord"])])])
+        rows = [row for run in _runs(data, "collectives", f"c10d_np{ranks}_r\\d+\\.json") for row in run["rows"]]
+        for size in sorted({row["bytes"] for row in rows}):
+            at = [row for row in rows if row["bytes"] == size]
+            body.append([ranks, fmt_bytes(size), fmt_time(_median([r["concord"] for r in at])),
+                         fmt_time(_median([r["gloo"] for r in at])),
+                         fmt_ratio([_ratio(r["gloo"], r["concord"]) for r in at])])
     if not body:
         return _missing(data, "collectives")
     return _table(["ranks", "size", "concord backend", "Gloo", "Gloo / concord"], body) + "\n\n" + \
