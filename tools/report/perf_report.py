@@ -212,10 +212,12 @@ def run_training(r, a):
         for run in range(1, a.repeats + 1):
             name = f"training_np{p}_r{run}"
             r.run(name, r.mpirun(p, PYTHON, "tools/torch/iteration_bench.py", *model, "--modes",
-                                 "ddp,plain,ddp_concord", "--algorithms", "auto", "--json", r.path(name + ".json")))
+                                 "ddp,plain,ddp_concord,compute", "--algorithms", "auto", "--json",
+                                 r.path(name + ".json")))
     r.finish("Seconds per training iteration (zero_grad + forward + backward + step) of an MLP, "
              "Concord's `DistributedOptimizer` (`plain`, the runtime's own algorithm choice) against "
-             "`DistributedDataParallel` on Gloo (`ddp`) and on the concord backend (`ddp_concord`), in the same "
+             "`DistributedDataParallel` on Gloo (`ddp`) and on the concord backend (`ddp_concord`), and the "
+             "iteration without communication (`compute`: the bound on any speed-up over DDP), in the same "
              "processes (tools/torch/iteration_bench.py).")
 
 

@@ -258,7 +258,8 @@ def runtime_idle(data):
 
 
 def training(data):
-    """Seconds per training iteration, DistributedOptimizer vs DDP on Gloo (training_np*)."""
+    """Seconds per training iteration, DistributedOptimizer and DDP on concord vs DDP on Gloo, and
+    the iteration without communication, the bound on any speed-up (training_np*)."""
     body = []
     for ranks in (2, 4):
         runs = _runs(data, "training", f"training_np{ranks}_r\\d+\\.json")
@@ -271,11 +272,14 @@ def training(data):
                      fmt_time(_median([t["plain"] for t in times])),
                      fmt_ratio([_ratio(t["ddp"], t["plain"]) for t in times]),
                      fmt_time(_median([t.get("ddp_concord") for t in times])),
-                     fmt_ratio([_ratio(t["ddp"], t.get("ddp_concord", float("nan"))) for t in times])])
+                     fmt_ratio([_ratio(t["ddp"], t.get("ddp_concord", float("nan"))) for t in times]),
+                     fmt_time(_median([t.get("compute") for t in times])),
+                     fmt_ratio([_ratio(t["ddp"], t.get("compute", float("nan"))) for t in times])])
     if not body:
         return _missing(data, "training")
     header = ["ranks", "model (gradients)", "DDP on Gloo (per iteration)", "Concord DistributedOptimizer",
-              "its throughput vs DDP on Gloo", "DDP on the concord backend", "its throughput vs DDP on Gloo"]
+              "its throughput vs DDP on Gloo", "DDP on the concord backend", "its throughput vs DDP on Gloo",
+              "no communication", "bound: DDP on Gloo / no communication"]
     return _table(header, body) + "\n\n" + _caption(data, "training", "training_np")
 
 
