@@ -59,9 +59,10 @@ _START = ("start",)
 def _part(value):
     if isinstance(value, torch.dtype):
         return str(value).replace("torch.", "")
-    if isinstance(value, tuple):
-        return "+".join(_part(v) for v in value) if value and isinstance(value[0], tuple) else \
-            "x".join(str(v) for v in value) or "scalar"
+    if isinstance(value, tuple):  # a shape ("3x5"), or several shapes or dtypes ("3x5+4")
+        if all(isinstance(v, int) for v in value):
+            return "x".join(str(v) for v in value) or "scalar"
+        return "+".join(_part(v) for v in value)
     return getattr(value, "name", str(value))
 
 
