@@ -94,6 +94,9 @@ def test_a_call_waits_for_its_names_previous_use():
 
 
 def test_names_stay_bounded_for_new_shapes():
+    """Calls of ever new shapes after a fixed one (all_gather_object's size exchange, then
+    its bytes) take names of the fixed context only, and the group's memory of contexts
+    and names stays bounded."""
     names = CallNames("g", 1.0)
     taken = set()
     for numel in range(3 * CONTEXTS):
