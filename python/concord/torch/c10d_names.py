@@ -47,8 +47,9 @@ import torch
 #: earlier (its name's previous use) to finish in the runtime, so WINDOW calls of one
 #: context overlap at most. 4 covers a context followed by 1, 2 or 4 different calls in turn.
 WINDOW = 4
-#: Contexts whose counts are kept (least recently used forgotten, alike on every rank):
-#: bounds the names, and so the response cache entries, a group uses to WINDOW times this.
+#: Contexts whose counts are kept (least recently used forgotten, alike on every rank, so a
+#: forgotten context seen again counts from 0 on every rank): bounds this memory for calls
+#: of ever new shapes. A loop of up to this many distinct calls keeps all its names.
 CONTEXTS = 256
 #: Submitted calls kept until the runtime finished them, oldest first, to see failures.
 LOG_LIMIT = 4096
