@@ -14,6 +14,8 @@ import torch
 import torch.distributed as dist
 
 import concord.torch as hvd
+from concord import _core
+from concord._core import InvalidArgumentError
 from concord.torch.c10d_backend import ConcordBackend
 from concord_test_utils import DTYPES, FLOAT_DTYPES, INT_DTYPES, assert_values, dname, rank_input, reference_allreduce
 from torch_distributed_utils import where, world  # noqa: F401  (world: a fixture)
@@ -313,6 +315,33 @@ def test_groups_formed_by_their_members_alone(world):
             assert work._source_rank() == 0 and value.item() == float(ranks[0]), \
                 where("send/recv on a formed group", group=ranks, source=work._source_rank(), value=value.item())
     dist.barrier()
+
+
+def _process_set_table():
+    """This rank's runtime's process sets: {id: global ranks}."""
+    return {i: list(_core.process_set_ranks(i)) for i in _core.process_set_ids()}
+
+
+def test_non_members_record_a_formed_set(world):
+    """A group whose creator only its member calls (rank size-1 alone): every other rank's
+    runtime records its process set too, under the same id, and is not a member of it;
+    every rank's table of sets stays identical, so a world-wide add_process_set of its
+    ranks fails on every rank naming that id (docs/torch_distributed.md, "Subgroups")."""
+    size, rank = dist.get_world_size(), dist.get_rank()
+    if size == 1:
+        pytest.skip("a non-member needs two ranks")
+    members = [size - 1]
+    hvd.barrier()
+    formed = _form(members, f"members.alone.{size}")._set.process_set_id if rank in members else None
+    hvd.barrier()  # the member's set is applied everywhere before anyone looks
+    tables = hvd.allgather_object(_process_set_table())
+    assert all(table == tables[0] for table in tables), where("process set tables differ", tables=tables)
+    ids = [i for i, ranks in tables[0].items() if ranks == members]
+    assert len(ids) == 1, where("the formed set in the tables", members=members, table=tables[0])
+    assert formed is None or formed == ids[0], where("the member's id", formed=formed, table=tables[0])
+    assert (_core.process_set_rank(ids[0]) >= 0) == (rank in members), where("membership of the formed set")
+    with pytest.raises(InvalidArgumentError, match=rf"already exists \(id {ids[0]}\)"):
+        hvd.add_process_set(members)
 
 
 def test_rank_disagreement_and_no_launcher_errors(world, monkeypatch):

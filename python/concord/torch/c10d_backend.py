@@ -19,7 +19,9 @@ Subgroups: ``dist.new_group(ranks)`` is called by every rank of the world, in th
 order (torch's contract), but calls the creator on the members only, and the members alone
 form the group: Concord's process set of its ranks is registered by the members'
 ``concord._core.form_process_set`` (the other ranks' runtimes apply it where the world's
-negotiation orders it; their application threads call nothing), and the group's
+negotiation orders it; their application threads call nothing, and their runtimes record
+only the set's id and ranks, which the world-wide add_process_set / remove_process_set
+decide from on every rank alike: docs/torch_distributed.md, "Subgroups"), and the group's
 point-to-point channel is a communicator of the members alone, made with the set's
 (TransportWorld::create_group). Groups of the same ranks share one process set (and its
 channel).

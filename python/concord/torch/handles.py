@@ -90,6 +90,20 @@ def poll(handle):
     return entry[0].poll()
 
 
+def runtime_handle(handle):
+    """The runtime's handle behind ``handle`` (``poll()``; ``wait_for(seconds)``, which
+    raises the operation's error): valid after ``handle`` was synchronized, for code that
+    must know when the operation finished without taking its result.
+
+    Raises:
+        ValueError: unknown handle.
+    """
+    entry = _handles.get(handle)
+    if entry is None:
+        raise ValueError(f"runtime_handle: unknown handle {handle!r}")
+    return entry[0]
+
+
 def wait_for(handle, seconds):
     """Wait at most ``seconds`` for the operation behind ``handle`` (GIL released); True
     when it finished (its error raised, as synchronize). The handle stays valid.

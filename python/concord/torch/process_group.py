@@ -3,11 +3,12 @@
 Concord's runtime.
 
 Naming: c10d calls collectives in the same order on every member of a group and without
-names; call n of group g is named ``c10d.<g>.<n>``, so Concord negotiates it like any named
-tensor: a rank calling another collective, shape, dtype or op at the same position gets
-Concord's MismatchError (naming tensor, ranks and what differed) on every rank; fusion,
-measured algorithm selection, the timeline and the stall inspector apply. Each name is
-used once, so the response cache (keyed by name) does not hit for these calls.
+names; concord.torch.c10d_names names each call after the group's calls before it (the
+same name on every member, repeated every iteration of a loop, never twice in flight), so
+Concord negotiates it like any named tensor: a rank calling another collective, shape,
+dtype or op at the same position gets Concord's MismatchError (naming tensor, ranks and
+what differed) on every rank; the response cache hits for calls repeated in a loop; fusion,
+measured algorithm selection, the timeline and the stall inspector apply.
 
 What each call costs in Concord's collectives (P ranks, n bytes per rank):
 
@@ -33,12 +34,11 @@ process). dtypes: every dtype Concord carries, plus complex (as pairs of reals; 
 and bool (reductions as uint8 logical and/or).
 """
 
-import itertools
-
 import torch
 from torch._C._distributed_c10d import ProcessGroup
 
-from concord.torch import collectives
+from concord.torch import collectives, handles
+from concord.torch.c10d_names import CallNames
 from concord.torch.c10d_p2p import ChannelMessages, StoreBarrier
 from concord.torch.c10d_tensors import (BITWISE_OPS, CONCORD_OPS, SCATTER_OPS, check_like, concord_op, flat,
                                         one_tensor, reduce_op, unwire, wire, wire_width)
@@ -78,7 +78,7 @@ class ProcessGroupConcord(ProcessGroup):
         self._completer = Completer(group_name)
         self._messages = ChannelMessages(channel, self._timeout, callbacks)
         self._barrier = StoreBarrier(store, rank, size, self._timeout)
-        self._sequence = itertools.count()
+        self._names = CallNames(group_name, self._timeout)
 
     def getBackendName(self):
         """``"concord"`` (what ``dist.get_backend`` and DDP's logging report)."""
@@ -97,23 +97,28 @@ class ProcessGroupConcord(ProcessGroup):
     def _work(self, what):
         return ConcordWork(what + self._where, self._timeout, self._callbacks)
 
-    def _collective(self, what):
-        """The next call's name and its Work."""
-        name = f"c10d.{self._group}.{next(self._sequence)}"
-        return name, self._work(f"{what} '{name}'")
+    def _start(self, what, signature, launch):
+        """Names the group's next call (``signature``: what every member computes alike,
+        c10d_names.CallNames.named), submits it with ``launch(name)`` (returns a handle of
+        concord.torch.handles) and returns ``(name, handle, work)``."""
+        with self._names.named(signature, what) as call:
+            handle = launch(call.name)
+            call.handle = handles.runtime_handle(handle)
+        return call.name, handle, self._work(f"{what} '{call.name}' (call {call.position})")
 
     def _group_root(self, root, what):
         if not 0 <= root < self.size():
             raise ValueError(f"concord: {what}: root rank {root} is outside the group's ranks [0, {self.size()})")
         return self._ranks[root]
 
-    def _reduce_launch(self, tensor, op, name, what, in_place=True):
-        """Starts the reduction of ``tensor`` over the group; returns a callable that waits
-        and returns the result (``tensor``'s dtype and shape; ``tensor``'s own memory when
-        ``in_place`` and ``tensor`` is contiguous)."""
-        cop = concord_op(op, tensor, f"{what} '{name}'")
+    def _reduce_launch(self, tensor, op, what, signature, in_place=True):
+        """Starts the reduction of ``tensor`` over the group; returns its Work and a
+        callable that waits and returns the result (``tensor``'s dtype and shape;
+        ``tensor``'s own memory when ``in_place`` and ``tensor`` is contiguous)."""
+        cop = concord_op(op, tensor, what)
         if cop is None:  # bitwise: every rank's values, folded here
-            handle = collectives.allgather_async(flat(tensor), name=name, process_set=self._set)
+            _, handle, work = self._start(what, signature, lambda name: collectives.allgather_async(
+                flat(tensor), name=name, process_set=self._set))
             fold = BITWISE_OPS[op]
 
             def wait_folded():
@@ -122,14 +127,15 @@ class ProcessGroupConcord(ProcessGroup):
                 for row in rows[1:]:
                     result = fold(result, row)
                 return unwire(result, tensor)
-            return wait_folded
+            return work, wait_folded
         staged = wire(tensor) if in_place else wire(tensor).clone()
-        handle = collectives.allreduce_async_(staged, name=name, op=cop, process_set=self._set)
+        _, handle, work = self._start(what, signature, lambda name: collectives.allreduce_async_(
+            staged, name=name, op=cop, process_set=self._set))
 
         def wait_reduced():
             synchronize(handle)
             return unwire(staged, tensor)
-        return wait_reduced
+        return work, wait_reduced
 
     # -- reductions -----------------------------------------------------------------------
 
@@ -137,8 +143,8 @@ class ProcessGroupConcord(ProcessGroup):
         """Reduces the tensor over the group in place (ops: SUM, AVG, MIN, MAX, PRODUCT,
         BAND, BOR, BXOR). Returns a Work whose result is ``[tensor]``."""
         tensor = one_tensor(tensors, "allreduce")
-        name, work = self._collective("allreduce")
-        wait = self._reduce_launch(tensor, reduce_op(opts), name, "allreduce")
+        op = reduce_op(opts)
+        work, wait = self._reduce_launch(tensor, op, "allreduce", ("allreduce", tensor.dtype, tensor.shape, op))
 
         def complete():
             _write(tensor, wait())
@@ -151,14 +157,16 @@ class ProcessGroupConcord(ProcessGroup):
         tensors = list(tensors)
         if not tensors:
             raise ValueError("concord: allreduce_coalesced of an empty list")
-        name, work = self._collective("allreduce_coalesced")
         check_like([t for t in tensors if t.dtype != tensors[0].dtype], tensors[0], "allreduce_coalesced")
-        cop = concord_op(reduce_op(opts), tensors[0], f"allreduce_coalesced '{name}'")
+        op = reduce_op(opts)
+        cop = concord_op(op, tensors[0], "allreduce_coalesced")
         if cop is None:
-            raise ValueError(f"concord: allreduce_coalesced '{name}': bitwise ops are reduced per tensor; "
-                             "call allreduce for each")
+            raise ValueError("concord: allreduce_coalesced: bitwise ops are reduced per tensor; call allreduce "
+                             "for each")
         staged = [wire(t) for t in tensors]
-        handle = collectives.grouped_allreduce_async_(staged, name=name, op=cop, process_set=self._set)
+        signature = ("allreduce_coalesced", tensors[0].dtype, tuple(t.shape for t in tensors), op)
+        _, handle, work = self._start("allreduce_coalesced", signature, lambda name: (
+            collectives.grouped_allreduce_async_(staged, name=name, op=cop, process_set=self._set)))
 
         def complete():
             synchronize(handle)
@@ -171,10 +179,11 @@ class ProcessGroupConcord(ProcessGroup):
         """Reduces the tensor into the root's (``opts.rootRank``); the other ranks' tensors
         are left unchanged (an allreduce into a scratch copy)."""
         tensor = one_tensor(tensors, "reduce")
-        name, work = self._collective("reduce")
-        self._group_root(opts.rootRank, f"reduce '{name}'")
+        self._group_root(opts.rootRank, "reduce")
         is_root = opts.rootRank == self.rank()
-        wait = self._reduce_launch(tensor, reduce_op(opts), name, "reduce", in_place=is_root)
+        op = reduce_op(opts)
+        signature = ("reduce", tensor.dtype, tensor.shape, op, opts.rootRank)
+        work, wait = self._reduce_launch(tensor, op, "reduce", signature, in_place=is_root)
 
         def complete():
             result = wait()
@@ -183,23 +192,24 @@ class ProcessGroupConcord(ProcessGroup):
             return [tensor]
         return self._completer.submit(work, complete)
 
-    def _scatter_reduced(self, output, stacked, op, name, what):
-        """Rank r's row of the reduction of ``stacked`` ([P, k], ``output``'s dtype) into
-        ``output``."""
+    def _scatter_reduced(self, output, stacked, op, what):
+        """Starts the reduction of ``stacked`` ([P, k], ``output``'s dtype) whose row r
+        rank r receives into ``output``; returns the submitted Work."""
+        signature = (what, output.dtype, output.shape, op)
         if op in SCATTER_OPS and output.dtype != torch.bool:
-            handle = collectives.reducescatter_async(wire(stacked), name=name, op=CONCORD_OPS[op],
-                                                     process_set=self._set)
+            _, handle, work = self._start(what, signature, lambda name: collectives.reducescatter_async(
+                wire(stacked), name=name, op=CONCORD_OPS[op], process_set=self._set))
 
             def complete():
                 _write(output, unwire(synchronize(handle), output))
                 return [output]
         else:  # MIN, MAX, PRODUCT, bool, bitwise: reduce everything, keep this rank's row
-            wait = self._reduce_launch(stacked, op, name, what, in_place=False)
+            work, wait = self._reduce_launch(stacked, op, what, signature, in_place=False)
 
             def complete():
                 _write(output, wait()[self.rank()].reshape(output.shape))
                 return [output]
-        return complete
+        return self._completer.submit(work, complete)
 
     def reduce_scatter(self, output_tensors, input_lists, opts=None):
         """Reduces ``input_lists[0]`` (one tensor per rank, like the output) over the group;
@@ -209,10 +219,8 @@ class ProcessGroupConcord(ProcessGroup):
         if len(inputs) != self.size():
             raise ValueError(f"concord: reduce_scatter: {len(inputs)} inputs, the group has {self.size()} ranks")
         check_like(inputs, output, "reduce_scatter")
-        name, work = self._collective("reduce_scatter")
         stacked = torch.stack([t.reshape(-1) for t in inputs])
-        return self._completer.submit(work, self._scatter_reduced(output, stacked, reduce_op(opts), name,
-                                                                  "reduce_scatter"))
+        return self._scatter_reduced(output, stacked, reduce_op(opts), "reduce_scatter")
 
     def _reduce_scatter_base(self, output, input, opts=None):
         """reduce_scatter with the inputs concatenated in one tensor of size*output.numel()
@@ -220,10 +228,7 @@ class ProcessGroupConcord(ProcessGroup):
         if input.dtype != output.dtype or input.numel() != self.size() * output.numel():
             raise ValueError(f"concord: _reduce_scatter_base: input {list(input.shape)} {input.dtype} must hold "
                              f"{self.size()} x output {list(output.shape)} {output.dtype}")
-        name, work = self._collective("reduce_scatter")
-        stacked = input.reshape(self.size(), -1)
-        return self._completer.submit(work, self._scatter_reduced(output, stacked, reduce_op(opts), name,
-                                                                  "_reduce_scatter_base"))
+        return self._scatter_reduced(output, input.reshape(self.size(), -1), reduce_op(opts), "_reduce_scatter_base")
 
     # -- data movement --------------------------------------------------------------------
 
@@ -231,10 +236,11 @@ class ProcessGroupConcord(ProcessGroup):
         """Copies the root's (``opts.rootRank``) tensor into every rank's, in place."""
         tensor = one_tensor(tensors, "broadcast")
         root = 0 if opts is None else opts.rootRank
-        name, work = self._collective("broadcast")
+        global_root = self._group_root(root, "broadcast")
         staged = wire(tensor)
-        handle = collectives.broadcast_async_(staged, self._group_root(root, f"broadcast '{name}'"), name=name,
-                                              process_set=self._set)
+        _, handle, work = self._start("broadcast", ("broadcast", tensor.dtype, tensor.shape, root),
+                                      lambda name: collectives.broadcast_async_(staged, global_root, name=name,
+                                                                                process_set=self._set))
 
         def complete():
             synchronize(handle)
@@ -250,8 +256,8 @@ class ProcessGroupConcord(ProcessGroup):
         if len(outputs) != self.size():
             raise ValueError(f"concord: allgather: {len(outputs)} outputs, the group has {self.size()} ranks")
         check_like(outputs, tensor, "allgather")
-        name, work = self._collective("allgather")
-        handle = collectives.allgather_async(flat(tensor), name=name, process_set=self._set)
+        _, handle, work = self._start("allgather", ("allgather", tensor.dtype, tensor.shape), lambda name: (
+            collectives.allgather_async(flat(tensor), name=name, process_set=self._set)))
 
         def complete():
             for output, row in zip(outputs, synchronize(handle)):
@@ -265,8 +271,8 @@ class ProcessGroupConcord(ProcessGroup):
         if input.dtype != output.dtype or output.numel() != self.size() * input.numel():
             raise ValueError(f"concord: _allgather_base: output {list(output.shape)} {output.dtype} must hold "
                              f"{self.size()} x input {list(input.shape)} {input.dtype}")
-        name, work = self._collective("allgather")
-        handle = collectives.allgather_async(flat(input), name=name, process_set=self._set)
+        _, handle, work = self._start("_allgather_base", ("_allgather_base", input.dtype, input.shape), lambda name: (
+            collectives.allgather_async(flat(input), name=name, process_set=self._set)))
 
         def complete():
             output.copy_(unwire(synchronize(handle), output))
@@ -283,8 +289,9 @@ class ProcessGroupConcord(ProcessGroup):
         for row in output_lists:
             for output, tensor in zip(row, inputs):
                 check_like([output], tensor, "allgather_coalesced")
-        name, work = self._collective("allgather_coalesced")
-        handle = collectives.grouped_allgather_async([flat(t) for t in inputs], name=name, process_set=self._set)
+        signature = ("allgather_coalesced", tuple(t.dtype for t in inputs), tuple(t.shape for t in inputs))
+        _, handle, work = self._start("allgather_coalesced", signature, lambda name: (
+            collectives.grouped_allgather_async([flat(t) for t in inputs], name=name, process_set=self._set)))
 
         def complete():
             for i, gathered in enumerate(synchronize(handle)):
@@ -297,9 +304,8 @@ class ProcessGroupConcord(ProcessGroup):
         """The root (``opts.rootRank``) receives every rank's tensor in
         ``output_lists[0]``; one alltoall in which only the root receives."""
         tensor = one_tensor(input_tensors, "gather")
-        name, work = self._collective("gather")
         root = opts.rootRank
-        self._group_root(root, f"gather '{name}'")
+        self._group_root(root, "gather")
         outputs = list(one_tensor(output_lists, "gather")) if root == self.rank() else []
         if root == self.rank():
             if len(outputs) != self.size():
@@ -308,7 +314,8 @@ class ProcessGroupConcord(ProcessGroup):
             check_like(outputs, tensor, "gather")
         splits = [0] * self.size()
         splits[root] = 1
-        handle = collectives.alltoall_async(flat(tensor), splits, name=name, process_set=self._set)
+        _, handle, work = self._start("gather", ("gather", tensor.dtype, tensor.shape, root), lambda name: (
+            collectives.alltoall_async(flat(tensor), splits, name=name, process_set=self._set)))
 
         def complete():
             rows, _ = synchronize(handle)
@@ -321,9 +328,8 @@ class ProcessGroupConcord(ProcessGroup):
         """Rank r receives the root's ``input_lists[0][r]`` into its output; one alltoall in
         which only the root sends."""
         output = one_tensor(output_tensors, "scatter")
-        name, work = self._collective("scatter")
         root = opts.rootRank
-        self._group_root(root, f"scatter '{name}'")
+        self._group_root(root, "scatter")
         if root == self.rank():
             inputs = list(one_tensor(input_lists, "scatter"))
             if len(inputs) != self.size():
@@ -333,7 +339,8 @@ class ProcessGroupConcord(ProcessGroup):
             source, splits = torch.cat([flat(t) for t in inputs]), [1] * self.size()
         else:
             source, splits = flat(output)[:0], [0] * self.size()
-        handle = collectives.alltoall_async(source, splits, name=name, process_set=self._set)
+        _, handle, work = self._start("scatter", ("scatter", output.dtype, output.shape, root), lambda name: (
+            collectives.alltoall_async(source, splits, name=name, process_set=self._set)))
 
         def complete():
             rows, _ = synchronize(handle)
@@ -345,9 +352,10 @@ class ProcessGroupConcord(ProcessGroup):
         """Rows of ``input`` (dim 0) go to the ranks by ``input_split_sizes`` (empty: equal
         parts); ``output`` receives, in rank order, the rows every rank sent here, which
         must match ``output_split_sizes`` when given."""
-        name, work = self._collective("alltoall_base")
         splits = list(input_split_sizes) or None
-        handle = collectives.alltoall_async(wire(input), splits, name=name, process_set=self._set)
+        # the shapes may differ between ranks (uneven splits): the signature holds what every rank shares
+        name, handle, work = self._start("alltoall_base", ("alltoall_base", input.dtype), lambda name: (
+            collectives.alltoall_async(wire(input), splits, name=name, process_set=self._set)))
         expected = list(output_split_sizes)
 
         def complete():
@@ -371,10 +379,9 @@ class ProcessGroupConcord(ProcessGroup):
             raise ValueError(f"concord: alltoall: {len(inputs)} inputs and {len(outputs)} outputs, the group has "
                              f"{self.size()} ranks")
         check_like([t for t in inputs + outputs if t.dtype != inputs[0].dtype], inputs[0], "alltoall")
-        name, work = self._collective("alltoall")
         source = torch.cat([flat(t).reshape(-1) for t in inputs])
-        handle = collectives.alltoall_async(source, [wire_width(t) for t in inputs], name=name,
-                                            process_set=self._set)
+        name, handle, work = self._start("alltoall", ("alltoall", inputs[0].dtype), lambda name: (
+            collectives.alltoall_async(source, [wire_width(t) for t in inputs], name=name, process_set=self._set)))
 
         def complete():
             received, counts = synchronize(handle)
@@ -390,9 +397,9 @@ class ProcessGroupConcord(ProcessGroup):
 
     def barrier(self, opts=None):
         """Done when every member reached it and this group's earlier calls finished here."""
-        name, work = self._collective("barrier")
         token = torch.zeros(1, dtype=torch.uint8)
-        handle = collectives.allreduce_async_(token, name=name, op=Sum, process_set=self._set)
+        _, handle, work = self._start("barrier", ("barrier",), lambda name: (
+            collectives.allreduce_async_(token, name=name, op=Sum, process_set=self._set)))
         return self._completer.submit(work, lambda: (synchronize(handle), [])[1])
 
     # -- point to point (over the group's transport channel) -----------------------------
