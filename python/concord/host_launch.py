@@ -28,6 +28,11 @@ import uuid
 from concord import local_launch, rank_guard, rsh
 
 
+#Seconds the launcher waits after seeing a rank fail for other failures, to name the earliest
+#(by the guards' exit times): a lost rank's peers fail too, and may be reaped before it.
+SETTLE_SECONDS = 1.0
+
+
 def _interrupt(signum, _frame):
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
@@ -115,13 +120,18 @@ def run_hosts(hosts, np, command, rsh_agent="ssh -o BatchMode=yes", store_addres
             text += f": the rsh agent could not run it on {places[index][0]}, or the connection was lost"
         return text
 
+    def exited_at(index):
+        recorded = store.try_get(rank_guard.exit_time_key(index))
+        return float(recorded) if recorded is not None else float("inf")
+
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         for argv, env in starts:
             # The pipe stays open (nothing is written): its end tells the guard the launcher is gone.
             procs.append(subprocess.Popen(argv, env=env, stdin=subprocess.PIPE))
         return local_launch.supervise(procs, grace_seconds, out, names, describe,
-                                      stop=lambda: store.set(rank_guard.stop_key(), "1"))
+                                      stop=lambda: store.set(rank_guard.stop_key(), "1"), order=exited_at,
+                                      settle_seconds=SETTLE_SECONDS)
     except KeyboardInterrupt as interrupt:
         print(f"concord-run: interrupted ({interrupt or 'SIGINT'}); stopping every rank", file=out, flush=True)
         store.set(rank_guard.stop_key(), "1")

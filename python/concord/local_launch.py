@@ -77,7 +77,7 @@ def exit_code(code):
     return 128 - code if code < 0 else code
 
 
-def supervise(procs, grace_seconds, out, names=None, describe=None, stop=None):
+def supervise(procs, grace_seconds, out, names=None, describe=None, stop=None, order=None, settle_seconds=0.0):
     """Waits for the ranks ``procs`` (Popen objects, rank order) and returns the job's exit
     status (see run_local). After the first failure, the others get ``grace_seconds`` to end
     by themselves; then ``stop()`` is called (if given: asks remote ranks to end), every
@@ -87,23 +87,33 @@ def supervise(procs, grace_seconds, out, names=None, describe=None, stop=None):
         names (list of str): how to name each rank in messages (default ``rank R``).
         describe (callable): ``describe(index, returncode)`` -> the failure's description
             (default :func:`describe_status`).
+        order (callable): ``order(index)`` -> when that failed rank exited (smaller first);
+            the failure named first is the earliest of those seen within ``settle_seconds``
+            of the first (default: the lowest rank of the first seen); the job's status is
+            that rank's. The other ranks that failed by themselves (before being stopped)
+            are named after it ("also failed: ...").
     """
     names = names or [f"rank {rank}" for rank in range(len(procs))]
     describe = describe or (lambda _index, code: describe_status(code))
-    failed, deadline = None, None
+    order = order or (lambda _index: 0.0)
+
+    def failures():
+        return [index for index, proc in enumerate(procs) if proc.returncode not in (None, 0)]
+
+    first, seen, deadline = None, None, None
     while True:
         running = [p for p in procs if p.poll() is None]
-        if failed is None:
-            for index, proc in enumerate(procs):
-                if proc.returncode not in (None, 0):
-                    failed = proc.returncode
-                    deadline = time.monotonic() + grace_seconds
-                    print(f"concord-run: {names[index]} failed ({describe(index, proc.returncode)}); stopping the "
-                          f"other ranks within {grace_seconds:g} s", file=out, flush=True)
-                    break
+        if first is None and failures():
+            seen = seen or time.monotonic()
+            deadline = deadline or seen + grace_seconds
+            if time.monotonic() >= min(seen + settle_seconds, deadline) or not running:
+                first = min(failures(), key=lambda i: (order(i), i))
+                print(f"concord-run: {names[first]} failed ({describe(first, procs[first].returncode)}); stopping "
+                      f"the other ranks within {grace_seconds:g} s", file=out, flush=True)
         if not running:
             break
-        if deadline is not None and time.monotonic() > deadline:
+        if first is not None and time.monotonic() > deadline:
+            _report_others(procs, first, names, describe, out)
             if stop is not None:
                 stop()
             for proc in running:
@@ -116,7 +126,20 @@ def supervise(procs, grace_seconds, out, names=None, describe=None, stop=None):
                     proc.kill()
             deadline = float("inf")
         time.sleep(0.05)
-    return 0 if failed is None else exit_code(failed)
+    if first is None:
+        return 0
+    if deadline != float("inf"):
+        _report_others(procs, first, names, describe, out)
+    return exit_code(procs[first].returncode)
+
+
+def _report_others(procs, first, names, describe, out):
+    """Names the ranks other than ``first`` that failed by themselves (before being stopped):
+    a lost peer's, or the same cause's."""
+    others = [i for i, proc in enumerate(procs) if proc.returncode not in (None, 0) and i != first]
+    if others:
+        print("concord-run: also failed: " + ", ".join(f"{names[i]} ({describe(i, procs[i].returncode)})"
+                                                      for i in others), file=out, flush=True)
 
 
 def main(argv=None):

@@ -40,6 +40,13 @@ def status_key(rank):
     return f"concord-run/status/{rank}"
 
 
+def exit_time_key(rank):
+    """The store key under which rank ``rank``'s guard records when it saw the rank exit
+    (seconds since the epoch, ``time.time()``): the launcher names the earliest failure when
+    several ranks failed before it looked (a lost peer makes the others fail too)."""
+    return f"concord-run/exit-time/{rank}"
+
+
 class _Guard:
     """The watches of one rank (see the module docstring); ``reason`` is set by the first
     that fires, ``fired`` then set."""
@@ -84,12 +91,19 @@ def run(command, rank, store_spec, poll_seconds=1.0, store_timeout=5.0, out=sys.
         print(f"concord-run: rank {rank} on {socket.gethostname()}: cannot start {command[0]}: {error}",
               file=out, flush=True)
         return 127
-    for watch in (guard.watch_store, guard.watch_stdin):
+    exited = []  # when the rank was seen to exit
+
+    def watch_child():
+        child.wait()
+        exited.append(time.time())
+        guard.fire("the rank exited")
+
+    for watch in (watch_child, guard.watch_store, guard.watch_stdin):
         threading.Thread(target=watch, daemon=True).start()
     try:
-        while child.poll() is None and not guard.fired.wait(0.1):
+        while not guard.fired.wait(0.5):  # a timeout, so that the signal handlers run
             pass
-        if child.poll() is None:
+        if not exited:
             print(f"concord-run: rank {rank} on {socket.gethostname()} ends: {guard.reason}", file=out, flush=True)
             child.terminate()
             try:
@@ -100,15 +114,17 @@ def run(command, rank, store_spec, poll_seconds=1.0, store_timeout=5.0, out=sys.
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    _record(store_spec, rank, describe_status(code))
+    _record(store_spec, rank, describe_status(code), exited[0] if exited else time.time())
     return exit_code(code)
 
 
-def _record(store_spec, rank, text):
-    """Records the rank's exit status for the launcher (nothing when the store is gone)."""
+def _record(store_spec, rank, text, when):
+    """Records the rank's exit status and time for the launcher (nothing when the store is gone)."""
     from concord import _core
     try:
-        _core.Store(store_spec, 2.0).set(status_key(rank), text)
+        store = _core.Store(store_spec, 2.0)
+        store.set(exit_time_key(rank), repr(when))
+        store.set(status_key(rank), text)
     except Exception:  # the launcher is gone: nobody to tell
         pass
 
