@@ -20,6 +20,7 @@ A job whose hosts are all this machine runs as concord.local_launch does (a file
 """
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -86,10 +87,11 @@ def rank_commands(places, command, store_spec, run_id, environ, rsh_agent, cwd, 
 
 
 def run_hosts(hosts, np, command, rsh_agent="ssh -o BatchMode=yes", store_address=None, grace_seconds=10.0,
-              environ=None, out=sys.stderr):
+              environ=None, out=sys.stderr, verbose=False):
     """Runs ``command`` as ``np`` ranks on ``hosts`` (a list of (host, slots)); returns the
     job's exit status: 0 when every rank exits 0, else the first failing rank's (128 + N for
-    a signal N). See the module docstring.
+    a signal N). See the module docstring. ``verbose``: print each rank's command line
+    (the rsh agent's, for a rank on another host) to ``out`` before starting it.
 
     Raises:
         ValueError: np < 1, too few slots, an empty command or agent, an unresolvable host name.
@@ -126,7 +128,9 @@ def run_hosts(hosts, np, command, rsh_agent="ssh -o BatchMode=yes", store_addres
 
     previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        for argv, env in starts:
+        for name, (argv, env) in zip(names, starts):
+            if verbose:
+                print(f"concord-run: {name}: {shlex.join(argv)}", file=out, flush=True)
             # The pipe stays open (nothing is written): its end tells the guard the launcher is gone.
             procs.append(subprocess.Popen(argv, env=env, stdin=subprocess.PIPE))
         return local_launch.supervise(procs, grace_seconds, out, names, describe,

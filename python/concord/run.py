@@ -1,10 +1,15 @@
 """``concord-run``: Horovod's ``horovodrun`` for Concord, a thin wrapper that builds and
 runs the ``mpirun`` command of a data-parallel job, or (``--launcher local``) starts the
-ranks on this host itself, without MPI, rendezvousing through a file store over the UCX
-transport (python/concord/local_launch.py; ``horovodrun --gloo``'s role).
+ranks itself, without MPI, over the UCX transport (``horovodrun --gloo``'s role): on this
+host rendezvousing through a file store (python/concord/local_launch.py); with ``-H`` or
+``--hostfile`` on those hosts, the ranks of other hosts started through ``--rsh-agent``
+(default ``ssh -o BatchMode=yes``), rendezvousing through a TCP store concord-run serves
+(python/concord/host_launch.py: placement, forwarded environment, ending the job when a
+rank fails, naming the rank and its host).
 
     concord-run -np 4 python train.py
     concord-run --launcher local -np 4 python train.py
+    concord-run --launcher local -np 8 -H host1:4,host2:4 --rsh-agent "ssh -p 2222" python train.py
     concord-run -np 8 -H host1:4,host2:4 --fusion-threshold-mb 32 --verbose python train.py
     concord-run -np 4 --min-np 2 --max-np 8 --host-discovery-script ./hosts.sh python train.py
 
@@ -18,7 +23,8 @@ The Horovod flags that apply are accepted (``-np``, ``-H``/``--hosts``, ``--host
 ``--timeline-filename``, ``--cycle-time-ms``, ``--fusion-threshold-mb``,
 ``--cache-capacity``, ``--verbose``); the tuning flags become ``CONCORD_*`` environment
 variables (docs/configuration.md) exported to every rank, together with ``PATH``,
-``PYTHONPATH``, ``LD_LIBRARY_PATH`` and any ``CONCORD_*`` or ``HOROVOD_*`` already set. Without ``-H`` or
+``PYTHONPATH``, ``LD_LIBRARY_PATH`` and any ``CONCORD_*``, ``HOROVOD_*`` or ``UCX_*`` already set
+(concord.rsh). Without ``-H`` or
 ``--hostfile`` the job runs on ``localhost:<np>`` (as horovodrun; no oversubscription
 error when np exceeds the cores). Open MPI and MPICH (Hydra) command lines are produced;
 ``--mpi-args`` passes anything else to mpirun. ``--allocator jemalloc|tcmalloc`` preloads
@@ -74,8 +80,9 @@ def allocator_preload(name, current=None):
 def make_parser():
     """The argparse parser of concord-run."""
     parser = argparse.ArgumentParser(
-        prog="concord-run", description="Run a Concord (Horovod-compatible) training script on N ranks "
-        "through mpirun.")
+        prog="concord-run", description="Run a Concord (Horovod-compatible) training script on N ranks: "
+        "through mpirun, or (--launcher local) started by concord-run itself without MPI, on this host or, with "
+        "-H/--hostfile, on several hosts through --rsh-agent (ssh).")
     parser.add_argument("-np", "--num-proc", dest="np", type=int,
                         help="number of ranks (elastic: workers to start with)")
     hosts = parser.add_mutually_exclusive_group()
@@ -89,7 +96,9 @@ def make_parser():
     parser.add_argument("--allocator", choices=sorted(_ALLOCATORS),
                         help="preload this malloc into every rank (LD_PRELOAD); faster with many small tensors")
     parser.add_argument("--mpi-args", default="", help="extra arguments for mpirun, one string")
-    parser.add_argument("--verbose", action="store_true", help="print the mpirun command before running it")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print the mpirun command (--launcher local on several hosts: each rank's) before "
+                        "running it")
     parser.add_argument("--launcher", choices=("mpirun", "local"), default="mpirun",
                         help="mpirun (default), or local: start the ranks without MPI, over the UCX transport; "
                         "on this host with a file store, on the hosts of -H/--hostfile through --rsh-agent "
@@ -278,7 +287,7 @@ def _run_local(parser, args):
         command = args.command[1:] if args.command[:1] == ["--"] else list(args.command)
         return host_launch.run_hosts(hosts, args.np, command, rsh_agent=args.rsh_agent,
                                      store_address=args.store_address, grace_seconds=args.grace_seconds,
-                                     environ=env)
+                                     environ=env, verbose=args.verbose)
     except ValueError as error:
         parser.error(str(error))
 
