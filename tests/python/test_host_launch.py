@@ -206,3 +206,15 @@ def test_failed_remote_rank_ends_the_job_naming_rank_and_host(fake_agent):
     assert seconds < 30, f"the job took {seconds:.1f} s to end"
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
     assert not left, f"ranks left running: {left}"
+
+
+def test_unreachable_host_is_named_with_the_agents_status(tmp_path):
+    agent = tmp_path / "agent"
+    agent.write_text('#!/bin/sh\necho "ssh: connect to host $1 port 22: No route to host" >&2\nexit 255\n')
+    agent.chmod(0o755)
+    report = io.StringIO()
+    code = host_launch.run_hosts([("localhost", 1), ("deadhost", 1)], 2, [PYTHON, "-c", "import time; time.sleep(60)"],
+                                 rsh_agent=str(agent), store_address="127.0.0.1", grace_seconds=0, out=report)
+    assert code == 255, report.getvalue()
+    assert ("concord-run: rank 1 on deadhost failed (exit status 255: the rsh agent could not run it on deadhost, "
+            "or the connection was lost)") in report.getvalue(), report.getvalue()
