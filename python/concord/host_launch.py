@@ -143,8 +143,7 @@ def run_hosts(hosts, np, command, rsh_agent="ssh -o BatchMode=yes", store_addres
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        _end(procs)
-        del store, server
+        _end(procs)  # the store stops serving when run_hosts returns (server is freed)
 
 
 def _end(procs):

@@ -57,11 +57,14 @@ class _Guard:
         self.fired = threading.Event()
 
     def fire(self, reason):
+        """Records the first reason the rank must end (later ones are ignored)."""
         if not self.fired.is_set():
             self.reason = reason
             self.fired.set()
 
     def watch_store(self):
+        """Asks the launcher's store for the stop key every poll_seconds; fires when it is
+        set or when the store does not answer within store_timeout."""
         from concord import _core
         try:
             store = _core.Store(self.store_spec, self.store_timeout)
@@ -72,6 +75,7 @@ class _Guard:
             self.fire(f"the launcher's store {self.store_spec} stopped answering ({error})")
 
     def watch_stdin(self):
+        """Reads standard input to its end (nothing is ever written to it); fires then."""
         try:
             while os.read(0, 4096):  # unbuffered: no lock held by this daemon thread at exit
                 pass
