@@ -92,8 +92,7 @@ def run(command, rank, store_spec, poll_seconds=1.0, store_timeout=5.0, out=sys.
     try:
         child = subprocess.Popen(command, stdin=subprocess.DEVNULL)
     except OSError as error:
-        print(f"concord-run: rank {rank} on {socket.gethostname()}: cannot start {command[0]}: {error}",
-              file=out, flush=True)
+        _say(out, f"concord-run: rank {rank} on {socket.gethostname()}: cannot start {command[0]}: {error}")
         return 127
     exited = []  # when the rank was seen to exit
 
@@ -108,18 +107,29 @@ def run(command, rank, store_spec, poll_seconds=1.0, store_timeout=5.0, out=sys.
         while not guard.fired.wait(0.5):  # a timeout, so that the signal handlers run
             pass
         if not exited:
-            print(f"concord-run: rank {rank} on {socket.gethostname()} ends: {guard.reason}", file=out, flush=True)
             child.terminate()
+            _say(out, f"concord-run: rank {rank} on {socket.gethostname()} ends: {guard.reason}")
             try:
                 child.wait(STOP_GRACE_SECONDS)
             except subprocess.TimeoutExpired:
                 child.kill()
         code = child.wait()
     finally:
+        if child.poll() is None:  # the guard itself failed: never leave the rank behind
+            child.kill()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     _record(store_spec, rank, describe_status(code), exited[0] if exited else time.time())
     return exit_code(code)
+
+
+def _say(out, text):
+    """Writes ``text`` to ``out`` if it can: once the launcher's ssh session has closed,
+    writing to it fails (EPIPE), and that must not keep the guard from ending its rank."""
+    try:
+        print(text, file=out, flush=True)
+    except (OSError, ValueError):
+        pass
 
 
 def _record(store_spec, rank, text, when):

@@ -218,3 +218,45 @@ def test_unreachable_host_is_named_with_the_agents_status(tmp_path):
     assert code == 255, report.getvalue()
     assert ("concord-run: rank 1 on deadhost failed (exit status 255: the rsh agent could not run it on deadhost, "
             "or the connection was lost)") in report.getvalue(), report.getvalue()
+
+
+#An rsh agent that behaves as ssh and sshd do: the command runs in a session of its own with
+#pipes for its standard streams, relayed to and from the agent's; when the agent ends (the
+#launcher stops it), the pipes close and nothing signals the command.
+SSH_LIKE_AGENT = '''#!PYTHON
+import os, signal, subprocess, sys, threading
+remote = subprocess.Popen(["bash", "-c", sys.argv[2]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, start_new_session=True)
+def relay(source, target):
+    for chunk in iter(lambda: os.read(source, 4096), b""):
+        os.write(target, chunk)
+    if target == remote.stdin.fileno():
+        remote.stdin.close()
+threading.Thread(target=relay, args=(0, remote.stdin.fileno()), daemon=True).start()
+threading.Thread(target=relay, args=(remote.stdout.fileno(), 1), daemon=True).start()
+threading.Thread(target=relay, args=(remote.stderr.fileno(), 2), daemon=True).start()
+signal.signal(signal.SIGTERM, lambda *_: os._exit(255))
+sys.exit(remote.wait())
+'''
+
+
+def test_remote_ranks_end_when_their_ssh_session_is_closed(tmp_path):
+    """The launcher stops a remote rank by ending its ssh client; the guard then finds its
+    input ended and its error stream closed, and must still end the rank (and not die of
+    EPIPE while saying so)."""
+    agent = tmp_path / "ssh"
+    agent.write_text(SSH_LIKE_AGENT.replace("PYTHON", PYTHON))
+    agent.chmod(0o755)
+    marker = f"job-{uuid.uuid4().hex}"
+    program = [PYTHON, "-c", "import os, sys, time; os.environ['RANK'] == '0' and sys.exit(5); time.sleep(120)",
+               marker]
+    report = io.StringIO()
+    code = host_launch.run_hosts([("localhost", 1), ("fakehost", 2)], 3, program, rsh_agent=str(agent),
+                                 store_address="127.0.0.1", grace_seconds=0, out=report)
+    assert code == 5, report.getvalue()
+    assert "concord-run: rank 0 on localhost failed (exit status 5)" in report.getvalue(), report.getvalue()
+    deadline, left = time.monotonic() + 15, ["?"]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert not left, f"remote ranks left running after their sessions closed: {left}"
