@@ -11,8 +11,9 @@
 #   --launcher L           mpirun (default): mpirun -np H*N over Open MPI;
 #                          store: no MPI; H*N ranks over Concord's UCX transport (below);
 #                          command: COMMAND runs once on node0, a launcher of its own
-#                          (concord-run's elastic driver) starting the ranks through the
-#                          agent in CONCORD_CLUSTER_AGENT on the hosts of CONCORD_CLUSTER_HOSTS
+#                          (concord-run's elastic driver, or concord-run --launcher local -H)
+#                          starting the ranks through the agent in CONCORD_CLUSTER_AGENT on
+#                          the hosts of CONCORD_CLUSTER_HOSTS (node0:N,node1:N,...)
 #   --rate R               egress rate of every host (tc units: 1gbit, 100mbit, ...;
 #                          default 1gbit; "none" leaves the links unshaped)
 #   --burst B              tbf bucket size (default 256kb; >= R/HZ, see tc-tbf(8))

@@ -1,5 +1,6 @@
 """Host lists of a job: ``host[:slots]`` entries as given to ``concord-run -H`` and printed
-by an elastic ``--host-discovery-script`` (one parser for both, as Horovod's horovodrun has)."""
+by an elastic ``--host-discovery-script`` (one parser for both, as Horovod's horovodrun has),
+and MPI hostfiles (``--hostfile``) for the launcher without MPI."""
 
 
 def parse_host_entry(entry, default_slots=1):
@@ -29,4 +30,34 @@ def parse_hosts(text):
             raise ValueError(f"concord-run: bad host entry '{entry}' in -H '{text}'; expected host:slots "
                              "with slots a positive integer")
         hosts.append(parsed)
+    return hosts
+
+
+def parse_hostfile(path):
+    """Parse an MPI hostfile (``host slots=N`` per line, as Open MPI and horovodrun take it;
+    ``host`` alone has 1 slot; ``#`` comments and blank lines skipped; other ``key=value``
+    words such as ``max_slots`` ignored) into a list of ``(host, slots)``.
+
+    Raises:
+        ValueError: the file cannot be read, lists no host, or a slot count is not a positive
+        integer (the message names the file and line).
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError as error:
+        raise ValueError(f"concord-run: cannot read hostfile '{path}': {error}") from error
+    hosts = []
+    for number, line in enumerate(lines, 1):
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        options = dict(word.partition("=")[::2] for word in words[1:])
+        slots = options.get("slots", "1")
+        if not slots.isdigit() or int(slots) < 1:
+            raise ValueError(f"concord-run: hostfile '{path}' line {number}: bad slots '{slots}' in '{line.strip()}'; "
+                             "expected 'host slots=N' with N a positive integer")
+        hosts.append((words[0], int(slots)))
+    if not hosts:
+        raise ValueError(f"concord-run: hostfile '{path}' lists no host")
     return hosts

@@ -20,12 +20,15 @@ import tempfile
 import time
 
 
-def rank_environment(base, rank, size, store_dir, run_id):
-    """The environment of rank ``rank`` of ``size``: ``base`` plus the env:// variables, the
-    file store ``store_dir`` and the run id (a dict of strings)."""
+def rank_environment(base, rank, size, store_spec, run_id, local_rank=None, local_size=None):
+    """The environment of rank ``rank`` of ``size``: ``base`` plus the env:// variables
+    (``LOCAL_RANK``/``LOCAL_WORLD_SIZE``: ``local_rank``/``local_size``, by default
+    ``rank``/``size``, every rank on this host), the store ``store_spec`` (CONCORD_STORE's
+    syntax: ``file:DIR``, ``tcp-client:HOST:PORT``) and the run id (a dict of strings)."""
     env = dict(base)
-    env.update({"RANK": str(rank), "WORLD_SIZE": str(size), "LOCAL_RANK": str(rank),
-                "LOCAL_WORLD_SIZE": str(size), "CONCORD_STORE": f"file:{store_dir}",
+    env.update({"RANK": str(rank), "WORLD_SIZE": str(size),
+                "LOCAL_RANK": str(rank if local_rank is None else local_rank),
+                "LOCAL_WORLD_SIZE": str(size if local_size is None else local_size), "CONCORD_STORE": store_spec,
                 "CONCORD_RUN_ID": run_id, "CONCORD_RUN_LOCAL": "1"})
     return env
 
@@ -59,8 +62,8 @@ def run_local(np, command, grace_seconds=30.0, environ=None, out=sys.stderr):
     procs = []
     try:
         for rank in range(np):
-            procs.append(subprocess.Popen(command, env=rank_environment(base, rank, np, store_dir, run_id)))
-        return _supervise(procs, grace_seconds, out)
+            procs.append(subprocess.Popen(command, env=rank_environment(base, rank, np, f"file:{store_dir}", run_id)))
+        return supervise(procs, grace_seconds, out)
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -69,22 +72,50 @@ def run_local(np, command, grace_seconds=30.0, environ=None, out=sys.stderr):
         shutil.rmtree(store_dir, ignore_errors=True)
 
 
-def _supervise(procs, grace_seconds, out):
-    """Waits for the ranks; after the first failure, stops the rest (see run_local)."""
-    failed, deadline = None, None
+def exit_code(code):
+    """The job's exit status for a rank's Popen return code (128 + N for signal N)."""
+    return 128 - code if code < 0 else code
+
+
+def supervise(procs, grace_seconds, out, names=None, describe=None, stop=None, order=None, settle_seconds=0.0):
+    """Waits for the ranks ``procs`` (Popen objects, rank order) and returns the job's exit
+    status (see run_local). After the first failure, the others get ``grace_seconds`` to end
+    by themselves; then ``stop()`` is called (if given: asks remote ranks to end), every
+    running process gets SIGTERM and, 5 s later, SIGKILL.
+
+    Args:
+        names (list of str): how to name each rank in messages (default ``rank R``).
+        describe (callable): ``describe(index, returncode)`` -> the failure's description
+            (default :func:`describe_status`).
+        order (callable): ``order(index)`` -> when that failed rank exited (smaller first);
+            the failure named first is the earliest of those seen within ``settle_seconds``
+            of the first (default: the lowest rank of the first seen); the job's status is
+            that rank's. The other ranks that failed by themselves (before being stopped)
+            are named after it ("also failed: ...").
+    """
+    names = names or [f"rank {rank}" for rank in range(len(procs))]
+    describe = describe or (lambda _index, code: describe_status(code))
+    order = order or (lambda _index: 0.0)
+
+    def failures():
+        return [index for index, proc in enumerate(procs) if proc.returncode not in (None, 0)]
+
+    first, seen, deadline = None, None, None
     while True:
         running = [p for p in procs if p.poll() is None]
-        if failed is None:
-            for rank, proc in enumerate(procs):
-                if proc.returncode not in (None, 0):
-                    failed = (rank, proc.returncode)
-                    deadline = time.monotonic() + grace_seconds
-                    print(f"concord-run: rank {rank} failed ({describe_status(proc.returncode)}); stopping the "
-                          f"other ranks within {grace_seconds:g} s", file=out, flush=True)
-                    break
+        if first is None and failures():
+            seen = seen or time.monotonic()
+            deadline = deadline or seen + grace_seconds
+            if time.monotonic() >= min(seen + settle_seconds, deadline) or not running:
+                first = min(failures(), key=lambda i: (order(i), i))
+                print(f"concord-run: {names[first]} failed ({describe(first, procs[first].returncode)}); stopping "
+                      f"the other ranks within {grace_seconds:g} s", file=out, flush=True)
         if not running:
             break
-        if deadline is not None and time.monotonic() > deadline:
+        if first is not None and time.monotonic() > deadline:
+            _report_others(procs, first, names, describe, out)
+            if stop is not None:
+                stop()
             for proc in running:
                 proc.terminate()
             end = time.monotonic() + 5
@@ -95,10 +126,20 @@ def _supervise(procs, grace_seconds, out):
                     proc.kill()
             deadline = float("inf")
         time.sleep(0.05)
-    if failed is None:
+    if first is None:
         return 0
-    code = failed[1]
-    return 128 - code if code < 0 else code
+    if deadline != float("inf"):
+        _report_others(procs, first, names, describe, out)
+    return exit_code(procs[first].returncode)
+
+
+def _report_others(procs, first, names, describe, out):
+    """Names the ranks other than ``first`` that failed by themselves (before being stopped):
+    a lost peer's, or the same cause's."""
+    others = [i for i, proc in enumerate(procs) if proc.returncode not in (None, 0) and i != first]
+    if others:
+        print("concord-run: also failed: " + ", ".join(f"{names[i]} ({describe(i, procs[i].returncode)})"
+                                                      for i in others), file=out, flush=True)
 
 
 def main(argv=None):

@@ -1,10 +1,15 @@
 """``concord-run``: Horovod's ``horovodrun`` for Concord, a thin wrapper that builds and
 runs the ``mpirun`` command of a data-parallel job, or (``--launcher local``) starts the
-ranks on this host itself, without MPI, rendezvousing through a file store over the UCX
-transport (python/concord/local_launch.py; ``horovodrun --gloo``'s role).
+ranks itself, without MPI, over the UCX transport (``horovodrun --gloo``'s role): on this
+host rendezvousing through a file store (python/concord/local_launch.py); with ``-H`` or
+``--hostfile`` on those hosts, the ranks of other hosts started through ``--rsh-agent``
+(default ``ssh -o BatchMode=yes``), rendezvousing through a TCP store concord-run serves
+(python/concord/host_launch.py: placement, forwarded environment, ending the job when a
+rank fails, naming the rank and its host).
 
     concord-run -np 4 python train.py
     concord-run --launcher local -np 4 python train.py
+    concord-run --launcher local -np 8 -H host1:4,host2:4 --rsh-agent "ssh -p 2222" python train.py
     concord-run -np 8 -H host1:4,host2:4 --fusion-threshold-mb 32 --verbose python train.py
     concord-run -np 4 --min-np 2 --max-np 8 --host-discovery-script ./hosts.sh python train.py
 
@@ -18,7 +23,8 @@ The Horovod flags that apply are accepted (``-np``, ``-H``/``--hosts``, ``--host
 ``--timeline-filename``, ``--cycle-time-ms``, ``--fusion-threshold-mb``,
 ``--cache-capacity``, ``--verbose``); the tuning flags become ``CONCORD_*`` environment
 variables (docs/configuration.md) exported to every rank, together with ``PATH``,
-``PYTHONPATH``, ``LD_LIBRARY_PATH`` and any ``CONCORD_*`` or ``HOROVOD_*`` already set. Without ``-H`` or
+``PYTHONPATH``, ``LD_LIBRARY_PATH`` and any ``CONCORD_*``, ``HOROVOD_*`` or ``UCX_*`` already set
+(concord.rsh). Without ``-H`` or
 ``--hostfile`` the job runs on ``localhost:<np>`` (as horovodrun; no oversubscription
 error when np exceeds the cores). Open MPI and MPICH (Hydra) command lines are produced;
 ``--mpi-args`` passes anything else to mpirun. ``--allocator jemalloc|tcmalloc`` preloads
@@ -36,9 +42,8 @@ import shutil
 import subprocess
 import sys
 
-from concord.hosts import parse_hosts
-
-_FORWARDED = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH")
+from concord.hosts import parse_hostfile, parse_hosts
+from concord.rsh import forwarded_environment
 
 #Open MPI's TCP transport for jobs on other hosts (docs/tuning.md, "Several hosts"), in
 #groups of MCA parameters that go together; scripts / cluster.sh passes the same.Without PUT
@@ -75,8 +80,9 @@ def allocator_preload(name, current=None):
 def make_parser():
     """The argparse parser of concord-run."""
     parser = argparse.ArgumentParser(
-        prog="concord-run", description="Run a Concord (Horovod-compatible) training script on N ranks "
-        "through mpirun.")
+        prog="concord-run", description="Run a Concord (Horovod-compatible) training script on N ranks: "
+        "through mpirun, or (--launcher local) started by concord-run itself without MPI, on this host or, with "
+        "-H/--hostfile, on several hosts through --rsh-agent (ssh).")
     parser.add_argument("-np", "--num-proc", dest="np", type=int,
                         help="number of ranks (elastic: workers to start with)")
     hosts = parser.add_mutually_exclusive_group()
@@ -90,10 +96,22 @@ def make_parser():
     parser.add_argument("--allocator", choices=sorted(_ALLOCATORS),
                         help="preload this malloc into every rank (LD_PRELOAD); faster with many small tensors")
     parser.add_argument("--mpi-args", default="", help="extra arguments for mpirun, one string")
-    parser.add_argument("--verbose", action="store_true", help="print the mpirun command before running it")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print the mpirun command (--launcher local on several hosts: each rank's) before "
+                        "running it")
     parser.add_argument("--launcher", choices=("mpirun", "local"), default="mpirun",
-                        help="mpirun (default), or local: start the ranks on this host without MPI, over "
-                        "the UCX transport with a file store")
+                        help="mpirun (default), or local: start the ranks without MPI, over the UCX transport; "
+                        "on this host with a file store, on the hosts of -H/--hostfile through --rsh-agent "
+                        "with a TCP store served by concord-run")
+    parser.add_argument("--rsh-agent", default="ssh -o BatchMode=yes",
+                        help="--launcher local and elastic jobs: the command (and its options) that runs a "
+                        "program on another host, as ssh takes it (default 'ssh -o BatchMode=yes')")
+    parser.add_argument("--store-address",
+                        help="--launcher local and elastic jobs: the address at which ranks on other hosts reach "
+                        "concord-run's store (default: what this host's name resolves to)")
+    parser.add_argument("--grace-seconds", type=float, default=10.0,
+                        help="--launcher local: seconds the other ranks get to end by themselves after one "
+                        "failed, before they are stopped (default 10)")
     elastic = parser.add_argument_group("elastic training (docs/elastic.md)")
     elastic.add_argument("--min-np", type=int, help="fewest workers a world may have (default -np)")
     elastic.add_argument("--max-np", type=int, help="most workers a world may have (default -np)")
@@ -106,10 +124,6 @@ def make_parser():
     elastic.add_argument("--reset-limit", type=int, help="most world resets before failing (default none)")
     elastic.add_argument("--heartbeat-timeout", type=float, default=10.0,
                          help="seconds without a worker's heartbeat before it is declared lost (default 10)")
-    elastic.add_argument("--rsh-agent", default="ssh -o BatchMode=yes",
-                         help="command that runs a program on another host (default ssh -o BatchMode=yes)")
-    elastic.add_argument("--store-address",
-                         help="address at which workers on other hosts reach this launcher's store")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the program and its arguments")
     return parser
 
@@ -201,9 +215,7 @@ def build_command(args, flavour="openmpi", environ=None, is_root=False, cores=No
         raise ValueError(f"concord-run: hostfile '{args.hostfile}' does not exist")
     if hosts is None and not args.hostfile:
         hosts = [("localhost", args.np)]
-#HOROVOD_* too : Concord honours Horovod's names for its settings (docs/tuning.md).
-    env = {
-k: v for k, v in environ.items() if k in _FORWARDED or k.startswith(("CONCORD_", "HOROVOD_"))}
+    env = forwarded_environment(environ)
     env.update(settings_env(args))
     if args.allocator:
         env["LD_PRELOAD"] = allocator_preload(args.allocator, environ.get("LD_PRELOAD"))
@@ -259,18 +271,23 @@ def main(argv=None):
 
 
 def _run_local(parser, args):
-    """concord-run --launcher local: the flags' settings exported, the ranks started by
-    local_launch.run_local (-H and --hostfile are refused: local ranks only)."""
-    from concord import local_launch
-    if args.hosts or args.hostfile:
-        parser.error("--launcher local starts ranks on this host only; leave -H/--hostfile out")
+    """concord-run --launcher local: the flags' settings exported; the ranks started on this
+    host by local_launch.run_local, or, with -H/--hostfile, on those hosts by
+    host_launch.run_hosts (other hosts through --rsh-agent)."""
+    from concord import host_launch
     env = dict(os.environ)
     try:
         env.update(settings_env(args))
         if args.allocator:
             env["LD_PRELOAD"] = allocator_preload(args.allocator, os.environ.get("LD_PRELOAD"))
+        if not args.grace_seconds >= 0:
+            raise ValueError(f"concord-run: --grace-seconds must be >= 0, got {args.grace_seconds}")
+        hosts = (parse_hosts(args.hosts) if args.hosts else parse_hostfile(args.hostfile) if args.hostfile
+                 else [("localhost", args.np)])
         command = args.command[1:] if args.command[:1] == ["--"] else list(args.command)
-        return local_launch.run_local(args.np, command, environ=env)
+        return host_launch.run_hosts(hosts, args.np, command, rsh_agent=args.rsh_agent,
+                                     store_address=args.store_address, grace_seconds=args.grace_seconds,
+                                     environ=env, verbose=args.verbose)
     except ValueError as error:
         parser.error(str(error))
 

@@ -22,19 +22,15 @@ training continues from the last commit (concord.elastic.state).
 import os
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
 import uuid
 
-from concord import _core
+from concord import _core, rsh
 from concord.elastic import protocol
 from concord.local_launch import describe_status
 from concord.hosts import parse_host_entry
-
-_FORWARDED = ("PATH", "PYTHONPATH", "LD_LIBRARY_PATH")
-_LOCAL_NAMES = ("localhost", "127.0.0.1")
 
 
 def parse_host_lines(text, default_slots=1):
@@ -127,7 +123,7 @@ class ElasticDriver:
     def run(self):
         """Runs the job to its end; returns the exit status (0 success, 1 failure). SIGTERM
         and SIGINT stop every worker before the driver exits."""
-        self._server = _core.StoreServer(0)
+        self._server = rsh.serve_store()
         self._store = _core.Store(f"tcp-client:127.0.0.1:{self._server.port()}", 30.0)
         previous = {sig: signal.signal(sig, _interrupt) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
@@ -312,13 +308,9 @@ class ElasticDriver:
                 self.workers[slot] = _Worker(slot, host, self._start(host, slot))
                 count -= 1
 
-    def _is_local(self, host):
-        return host in _LOCAL_NAMES or host == socket.gethostname()
-
     def _start(self, host, slot):
         """Starts the worker of ``slot`` on ``host`` (directly, or through the rsh agent)."""
-        local = self._is_local(host) and all(self._is_local(h) for h, _ in self.hosts)
-        address = "127.0.0.1" if local else (self.store_address or socket.gethostbyname(socket.gethostname()))
+        address = rsh.store_address([(host, 1)] + self.hosts, self.store_address)
         settings = {"CONCORD_ELASTIC_STORE": f"tcp-client:{address}:{self._server.port()}",
                     "CONCORD_ELASTIC_SLOT": slot, "CONCORD_ELASTIC_JOB": self.job,
                     "CONCORD_ELASTIC_TIMEOUT": repr(self.elastic_timeout)}
@@ -330,11 +322,10 @@ class ElasticDriver:
             # mid-transfer (process_vm_readv: "No such process" is fatal in UCX 1.13), which
             # would turn one lost worker into two; shared memory and TCP survive it.
             settings["UCX_TLS"] = "^cma"
-        if self._is_local(host):
+        if rsh.is_local(host):
             return subprocess.Popen(self.command, env={**self.environ, **settings})
-        forwarded = {k: v for k, v in self.environ.items() if k in _FORWARDED or k.startswith(("CONCORD_", "HOROVOD_"))}
-        words = ["env"] + [f"{k}={v}" for k, v in sorted({**forwarded, **settings}.items())] + self.command
-        return subprocess.Popen(self.rsh_agent + [host, " ".join(shlex.quote(w) for w in words)],
+        env = {**rsh.forwarded_environment(self.environ), **settings}
+        return subprocess.Popen(rsh.remote_command(self.rsh_agent, host, self.command, env, os.getcwd()),
                                 stdin=subprocess.DEVNULL)
 
     def _kill(self, slot):
@@ -342,7 +333,7 @@ class ElasticDriver:
         worker = self.workers.pop(slot, None)
         if worker is None:
             return
-        if not self._is_local(worker.host):
+        if not rsh.is_local(worker.host):
             where = self._store.try_get(protocol.pid_key(slot))
             if where:
                 pid = where.split()[-1]
