@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "algorithms/algorithm.h"
@@ -70,6 +71,39 @@ class HostKernels : public Kernels {
 
  private:
   ScratchBuffer& scratch_;
+};
+
+/// Work an algorithm may start only once a kernel is done -- the send of a chunk a kernel
+/// reduced, a range to report final -- kept in posting order (the order the peer posts its
+/// receives in). Shared by the algorithms that reduce through Kernels (AllreduceRing,
+/// TreePipeline). Not thread-safe.
+template <typename Item>
+class TicketQueue {
+ public:
+  /// Forgets every item (a new operation).
+  void clear() { items_.clear(); }
+  bool empty() const { return items_.empty(); }
+  /// Queues `item`, to run once the work `ready` names is done (0: at the next run_ready()).
+  void push(const Item& item, Kernels::Ticket ready) { items_.push_back({item, ready}); }
+  /// Calls run(item) for the items at the front whose tickets `kernels` reports done, in
+  /// order, stopping at the first that is not; true when none is left. Never blocks.
+  template <typename Run>
+  bool run_ready(Kernels& kernels, Run&& run) {
+    while (!items_.empty()) {
+      if (!kernels.done(items_.front().ready)) return false;
+      const Item item = items_.front().item;
+      items_.pop_front();
+      run(item);
+    }
+    return true;
+  }
+
+ private:
+  struct Entry {
+    Item item;
+    Kernels::Ticket ready;
+  };
+  std::deque<Entry> items_;
 };
 
 }  // namespace concord

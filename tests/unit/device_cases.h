@@ -1,5 +1,5 @@
 // Shared by the device-buffer allreduce suites (test_allreduce_staged.cc,
-// test_allreduce_ring_device.cc, test_device_selection.cc, ...): the case list (P x size x
+// test_allreduce_device.cc, test_device_selection.cc, ...): the case list (P x size x
 // dtype x op), a driver that counts the final ranges an algorithm reports, and a problem on
 // device buffers with its capabilities for the registry's device rows.
 #pragma once

@@ -6,8 +6,8 @@
 // Ranks are threads on Concord's in-process transport, so no mpirun and no MPI job is
 // needed (the binary links libconcord, hence the MPI library, which gpu_check.sh checks
 // for). On the in-process transport:
-//   - "cuda_aware" declines (the in-process transport moves host memory only; it needs a
-//     CUDA-aware MPI under mpirun) -- printed as skipped with the registry's reason;
+//   - the "cuda_aware" rows (the ring's, "cuda_aware_tree", ...) run over DirectCommunicator,
+//     the in-process transport that takes device pointers;
 //   - "nccl" needs one GPU per rank: it runs for P <= the number of GPUs (rank r on GPU r);
 //   - the other variants put every rank on GPU r % G (on a 1-GPU machine all share it,
 //     so they measure the staging machinery, not a multi-GPU machine).
@@ -31,6 +31,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "algorithms/allreduce_device.h"
 #include "algorithms/allreduce_ring.h"
 #include "algorithms/device_capabilities.h"
 #include "algorithms/registry.h"
@@ -132,7 +133,9 @@ void bench_rank(Communicator& comm, const Options& options, int gpus, Device* sh
     }
     for (const auto& entry : allreduce_algorithms()) {
       if (entry.memory != MemoryKind::kDevice) continue;
-      const bool over_direct = entry.name == "cuda_aware";
+      // The cuda_aware rows (the ring's and every other host algorithm's) need a transport
+      // that takes device pointers.
+      const bool over_direct = device_transport_of(entry.name) == DeviceTransport::kCudaAware;
       const AlgorithmContext& context = over_direct ? direct_device_ctx : device_ctx;
       Problem problem = make_problem(context, count, DataType::kFloat32, ReduceOp::kSum);
       problem.memory = MemoryKind::kDevice;
