@@ -4,6 +4,7 @@
 // device buffers with its capabilities for the registry's device rows.
 #pragma once
 
+#include <ostream>
 #include <stdexcept>
 #include <vector>
 
@@ -69,6 +70,9 @@ inline std::vector<DeviceCase> device_cases(size_t large, size_t large_many_rank
 inline std::string device_case_name(const DeviceCase& c) {
   return cat("P", c.P, "_n", c.n, "_", dtype_name(c.dtype), "_", reduce_op_name(c.op));
 }
+
+/// How gtest prints a DeviceCase (GetParam() in failure lines): its name, not its bytes.
+inline void PrintTo(const DeviceCase& c, std::ostream* out) { *out << device_case_name(c); }
 
 /// Drives `algorithm` (just started on a buffer of `bytes` bytes) to kDone with a Backoff
 /// between idle polls (ranks and stream threads share the cores); throws when another rank

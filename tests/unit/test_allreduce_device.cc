@@ -21,6 +21,7 @@
 
 #include "algorithms/allreduce_device.h"
 #include "algorithms/device_kernels.h"
+#include "algorithms/tree_chunking.h"
 #include "allreduce_check.h"
 #include "device/emulated_device.h"
 #include "device_cases.h"
@@ -155,6 +156,8 @@ TEST(AllreduceOnDevice, RowsNamedByTransportAndHostAlgorithm) {
       const AllreduceEntry& entry = allreduce_row(row);
       EXPECT_EQ(entry.memory, MemoryKind::kDevice) << row;
       EXPECT_EQ(entry.declines(problem), "device buffers only") << row;
+      EXPECT_EQ(tree_count(row), tree_count(name)) << row << ": CONCORD_TREE_CHUNKS applies as to " << name;
+      EXPECT_EQ(tree_overlapped(row), tree_overlapped(name)) << row;
       Problem adasum = problem;
       adasum.memory = MemoryKind::kDevice;
       adasum.op = ReduceOp::kAdasum;

@@ -10,8 +10,8 @@
 #include <numeric>
 #include <vector>
 
-#include "algorithms/allreduce_ring.h"
 #include "algorithms/allreduce_device.h"
+#include "algorithms/allreduce_ring.h"
 #include "algorithms/allreduce_staged.h"
 #include "algorithms/device_capabilities.h"
 #include "allreduce_check.h"
@@ -116,6 +116,13 @@ TEST(DeviceCapabilities, CudaAwareDeclinesOnAHostOnlyTransportAndIsChosenWhereDe
     DeviceProblem aware{plain.problem, agree_device_capabilities(transport, device)};
     EXPECT_TRUE(aware.caps.transport.supported) << aware.caps.transport.reason;
     EXPECT_EQ(entry("cuda_aware").declines(aware.get()), "");
+    // Forcing (CONCORD_ALLREDUCE_ALGORITHM) reaches every device row of the host algorithms.
+    for (const AllreduceEntry& row : allreduce_algorithms()) {
+      if (!device_transport_of(row.name)) continue;
+      EXPECT_EQ(select_device(aware, CostParams{}, StagingParams{}, row.name).name, row.name);
+      if (over(DeviceTransport::kStagedGpu, row.name))
+        EXPECT_EQ(select_device(plain, CostParams{}, StagingParams{}, row.name).name, row.name);
+    }
     // No copies: a cuda_aware row is cheaper than every staged one at every size.
     for (size_t bytes = 1024; bytes <= (size_t{256} << 20); bytes *= 4) {
       aware.problem.count = bytes / 4;
