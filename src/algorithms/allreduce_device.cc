@@ -65,7 +65,8 @@ double device_seconds(const Cost& cost, const DeviceSteps& steps, const Problem&
 
 DeviceRowResources::DeviceRowResources(Communicator& comm, Device& device, DeviceTransport transport)
     : comm_(comm),
-      staging_(transport == DeviceTransport::kStagedGpu ? std::make_unique<StagingCommunicator>(comm, device) : nullptr),
+      staging_(transport == DeviceTransport::kStagedGpu ? std::make_unique<StagingCommunicator>(comm, device)
+                                                        : nullptr),
       kernels_(device) {}
 
 }  // namespace concord

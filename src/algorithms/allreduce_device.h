@@ -102,7 +102,9 @@ class OnDevice : public AllreduceAlgorithm {
       : resources_(comm, device, kTransport), algorithm_(make(resources_.comm(), resources_.kernels(), chunk_bytes)) {}
   /// `data` is device memory of the device (`count` elements of `dtype`); otherwise as
   /// Host::start. Throws InvalidArgument for op kAdasum (as Host).
-  void start(void* data, size_t count, DataType dtype, ReduceOp op) override { algorithm_.start(data, count, dtype, op); }
+  void start(void* data, size_t count, DataType dtype, ReduceOp op) override {
+    algorithm_.start(data, count, dtype, op);
+  }
   /// `input` and `output` are device memory; as Host::start_out_of_place.
   void start_out_of_place(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) override {
     algorithm_.start_out_of_place(input, output, count, dtype, op);

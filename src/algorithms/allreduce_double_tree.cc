@@ -24,6 +24,8 @@ AllreduceDoubleTree::AllreduceDoubleTree(Communicator& comm, Kernels& kernels, s
 
 Cost AllreduceDoubleTree::cost(const Problem& problem) { return tree_allreduce_cost(problem, 2); }
 
-DeviceSteps AllreduceDoubleTree::device_steps(const Problem& problem) { return tree_allreduce_device_steps(problem, 2); }
+DeviceSteps AllreduceDoubleTree::device_steps(const Problem& problem) {
+  return tree_allreduce_device_steps(problem, 2);
+}
 
 }  // namespace concord

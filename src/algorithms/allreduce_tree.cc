@@ -23,6 +23,8 @@ AllreducePipelinedTree::AllreducePipelinedTree(Communicator& comm, Kernels& kern
 
 Cost AllreducePipelinedTree::cost(const Problem& problem) { return tree_allreduce_cost(problem, 1); }
 
-DeviceSteps AllreducePipelinedTree::device_steps(const Problem& problem) { return tree_allreduce_device_steps(problem, 1); }
+DeviceSteps AllreducePipelinedTree::device_steps(const Problem& problem) {
+  return tree_allreduce_device_steps(problem, 1);
+}
 
 }  // namespace concord

@@ -253,6 +253,12 @@ Progress ExchangeSchedule::progress() {
     }
     // Receive pieces are combined in order, each as it lands, and the next one posted.
     const bool sent = sends_.reap();
+    // Combining waits for the send, but the receives are polled meanwhile: over a transport
+    // whose send completes only once the peer's receive has progressed (DirectCommunicator:
+    // the receiver's copy completes the sender's request) both partners would otherwise
+    // wait for each other. A completed receive leaves a null slot, which reaps at once.
+    if (!sent && combine_after_send_)
+      for (RequestPtr& receive : receives_) reap_one(receive);
     while (!receives_.empty() && (sent || !combine_after_send_) && reap_one(receives_.front())) {
       receives_.pop_front();
       combine(step, combined_pieces_++);

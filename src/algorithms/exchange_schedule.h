@@ -155,20 +155,20 @@ class ExchangeSchedule {
   DataType dtype_ = DataType::kUInt8;
   ReduceOp op_ = ReduceOp::kSum;
   size_t step_ = 0;
-  bool prepared_ = false;            // the current step's send source is chosen (send_source_)
+  bool prepared_ = false;  // the current step's send source is chosen (send_source_)
   bool posted_ = false;
   const uint8_t* send_source_ = nullptr;
-  Kernels::Ticket send_ready_ = 0;   // the copy the current step's send waits for
-  Kernels::Ticket last_kernel_ = 0;  // the last kernel of the current step (or the final copy)
+  Kernels::Ticket send_ready_ = 0;            // the copy the current step's send waits for
+  Kernels::Ticket last_kernel_ = 0;           // the last kernel of the current step (or the final copy)
   Kernels::Ticket slot_readers_[2] = {0, 0};  // windowed: the last kernel reading each scratch slot
-  bool received_in_buffer_ = false;  // out of place: this step receives into buffer_, not scratch
-  bool combine_after_send_ = false;  // this step's reductions write what its send reads
-  bool windowed_ = false;            // its receive pieces go two at a time, into two scratch slots
-  RequestSet sends_;                 // the current step's send pieces
-  std::deque<RequestPtr> receives_;  // its receive pieces in flight, oldest first
-  size_t receive_pieces_ = 0;        // how many pieces its receive goes as
-  size_t posted_pieces_ = 0;         // how many of them are posted
-  size_t combined_pieces_ = 0;       // how many of them are combined
+  bool received_in_buffer_ = false;           // out of place: this step receives into buffer_, not scratch
+  bool combine_after_send_ = false;           // this step's reductions write what its send reads
+  bool windowed_ = false;                     // its receive pieces go two at a time, into two scratch slots
+  RequestSet sends_;                          // the current step's send pieces
+  std::deque<RequestPtr> receives_;           // its receive pieces in flight, oldest first
+  size_t receive_pieces_ = 0;                 // how many pieces its receive goes as
+  size_t posted_pieces_ = 0;                  // how many of them are posted
+  size_t combined_pieces_ = 0;                // how many of them are combined
   FinalRanges final_;
 };
 

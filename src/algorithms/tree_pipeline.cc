@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 namespace concord {
 
 TreePipeline::TreePipeline(Communicator& comm, patterns::TreeNode node, int up_tag, int down_tag, bool overlap)
@@ -241,8 +240,8 @@ Progress TreeAllreduce::progress() {
 DeviceSteps tree_allreduce_device_steps(const Problem& problem, int trees, bool overlapped) {
   const int P = problem.ranks;
   if (P == 1 || problem.count == 0) return {};
-  const auto chunks = patterns::ChunkPlan::make(patterns::segment(problem.count, trees, 0).count,
-                                                problem.element_size, problem.chunk_bytes)
+  const auto chunks = patterns::ChunkPlan::make(patterns::segment(problem.count, trees, 0).count, problem.element_size,
+                                                problem.chunk_bytes)
                           .chunks;
   int fan_in = 0;
   for (int r = 0; r < P; ++r) {

@@ -77,10 +77,10 @@ class TreePipeline {
   uint8_t* slot(int child, int chunk) const;
   void post_child_receives(int chunk);
   void post_free_child_receives();  // receives of the chunks up to next_ + kWindow whose slots are free
-  bool reduce_next_chunk();    // reduces chunk next_ if its children's parts are here; false otherwise
-  bool pass_on_reduced();      // sends up (root: marks final, overlapped sends down) the chunks whose
-                               // kernels are done; true when none is left
-  bool reduce_ready_chunks();  // reduces every chunk ready; true when every chunk is reduced
+  bool reduce_next_chunk();         // reduces chunk next_ if its children's parts are here; false otherwise
+  bool pass_on_reduced();           // sends up (root: marks final, overlapped sends down) the chunks whose
+                                    // kernels are done; true when none is left
+  bool reduce_ready_chunks();       // reduces every chunk ready; true when every chunk is reduced
   void start_broadcast();
   bool forward_ready_chunks();  // true when every chunk has been received and forwarded
   void send_down(int chunk);
@@ -102,13 +102,13 @@ class TreePipeline {
   DataType dtype_ = DataType::kFloat32;
   ReduceOp op_ = ReduceOp::kSum;
   Phase phase_ = Phase::kDone;
-  int next_ = 0;  // next chunk to reduce (reduce phase) or to forward (broadcast phase)
+  int next_ = 0;          // next chunk to reduce (reduce phase) or to forward (broadcast phase)
   int next_receive_ = 0;  // first chunk whose receives from the children are not posted
   Kernels::Ticket data_ready_ = 0;
   std::array<std::array<RequestPtr, kWindow>, 2> child_receives_;  // by child, by slot
   std::array<Kernels::Ticket, kWindow> slot_readers_{};            // the last kernel reading each slot
-  TicketQueue<int> reduced_;  // chunks reduced, not yet passed on, each behind its kernel
-  std::vector<RequestPtr> parent_receives_;                        // by chunk
+  TicketQueue<int> reduced_;                 // chunks reduced, not yet passed on, each behind its kernel
+  std::vector<RequestPtr> parent_receives_;  // by chunk
   RequestSet sends_;
   // Overlapped schedule only: the send up of each chunk (by chunk), the chunks whose send
   // up is posted, the chunks whose receive from the parent is posted, and the chunks

@@ -1,6 +1,7 @@
 #include "sim/models.h"
 
 #include "algorithms/allreduce_adasum.h"
+#include "algorithms/allreduce_device.h"
 #include "algorithms/allreduce_double_tree.h"
 #include "algorithms/allreduce_halving_doubling.h"
 #include "algorithms/allreduce_hierarchical.h"
@@ -8,7 +9,6 @@
 #include "algorithms/allreduce_nccl.h"
 #include "algorithms/allreduce_overlapped_tree.h"
 #include "algorithms/allreduce_recursive_doubling.h"
-#include "algorithms/allreduce_device.h"
 #include "algorithms/allreduce_ring.h"
 #include "algorithms/allreduce_staged.h"
 #include "algorithms/allreduce_tree.h"

@@ -44,9 +44,12 @@ using testing_util::first_difference;
 using testing_util::run_ranks;
 
 // The host algorithms that serve device memory, by registry name.
-const std::vector<std::string> kHostAlgorithms = {"ring",           "tree",
-                                                  "double_tree",    "overlapped_tree",
-                                                  "overlapped_double_tree", "halving_doubling",
+const std::vector<std::string> kHostAlgorithms = {"ring",
+                                                  "tree",
+                                                  "double_tree",
+                                                  "overlapped_tree",
+                                                  "overlapped_double_tree",
+                                                  "halving_doubling",
                                                   "recursive_doubling"};
 
 using DeviceAlgorithmCase = std::tuple<std::string, DeviceCase>;
@@ -126,10 +129,9 @@ std::vector<DeviceAlgorithmCase> algorithm_cases() {
   return out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Emulated, AllreduceOnDeviceTest, testing::ValuesIn(algorithm_cases()),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_" + device_case_name(std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(Emulated, AllreduceOnDeviceTest, testing::ValuesIn(algorithm_cases()), [](const auto& info) {
+  return std::get<0>(info.param) + "_" + device_case_name(std::get<1>(info.param));
+});
 
 TEST(AllreduceOnDevice, RingRejectsAdasum) {
   const std::string error = run_ranks(2, [&](Communicator& comm, const AbortFlag&) {

@@ -108,10 +108,10 @@ void bench_rank(Communicator& comm, const Options& options, int gpus, Device* sh
     if (r != 0) return;
     std::lock_guard<std::mutex> lock(print);
     if (!skipped.empty()) {
-      std::printf("%3d %12zu %-12s skipped: %s\n", P, bytes, name.c_str(), skipped.c_str());
+      std::printf("%3d %12zu %-34s skipped: %s\n", P, bytes, name.c_str(), skipped.c_str());
     } else {
       const double seconds = median(times);
-      std::printf("%3d %12zu %-12s %12.1f %10.3f\n", P, bytes, name.c_str(), seconds * 1e6, bytes / seconds / 1e9);
+      std::printf("%3d %12zu %-34s %12.1f %10.3f\n", P, bytes, name.c_str(), seconds * 1e6, bytes / seconds / 1e9);
     }
     std::fflush(stdout);
   };
@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
   if (status.devices == 0 && !options.emulated) return 0;
   std::printf("# device: %s; ranks are threads on the in-process transport\n",
               options.emulated ? "emulated (strict) -- NOT a GPU: these times say nothing about GPUs" : "CUDA");
-  std::printf("%3s %12s %-12s %12s %10s\n", "P", "bytes", "variant", "us", "GB/s");
+  std::printf("%3s %12s %-34s %12s %10s\n", "P", "bytes", "variant", "us", "GB/s");
   std::mutex print;
   try {
     std::unique_ptr<EmulatedDevice> emulated;
