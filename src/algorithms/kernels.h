@@ -1,7 +1,10 @@
 // Kernels: how an algorithm reduces, copies and scales its buffers' bytes without knowing
 // where they live (UCC's executor: an algorithm posts reductions through ucc_dt_reduce on
-// the ucc_ee_executor of its team, never asking the memory type). The algorithm gets its
-// Kernels from its context (AlgorithmContext::kernels, algorithms/registry.h):
+// the ucc_ee_executor of its team, never asking the memory type). The ring, the pipelined
+// trees (TreePipeline) and the exchange schedules (halving-doubling, recursive doubling)
+// get theirs at construction: HostKernels on the context's ScratchBuffer for the host rows
+// of the registry (algorithms/registry.h), the DeviceKernels a device row owns for the
+// device rows (OnDevice, algorithms/allreduce_device.h):
 //   HostKernels (below)        the CPU kernels of common/reduce.h, run at once;
 //   DeviceKernels              the device's kernels on one stream, each followed by an
 //   (algorithms/device_kernels.h)  event; work completes later, in posting order.

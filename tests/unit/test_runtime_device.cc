@@ -44,6 +44,17 @@ using testing_util::run_ranks;
 
 class RuntimeDevice : public ::testing::TestWithParam<int> {};
 
+// Submits compare_device_and_host()'s allreduces to `runtime` with each case's op and scale
+// factors.
+testdevice::SubmitAllreduce submit_allreduce(Runtime& runtime) {
+  return [&runtime](const std::string& name, const TensorView& in, const TensorView& out, const AllreduceCase& c) {
+    Request r = request(name, CollectiveType::kAllreduce, c.op);
+    r.prescale_factor = c.prescale;
+    r.postscale_factor = c.postscale;
+    return runtime.enqueue(r, in, out);
+  };
+}
+
 TEST_P(RuntimeDevice, AllreduceOfDeviceTensorsEqualsHostRunBitForBit) {
   const int P = GetParam();
   const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
@@ -51,14 +62,8 @@ TEST_P(RuntimeDevice, AllreduceOfDeviceTensorsEqualsHostRunBitForBit) {
     auto runtime = make_runtime(world, device);
     const int rank = runtime->rank();
     for (int round = 0; round < 2; ++round) {  // round 1 hits the response cache
-      const std::string problem = testdevice::compare_device_and_host(
-          *device, 0, rank, P, "r" + std::to_string(round),
-          [&](const std::string& name, const TensorView& in, const TensorView& out, const AllreduceCase& c) {
-            Request r = request(name, CollectiveType::kAllreduce, c.op);
-            r.prescale_factor = c.prescale;
-            r.postscale_factor = c.postscale;
-            return runtime->enqueue(r, in, out);
-          });
+      const std::string problem = testdevice::compare_device_and_host(*device, 0, rank, P, "r" + std::to_string(round),
+                                                                      submit_allreduce(*runtime));
       ASSERT_EQ(problem, "") << "round " << round;
     }
     runtime->shutdown();
@@ -81,14 +86,8 @@ TEST(RuntimeDeviceForced, DeviceRowsOfTreesAndDoublingRunWhenForced) {
       if (world.rank() == 0) config.timeline_path = timeline_path;
       auto device = std::make_shared<EmulatedDevice>();
       auto runtime = make_runtime(world, device, config);
-      const std::string problem = testdevice::compare_device_and_host(
-          *device, 0, runtime->rank(), P, forced,
-          [&](const std::string& name, const TensorView& in, const TensorView& out, const AllreduceCase& c) {
-            Request r = request(name, CollectiveType::kAllreduce, c.op);
-            r.prescale_factor = c.prescale;
-            r.postscale_factor = c.postscale;
-            return runtime->enqueue(r, in, out);
-          });
+      const std::string problem =
+          testdevice::compare_device_and_host(*device, 0, runtime->rank(), P, forced, submit_allreduce(*runtime));
       runtime->shutdown();
       if (!problem.empty()) throw std::runtime_error(problem);
     });
