@@ -109,7 +109,11 @@ class OnDevice : public AllreduceAlgorithm {
   void start_out_of_place(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) override {
     algorithm_.start_out_of_place(input, output, count, dtype, op);
   }
+  /// Host::progress: advances without blocking (kernel tickets polled, never waited on).
+  /// Throws CommError on transport failure, DeviceError when the device reported one.
   Progress progress() override { return algorithm_.progress(); }
+  /// Host::take_final_ranges: byte ranges of the output final on this rank, each once the
+  /// kernel that last wrote it is done.
   void take_final_ranges(std::vector<ByteRange>& out) override { algorithm_.take_final_ranges(out); }
 
   static inline const std::string kName = device_row_name(Host::kName, kTransport);
