@@ -19,6 +19,13 @@ std::vector<TreePipeline> double_tree_pipelines(Communicator& comm) {
 AllreduceDoubleTree::AllreduceDoubleTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes)
     : TreeAllreduce(scratch, chunk_bytes, double_tree_pipelines(comm)) {}
 
+AllreduceDoubleTree::AllreduceDoubleTree(Communicator& comm, Kernels& kernels, size_t chunk_bytes)
+    : TreeAllreduce(kernels, chunk_bytes, double_tree_pipelines(comm)) {}
+
 Cost AllreduceDoubleTree::cost(const Problem& problem) { return tree_allreduce_cost(problem, 2); }
+
+DeviceSteps AllreduceDoubleTree::device_steps(const Problem& problem) {
+  return tree_allreduce_device_steps(problem, 2);
+}
 
 }  // namespace concord

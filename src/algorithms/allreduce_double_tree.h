@@ -30,6 +30,10 @@ class AllreduceDoubleTree : public TreeAllreduce {
   /// `scratch` persists across calls (2 x 2 x TreePipeline::kWindow chunks); `chunk_bytes` is the
   /// pipelining unit (at least one element per chunk). start() and progress(): TreeAllreduce.
   AllreduceDoubleTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = default_chunk_bytes());
+  /// On the memory `kernels` work on (e.g. DeviceKernels: device memory), over `comm`, which
+  /// must take pointers of that memory (the device rows, algorithms/allreduce_device.h).
+  /// `comm` and `kernels` must outlive this object.
+  AllreduceDoubleTree(Communicator& comm, Kernels& kernels, size_t chunk_bytes);
 
   /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
   /// the registry, concord-info and concord-sim read them from here.
@@ -38,6 +42,8 @@ class AllreduceDoubleTree : public TreeAllreduce {
       "two complementary binary trees, half the data each, chunk-pipelined (NCCL)";
   /// Exact messages and bytes of one call, and its critical path (header comment).
   static Cost cost(const Problem& problem);
+  /// Kernel launches and message steps on its critical path (tree_allreduce_device_steps()).
+  static DeviceSteps device_steps(const Problem& problem);
 };
 
 }  // namespace concord

@@ -14,6 +14,9 @@ constexpr int kDataTag = tags::kAllreduceHalvingDoubling;
 AllreduceHalvingDoubling::AllreduceHalvingDoubling(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes)
     : ScheduledReduction(comm, scratch, kDataTag, chunk_bytes) {}
 
+AllreduceHalvingDoubling::AllreduceHalvingDoubling(Communicator& comm, Kernels& kernels, size_t chunk_bytes)
+    : ScheduledReduction(comm, kernels, kDataTag, chunk_bytes) {}
+
 std::vector<ExchangeStep> AllreduceHalvingDoubling::steps(int rank, int ranks, size_t count, size_t element_size) {
   std::vector<ExchangeStep> result;
   if (ranks == 1 || count == 0) return result;
@@ -55,6 +58,12 @@ Cost AllreduceHalvingDoubling::cost(const Problem& problem) {
   cost.wire_bytes = 2.0 * (pof2 - 1) * block + 2.0 * fold * n;
   cost.reduce_bytes = (pof2 - 1) * block + fold * n;
   return cost.place(problem.nodes);
+}
+
+DeviceSteps AllreduceHalvingDoubling::device_steps(const Problem& problem) {
+  return schedule_device_steps(
+      problem.ranks, [&](int rank) { return steps(rank, problem.ranks, problem.count, problem.element_size); },
+      problem.chunk_bytes, cost(problem).rounds + cost(problem).inter_rounds);
 }
 
 }  // namespace concord

@@ -43,6 +43,10 @@ class AllreduceHalvingDoubling : public ScheduledReduction<AllreduceAlgorithm, A
   /// n when P is not a power of two, if that is less). Messages of more than `chunk_bytes`
   /// go in pieces, each reduced as it lands (ExchangeSchedule; 0 = whole ranges).
   AllreduceHalvingDoubling(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = 0);
+  /// On the memory `kernels` work on (e.g. DeviceKernels: device memory; their scratch holds
+  /// the receive pieces), over `comm`, which must take pointers of that memory (the device
+  /// rows, algorithms/allreduce_device.h). Both must outlive this object.
+  AllreduceHalvingDoubling(Communicator& comm, Kernels& kernels, size_t chunk_bytes);
 
   /// The exchange steps of `rank` of `ranks` for `count` elements of `element_size` bytes.
   static std::vector<ExchangeStep> steps(int rank, int ranks, size_t count, size_t element_size);
@@ -54,6 +58,9 @@ class AllreduceHalvingDoubling : public ScheduledReduction<AllreduceAlgorithm, A
       "when P is not a power of two)";
   /// Exact messages and bytes of one call (from steps()) and the critical path above.
   static Cost cost(const Problem& problem);
+  /// Kernel launches (the busiest rank's reduced pieces) and message steps (cost().rounds)
+  /// on its critical path (schedule_device_steps()).
+  static DeviceSteps device_steps(const Problem& problem);
 };
 
 }  // namespace concord

@@ -26,13 +26,27 @@ std::vector<TreePipeline> overlapped_pipelines(Communicator& comm, int trees) {
 AllreduceOverlappedTree::AllreduceOverlappedTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes)
     : TreeAllreduce(scratch, chunk_bytes, overlapped_pipelines(comm, 1)) {}
 
+AllreduceOverlappedTree::AllreduceOverlappedTree(Communicator& comm, Kernels& kernels, size_t chunk_bytes)
+    : TreeAllreduce(kernels, chunk_bytes, overlapped_pipelines(comm, 1)) {}
+
 Cost AllreduceOverlappedTree::cost(const Problem& problem) { return tree_allreduce_cost(problem, 1, true); }
+
+DeviceSteps AllreduceOverlappedTree::device_steps(const Problem& problem) {
+  return tree_allreduce_device_steps(problem, 1, true);
+}
 
 AllreduceOverlappedDoubleTree::AllreduceOverlappedDoubleTree(Communicator& comm, ScratchBuffer& scratch,
                                                              size_t chunk_bytes)
     : TreeAllreduce(scratch, chunk_bytes, overlapped_pipelines(comm, 2)) {}
 
+AllreduceOverlappedDoubleTree::AllreduceOverlappedDoubleTree(Communicator& comm, Kernels& kernels, size_t chunk_bytes)
+    : TreeAllreduce(kernels, chunk_bytes, overlapped_pipelines(comm, 2)) {}
+
 Cost AllreduceOverlappedDoubleTree::cost(const Problem& problem) { return tree_allreduce_cost(problem, 2, true); }
+
+DeviceSteps AllreduceOverlappedDoubleTree::device_steps(const Problem& problem) {
+  return tree_allreduce_device_steps(problem, 2, true);
+}
 
 size_t overlapped_tree_chunks(const Problem& problem, const CostParams& params) {
   if (problem.count == 0) return 1;

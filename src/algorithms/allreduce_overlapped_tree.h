@@ -44,6 +44,9 @@ class AllreduceOverlappedTree : public TreeAllreduce {
   /// `scratch` persists across calls (2 x TreePipeline::kWindow chunks); `chunk_bytes` is
   /// the pipelining unit (at least one element per chunk).
   AllreduceOverlappedTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = default_chunk_bytes());
+  /// On the memory `kernels` work on, over `comm`, which must take pointers of that memory
+  /// (the device rows, algorithms/allreduce_device.h); both must outlive this object.
+  AllreduceOverlappedTree(Communicator& comm, Kernels& kernels, size_t chunk_bytes);
 
   /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
   /// the registry, concord-info and concord-sim read them from here.
@@ -53,6 +56,8 @@ class AllreduceOverlappedTree : public TreeAllreduce {
       "broadcast overlapped)";
   /// Exact messages and bytes of one call, and its critical path (header comment).
   static Cost cost(const Problem& problem);
+  /// Kernel launches and message steps on its critical path (tree_allreduce_device_steps()).
+  static DeviceSteps device_steps(const Problem& problem);
 };
 
 /// C-Cube on NCCL's double binary tree (patterns::double_binary_tree), tree t on elements
@@ -62,6 +67,9 @@ class AllreduceOverlappedDoubleTree : public TreeAllreduce {
   /// `scratch` persists across calls (2 x 2 x TreePipeline::kWindow chunks); `chunk_bytes`
   /// is the pipelining unit (at least one element per chunk).
   AllreduceOverlappedDoubleTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = default_chunk_bytes());
+  /// On the memory `kernels` work on, over `comm`, which must take pointers of that memory
+  /// (the device rows, algorithms/allreduce_device.h); both must outlive this object.
+  AllreduceOverlappedDoubleTree(Communicator& comm, Kernels& kernels, size_t chunk_bytes);
 
   /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
   /// the registry, concord-info and concord-sim read them from here.
@@ -70,6 +78,8 @@ class AllreduceOverlappedDoubleTree : public TreeAllreduce {
       "C-Cube on the double binary tree, half the data each, reduce and broadcast overlapped";
   /// Exact messages and bytes of one call, and its critical path (header comment).
   static Cost cost(const Problem& problem);
+  /// Kernel launches and message steps on its critical path (tree_allreduce_device_steps()).
+  static DeviceSteps device_steps(const Problem& problem);
 };
 
 /// C-Cube's chunk count for `problem` (all its bytes on one tree):

@@ -14,6 +14,9 @@ constexpr int kDataTag = tags::kAllreduceRecursiveDoubling;
 AllreduceRecursiveDoubling::AllreduceRecursiveDoubling(Communicator& comm, ScratchBuffer& scratch)
     : ScheduledReduction(comm, scratch, kDataTag) {}
 
+AllreduceRecursiveDoubling::AllreduceRecursiveDoubling(Communicator& comm, Kernels& kernels)
+    : ScheduledReduction(comm, kernels, kDataTag) {}
+
 std::vector<ExchangeStep> AllreduceRecursiveDoubling::steps(int rank, int ranks, size_t count, size_t element_size) {
   std::vector<ExchangeStep> result;
   if (ranks == 1 || count == 0) return result;
@@ -49,6 +52,12 @@ Cost AllreduceRecursiveDoubling::cost(const Problem& problem) {
   cost.wire_bytes = (rounds + 2 * fold) * n;
   cost.reduce_bytes = (rounds + fold) * n;
   return cost.place(problem.nodes);
+}
+
+DeviceSteps AllreduceRecursiveDoubling::device_steps(const Problem& problem) {
+  return schedule_device_steps(
+      problem.ranks, [&](int rank) { return steps(rank, problem.ranks, problem.count, problem.element_size); }, 0,
+      cost(problem).rounds + cost(problem).inter_rounds);
 }
 
 }  // namespace concord

@@ -32,6 +32,10 @@ class AllreduceRecursiveDoubling : public ScheduledReduction<AllreduceAlgorithm,
  public:
   /// `scratch` persists across calls; it grows to n bytes.
   AllreduceRecursiveDoubling(Communicator& comm, ScratchBuffer& scratch);
+  /// On the memory `kernels` work on (their scratch grows to n bytes), over `comm`, which
+  /// must take pointers of that memory (the device rows, algorithms/allreduce_device.h).
+  /// Both must outlive this object.
+  AllreduceRecursiveDoubling(Communicator& comm, Kernels& kernels);
 
   /// The exchange steps of `rank` of `ranks` for `count` elements of `element_size` bytes.
   static std::vector<ExchangeStep> steps(int rank, int ranks, size_t count, size_t element_size);
@@ -43,6 +47,9 @@ class AllreduceRecursiveDoubling : public ScheduledReduction<AllreduceAlgorithm,
       "two)";
   /// Exact messages and bytes of one call (from steps()) and the critical path above.
   static Cost cost(const Problem& problem);
+  /// Kernel launches (L + f whole-vector reductions) and message steps (L + 2 f) on its
+  /// critical path (schedule_device_steps()).
+  static DeviceSteps device_steps(const Problem& problem);
 };
 
 }  // namespace concord

@@ -48,7 +48,7 @@ void AllreduceRing::start_out_of_place(const void* input, void* output, size_t c
     step_ = 2 * ring_.steps();          // (progress() must not look at the empty receives_)
     chunks_ = 0;
     reduce_scatter_sends_left_ = 0;
-    if (input_ != data_ && count > 0) pending_.push_back({-1, 0, kernels_.copy(data_, input_, count * element_size_)});
+    if (input_ != data_ && count > 0) pending_.push({-1, 0}, kernels_.copy(data_, input_, count * element_size_));
     return;
   }
 
@@ -59,7 +59,7 @@ void AllreduceRing::start_out_of_place(const void* input, void* output, size_t c
   reduce_scatter_sends_left_ = ring_.steps() * chunks_;
   // Receives of the first two steps go out before any send (both scratch halves are free).
   for (; next_receive_step_ < std::min(2, ring_.steps()); ++next_receive_step_) post_receives(next_receive_step_);
-  for (int c = 0; c < chunks_; ++c) pending_.push_back({0, c, 0});  // step 0 reads the input itself
+  for (int c = 0; c < chunks_; ++c) pending_.push({0, c}, 0);  // step 0 reads the input itself
   post_ready_sends();
 }
 
@@ -94,11 +94,8 @@ void AllreduceRing::post_receives(int step) {
 }
 
 bool AllreduceRing::post_ready_sends() {
-  while (!pending_.empty()) {
-    const PendingSend send = pending_.front();
-    if (!kernels_.done(send.ready)) return false;
-    pending_.pop_front();
-    if (send.step < 0) continue;  // the copy of a one-rank out-of-place call
+  return pending_.run_ready(kernels_, [&](const PendingSend& send) {
+    if (send.step < 0) return;  // the copy of a one-rank out-of-place call
     if (in_reduce_scatter(send.step)) {
       // Step 0 sends a segment this rank has not reduced yet: straight from the input.
       const Chunk piece = chunk(ring_.reduce_scatter_send(send.step), send.chunk);
@@ -111,8 +108,7 @@ bool AllreduceRing::post_ready_sends() {
       if (send.step == ring_.steps()) final_.add(piece.offset, piece.bytes);
       sends_.post(comm_.isend(data_ + piece.offset, piece.bytes, ring_.right(), kDataTag));
     }
-  }
-  return true;
+  });
 }
 
 Progress AllreduceRing::progress() {
@@ -151,7 +147,7 @@ Progress AllreduceRing::progress() {
       const Chunk piece = chunk(ring_.allgather_recv(step_ - ring_.steps()), next_chunk_);
       final_.add(piece.offset, piece.bytes);
     }
-    if (step_ + 1 < total_steps) pending_.push_back({step_ + 1, next_chunk_, ready});
+    if (step_ + 1 < total_steps) pending_.push({step_ + 1, next_chunk_}, ready);
     post_ready_sends();
     if (++next_chunk_ == chunks_) {
       receives_[step_].clear();
@@ -169,6 +165,12 @@ Progress AllreduceRing::progress() {
 }  // namespace concord
 
 namespace concord {
+
+DeviceSteps AllreduceRing::device_steps(const Problem& problem) {
+  const int P = problem.ranks;
+  if (P == 1 || problem.count == 0) return {};
+  return {static_cast<double>(P - 1), 2.0 * (P - 1)};
+}
 
 Cost AllreduceRing::cost(const Problem& problem) {
   Cost cost;

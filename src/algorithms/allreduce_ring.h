@@ -24,7 +24,6 @@
 #pragma once
 
 #include <cstddef>
-#include <deque>
 #include <memory>
 #include <vector>
 
@@ -73,6 +72,10 @@ class AllreduceRing : public AllreduceAlgorithm {
       "ring reduce-scatter + ring allgather, chunk-pipelined (bandwidth-optimal)";
   /// Exact messages and bytes of one call, and its critical path (docs/algorithms.md).
   static Cost cost(const Problem& problem);
+  /// On device memory: P - 1 reduce kernels (one per reduce-scatter step) and 2 (P - 1)
+  /// message steps in sequence (the chunks of a step overlap each other); zero for P = 1 or
+  /// no elements.
+  static DeviceSteps device_steps(const Problem& problem);
 
  private:
   struct Chunk {
@@ -82,7 +85,6 @@ class AllreduceRing : public AllreduceAlgorithm {
   struct PendingSend {
     int step;  // -1: the copy of a one-rank out-of-place call (nothing to send)
     int chunk;
-    Kernels::Ticket ready;  // the kernel that produced the bytes (0: none)
   };
   Chunk chunk(int segment, int index) const;
   bool in_reduce_scatter(int step) const { return step < ring_.steps(); }
@@ -108,7 +110,8 @@ class AllreduceRing : public AllreduceAlgorithm {
   int next_receive_step_ = 0;                      // first step whose receives are not posted
   Kernels::Ticket slot_readers_[2] = {0, 0};       // in place: the last kernel reading each scratch half
   std::vector<std::vector<RequestPtr>> receives_;  // by step, by chunk
-  std::deque<PendingSend> pending_;                // sends not yet posted, in (step, chunk) order
+  TicketQueue<PendingSend> pending_;               // sends not yet posted, in (step, chunk) order,
+                                                   // each behind the kernel that produced its bytes
   int reduce_scatter_sends_left_ = 0;              // not yet posted
   RequestSet sends_;
   RequestSet reduce_scatter_sends_;

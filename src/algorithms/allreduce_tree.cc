@@ -18,6 +18,13 @@ std::vector<TreePipeline> binary_tree_pipeline(Communicator& comm) {
 AllreducePipelinedTree::AllreducePipelinedTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes)
     : TreeAllreduce(scratch, chunk_bytes, binary_tree_pipeline(comm)) {}
 
+AllreducePipelinedTree::AllreducePipelinedTree(Communicator& comm, Kernels& kernels, size_t chunk_bytes)
+    : TreeAllreduce(kernels, chunk_bytes, binary_tree_pipeline(comm)) {}
+
 Cost AllreducePipelinedTree::cost(const Problem& problem) { return tree_allreduce_cost(problem, 1); }
+
+DeviceSteps AllreducePipelinedTree::device_steps(const Problem& problem) {
+  return tree_allreduce_device_steps(problem, 1);
+}
 
 }  // namespace concord

@@ -28,6 +28,10 @@ class AllreducePipelinedTree : public TreeAllreduce {
   /// `scratch` persists across calls (2 x TreePipeline::kWindow chunks); `chunk_bytes` is the
   /// pipelining unit (at least one element per chunk). start() and progress(): TreeAllreduce.
   AllreducePipelinedTree(Communicator& comm, ScratchBuffer& scratch, size_t chunk_bytes = default_chunk_bytes());
+  /// On the memory `kernels` work on (e.g. DeviceKernels: device memory), over `comm`, which
+  /// must take pointers of that memory (the device rows, algorithms/allreduce_device.h).
+  /// `comm` and `kernels` must outlive this object.
+  AllreducePipelinedTree(Communicator& comm, Kernels& kernels, size_t chunk_bytes);
 
   /// Registry name (as CONCORD_<COLLECTIVE>_ALGORITHM spells it) and one-line description:
   /// the registry, concord-info and concord-sim read them from here.
@@ -35,6 +39,8 @@ class AllreducePipelinedTree : public TreeAllreduce {
   static constexpr const char* kDescription = "binary tree reduce then broadcast, chunk-pipelined (log P latency)";
   /// Exact messages and bytes of one call, and its critical path (header comment).
   static Cost cost(const Problem& problem);
+  /// Kernel launches and message steps on its critical path (tree_allreduce_device_steps()).
+  static DeviceSteps device_steps(const Problem& problem);
 };
 
 }  // namespace concord

@@ -146,4 +146,15 @@ struct Cost {
   }
 };
 
+/// What a call of an algorithm adds on its critical path when it runs on device buffers,
+/// beyond its Cost: reduce kernels launched in sequence (kernel_alpha each) and message
+/// steps in sequence (over a staged transport each step copies its message down before the
+/// send and up after the receive: 2 copy_alpha). device_seconds()
+/// (algorithms/allreduce_device.h) prices them; each host algorithm that serves device
+/// memory says its own (a static device_steps(problem)).
+struct DeviceSteps {
+  double kernels = 0;   ///< reduce kernel launches in sequence
+  double messages = 0;  ///< message steps in sequence
+};
+
 }  // namespace concord

@@ -1,16 +1,14 @@
 #include "algorithms/exchange_schedule.h"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 
 #include "common/enforce.h"
-#include "common/reduce.h"
 
 namespace concord {
 namespace {
 // Receive pieces of a reducing step in flight at once: one lands while the one before is
-// reduced.
+// reduced (the size of ExchangeSchedule::slot_readers_).
 constexpr size_t kReceiveWindow = 2;
 }  // namespace
 
@@ -46,7 +44,14 @@ ExchangeStep sendrecv_step(int send_peer, patterns::Segment out, int recv_peer, 
 }
 
 ExchangeSchedule::ExchangeSchedule(Communicator& comm, ScratchBuffer& scratch, int tag, size_t chunk_bytes)
-    : comm_(comm), scratch_(scratch), tag_(tag), piece_bytes_(piece_size(chunk_bytes)) {}
+    : comm_(comm),
+      host_kernels_(std::make_unique<HostKernels>(scratch)),
+      kernels_(*host_kernels_),
+      tag_(tag),
+      piece_bytes_(piece_size(chunk_bytes)) {}
+
+ExchangeSchedule::ExchangeSchedule(Communicator& comm, Kernels& kernels, int tag, size_t chunk_bytes)
+    : comm_(comm), kernels_(kernels), tag_(tag), piece_bytes_(piece_size(chunk_bytes)) {}
 
 size_t ExchangeSchedule::pieces(size_t bytes, size_t chunk_bytes) {
   return bytes == 0 ? 1 : (bytes - 1) / piece_size(chunk_bytes) + 1;
@@ -67,7 +72,7 @@ bool ExchangeSchedule::send_overlaps_receive(const ExchangeStep& step) {
 }
 
 uint8_t* ExchangeSchedule::scratch_slot(size_t index) {
-  return scratch_.get(0) + (windowed_ ? index % kReceiveWindow : index) * piece_bytes_;
+  return kernels_.scratch(0) + (windowed_ ? index % kReceiveWindow : index) * piece_bytes_;
 }
 
 void ExchangeSchedule::start(uint8_t* buffer, std::vector<ExchangeStep> steps, DataType dtype, ReduceOp op) {
@@ -80,11 +85,14 @@ void ExchangeSchedule::start_out_of_place(const uint8_t* input, uint8_t* buffer,
   input_ = input;
   buffer_bytes_ = input == buffer ? 0 : buffer_bytes;
   written_.clear();
-  if (steps.empty()) materialize(0, buffer_bytes_);  // nothing to exchange: the copy is the result
+  last_kernel_ = 0;
+  // Nothing to exchange: the copy is the result.
+  if (steps.empty()) last_kernel_ = materialize(0, buffer_bytes_);
   steps_ = std::move(steps);
   dtype_ = dtype;
   op_ = op;
   step_ = 0;
+  prepared_ = false;
   posted_ = false;
   sends_.clear();
   receives_.clear();
@@ -98,7 +106,7 @@ void ExchangeSchedule::start_out_of_place(const uint8_t* input, uint8_t* buffer,
     scratch_bytes = std::max(
         scratch_bytes, !send_overlaps_receive(step) && !one_piece ? kReceiveWindow * piece_bytes_ : step.recv_bytes);
   }
-  scratch_.get(scratch_bytes);
+  kernels_.scratch(scratch_bytes);  // grown before any receive lands in it
 }
 
 bool ExchangeSchedule::unwritten(size_t offset, size_t bytes) const {
@@ -108,17 +116,19 @@ bool ExchangeSchedule::unwritten(size_t offset, size_t bytes) const {
   });
 }
 
-void ExchangeSchedule::materialize(size_t offset, size_t bytes) {
-  if (input_ == buffer_ || bytes == 0) return;
+Kernels::Ticket ExchangeSchedule::materialize(size_t offset, size_t bytes) {
+  if (input_ == buffer_ || bytes == 0) return 0;
+  Kernels::Ticket copied = 0;
   size_t cursor = offset;
   const size_t end = offset + bytes;
   for (const ByteRange& range : written_) {  // sorted by offset, never overlapping
     if (range.offset >= end) break;
-    if (range.offset > cursor) std::memcpy(buffer_ + cursor, input_ + cursor, range.offset - cursor);
+    if (range.offset > cursor) copied = kernels_.copy(buffer_ + cursor, input_ + cursor, range.offset - cursor);
     cursor = std::max(cursor, range.offset + range.bytes);
   }
-  if (cursor < end) std::memcpy(buffer_ + cursor, input_ + cursor, end - cursor);
+  if (cursor < end) copied = kernels_.copy(buffer_ + cursor, input_ + cursor, end - cursor);
   mark_written(offset, bytes);
+  return copied;
 }
 
 void ExchangeSchedule::mark_written(size_t offset, size_t bytes) {
@@ -139,18 +149,21 @@ void ExchangeSchedule::mark_written(size_t offset, size_t bytes) {
   written_ = std::move(merged);
 }
 
-void ExchangeSchedule::post(const ExchangeStep& step) {
+Kernels::Ticket ExchangeSchedule::prepare(const ExchangeStep& step) {
   // Out of place, a range no step has written yet is sent straight from the input; a range
   // partly written is completed from the input first. Decided before the receive is
   // posted, which then goes first (no unexpected-message copy on arrival).
-  const uint8_t* source = buffer_;
-  if (step.send_peer >= 0) {
-    if (unwritten(step.send_offset, step.send_bytes)) {
-      source = input_;
-    } else {
-      materialize(step.send_offset, step.send_bytes);
-    }
+  send_source_ = buffer_;
+  if (step.send_peer < 0) return 0;
+  if (unwritten(step.send_offset, step.send_bytes)) {
+    send_source_ = input_;
+    return 0;
   }
+  return materialize(step.send_offset, step.send_bytes);
+}
+
+void ExchangeSchedule::post(const ExchangeStep& step) {
+  const uint8_t* source = send_source_;
   posted_pieces_ = combined_pieces_ = receive_pieces_ = 0;
   // A piece is combined as it lands unless that writes what this step's send still reads
   // (recursive doubling sends the whole buffer it reduces into): then, as MPI_Sendrecv, not
@@ -165,6 +178,7 @@ void ExchangeSchedule::post(const ExchangeStep& step) {
     // Pieces combined in order as they land keep two in flight (each one's slot is free
     // again once it is combined); the others all go at once.
     windowed_ = step.combine != Combine::kCopy && !combine_after_send_;
+    slot_readers_[0] = slot_readers_[1] = 0;  // the last step's kernels are done
     const size_t window = windowed_ ? kReceiveWindow : receive_pieces_;
     while (posted_pieces_ < std::min(window, receive_pieces_)) post_receive_piece(step);
   }
@@ -186,6 +200,13 @@ void ExchangeSchedule::post_receive_piece(const ExchangeStep& step) {
   receives_.push_back(comm_.irecv(into, in.count, step.recv_peer, tag_));
 }
 
+void ExchangeSchedule::post_free_receive_pieces(const ExchangeStep& step) {
+  // Windowed: piece i goes into slot i mod 2 once the kernel reading that slot is done.
+  while (posted_pieces_ < receive_pieces_ && posted_pieces_ < combined_pieces_ + kReceiveWindow &&
+         kernels_.done(slot_readers_[posted_pieces_ % kReceiveWindow]))
+    post_receive_piece(step);
+}
+
 void ExchangeSchedule::combine(const ExchangeStep& step, size_t index) {
   const patterns::Segment in = piece(step.recv_bytes, index);
   const size_t offset = step.recv_offset + in.offset;
@@ -197,42 +218,79 @@ void ExchangeSchedule::combine(const ExchangeStep& step, size_t index) {
   uint8_t* target = buffer_ + offset;
   uint8_t* received = received_in_buffer_ ? target : scratch_slot(index);
   const size_t count = bytes / element;
-  if (unwritten(offset, bytes)) {  // out of place, first touch: no copy pass
-    const uint8_t* source = input_ + offset;
-    if (step.combine == Combine::kReduce) {
-      reduce_into(target, source, received, count, dtype_, op_);
-    } else {
-      reduce_into(target, received, source, count, dtype_, op_);
-    }
-    return mark_written(offset, bytes);
-  }
-  materialize(offset, bytes);
-  if (step.combine == Combine::kReduce) {
-    reduce_inplace(target, received, count, dtype_, op_);
+  // kReduce: target = op(target, received); kReduceLeft: target = op(received, target).
+  // Out of place, on first touch, the input stands for the target (no copy pass).
+  const bool first_touch = unwritten(offset, bytes);
+  const uint8_t* own = first_touch ? input_ + offset : target;
+  if (first_touch) {
+    last_kernel_ = step.combine == Combine::kReduce ? kernels_.reduce(target, own, received, count, dtype_, op_)
+                                                    : kernels_.reduce(target, received, own, count, dtype_, op_);
   } else {
-    reduce_inplace(received, target, count, dtype_, op_);
-    std::memcpy(target, received, bytes);
+    materialize(offset, bytes);  // a copy posted before the reduction
+    if (step.combine == Combine::kReduce) {
+      last_kernel_ = kernels_.reduce(target, target, received, count, dtype_, op_);
+    } else {
+      // Reduced where it was received, then copied: the partner's kReduce runs the same
+      // in-place loop (dst = op(dst, src)), so both hold the same bits, NaN payloads included.
+      kernels_.reduce(received, received, target, count, dtype_, op_);
+      last_kernel_ = kernels_.copy(target, received, bytes);
+    }
   }
+  if (windowed_ && !received_in_buffer_) slot_readers_[index % kReceiveWindow] = last_kernel_;
+  if (first_touch) mark_written(offset, bytes);
 }
 
 Progress ExchangeSchedule::progress() {
   while (step_ < steps_.size()) {
     const ExchangeStep& step = steps_[step_];
-    if (!posted_) post(step);
+    if (!posted_) {
+      if (!prepared_) {
+        send_ready_ = prepare(step);
+        prepared_ = true;
+      }
+      if (!kernels_.done(send_ready_)) return Progress::kInProgress;
+      post(step);
+    }
     // Receive pieces are combined in order, each as it lands, and the next one posted.
     const bool sent = sends_.reap();
+    // Combining waits for the send, but the receives are polled meanwhile: over a transport
+    // whose send completes only once the peer's receive has progressed (DirectCommunicator:
+    // the receiver's copy completes the sender's request) both partners would otherwise
+    // wait for each other. A completed receive leaves a null slot, which reaps at once.
+    if (!sent && combine_after_send_)
+      for (RequestPtr& receive : receives_) reap_one(receive);
     while (!receives_.empty() && (sent || !combine_after_send_) && reap_one(receives_.front())) {
       receives_.pop_front();
       combine(step, combined_pieces_++);
-      if (posted_pieces_ < receive_pieces_) post_receive_piece(step);
+      if (windowed_) {
+        post_free_receive_pieces(step);
+      } else if (posted_pieces_ < receive_pieces_) {
+        post_receive_piece(step);
+      }
     }
-    if (!sent || combined_pieces_ < receive_pieces_) return Progress::kInProgress;
+    if (windowed_) post_free_receive_pieces(step);
+    // The step ends once its last kernel is done: later steps send what it reduced.
+    if (!sent || combined_pieces_ < receive_pieces_ || !kernels_.done(last_kernel_)) return Progress::kInProgress;
     if (step.recv_final && step.recv_peer >= 0) final_.add(step.recv_offset, step.recv_bytes);
-    posted_ = false;
+    prepared_ = posted_ = false;
     ++step_;
-    if (step_ == steps_.size()) materialize(0, buffer_bytes_);  // out of place: what no step wrote
+    if (step_ == steps_.size()) last_kernel_ = materialize(0, buffer_bytes_);  // out of place: what no step wrote
   }
-  return Progress::kDone;
+  return kernels_.done(last_kernel_) ? Progress::kDone : Progress::kInProgress;
+}
+
+DeviceSteps schedule_device_steps(int ranks, const std::function<std::vector<ExchangeStep>(int)>& steps_of,
+                                  size_t chunk_bytes, double message_rounds) {
+  if (ranks == 1) return {};
+  double kernels = 0;
+  for (int rank = 0; rank < ranks; ++rank) {
+    double launches = 0;
+    for (const auto& step : steps_of(rank))
+      if (step.recv_peer >= 0 && step.combine != Combine::kCopy)
+        launches += static_cast<double>(ExchangeSchedule::pieces(step.recv_bytes, chunk_bytes));
+    kernels = std::max(kernels, launches);
+  }
+  return {kernels, message_rounds};
 }
 
 void tally_traffic(Cost& cost, int ranks, const std::function<std::vector<ExchangeStep>(int)>& steps_of,

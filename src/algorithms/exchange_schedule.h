@@ -21,6 +21,13 @@
 // and 2 ranks halving-doubling took 20.6-23.2 ms that way, 15.3-16.4 ms in pieces; at
 // 1-16 MiB no difference showed, measured when the pieces were introduced).
 //
+// Reductions and the copies of the out-of-place calls go through Kernels (algorithms/
+// kernels.h), as AllreduceRing's do: the CPU kernels at once on host memory, the device's
+// kernels on a stream on device memory. A receive slot is received into again only once
+// the kernel reading it is done, a step ends (so later steps may send what it reduced, and
+// its range is reported final) only once its last kernel is done, and a range copied from
+// the input is sent only once that copy is done.
+//
 // The same step lists price the algorithms: tally_traffic() sums what every rank's list
 // sends, which is by construction what the transport's TrafficCounters count.
 #pragma once
@@ -29,10 +36,12 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "algorithms/algorithm.h"
 #include "algorithms/cost_model.h"
+#include "algorithms/kernels.h"
 #include "concord/types.h"
 #include "patterns/ring.h"
 #include "transport/communicator.h"
@@ -80,6 +89,9 @@ class ExchangeSchedule {
   /// (rounded down to a multiple of 8, the largest element; see above); 0 sends every
   /// range as one message. Every rank must use the same value.
   ExchangeSchedule(Communicator& comm, ScratchBuffer& scratch, int tag, size_t chunk_bytes = 0);
+  /// The same on the memory `kernels` work on (their scratch holds the receive slots);
+  /// `comm` must take pointers of that memory. `kernels` must outlive this object.
+  ExchangeSchedule(Communicator& comm, Kernels& kernels, int tag, size_t chunk_bytes = 0);
 
   /// The number of messages a range of `bytes` goes as with `chunk_bytes` (1 for 0 bytes:
   /// an empty message still goes); tally_traffic() counts with it.
@@ -107,9 +119,14 @@ class ExchangeSchedule {
   void take_final_ranges(std::vector<ByteRange>& out) { final_.take(out); }
 
  private:
+  // Chooses where `step`'s send reads from, copying what it needs from the input first;
+  // returns the ticket of that copy (0: none).
+  Kernels::Ticket prepare(const ExchangeStep& step);
   void post(const ExchangeStep& step);
   // Posts the receive of piece `posted_pieces_` of `step` (into the buffer or a scratch slot).
   void post_receive_piece(const ExchangeStep& step);
+  // Posts the receive pieces of `step` whose scratch slots are free (windowed steps).
+  void post_free_receive_pieces(const ExchangeStep& step);
   // Combines piece `index` of `step`'s received range, once it has landed.
   void combine(const ExchangeStep& step, size_t index);
   size_t pieces_of(size_t bytes) const;  // pieces(bytes, this schedule's chunk_bytes)
@@ -120,12 +137,14 @@ class ExchangeSchedule {
   // Out of place: true when no byte of [offset, offset + bytes) of the buffer has been
   // written yet (it still stands for `input`); then the caller may read input instead.
   bool unwritten(size_t offset, size_t bytes) const;
-  // Out of place: copies the parts of [offset, offset + bytes) not written yet from input.
-  void materialize(size_t offset, size_t bytes);
+  // Out of place: copies the parts of [offset, offset + bytes) not written yet from input;
+  // returns the ticket of the last copy (0: none).
+  Kernels::Ticket materialize(size_t offset, size_t bytes);
   void mark_written(size_t offset, size_t bytes);
 
   Communicator& comm_;
-  ScratchBuffer& scratch_;
+  std::unique_ptr<HostKernels> host_kernels_;  // the CPU kernels, when constructed with a ScratchBuffer
+  Kernels& kernels_;
   int tag_;
   size_t piece_bytes_;  // SIZE_MAX: one message per range
   uint8_t* buffer_ = nullptr;
@@ -136,15 +155,20 @@ class ExchangeSchedule {
   DataType dtype_ = DataType::kUInt8;
   ReduceOp op_ = ReduceOp::kSum;
   size_t step_ = 0;
+  bool prepared_ = false;  // the current step's send source is chosen (send_source_)
   bool posted_ = false;
-  bool received_in_buffer_ = false;  // out of place: this step receives into buffer_, not scratch
-  bool combine_after_send_ = false;  // this step's reductions write what its send reads
-  bool windowed_ = false;            // its receive pieces go two at a time, into two scratch slots
-  RequestSet sends_;                 // the current step's send pieces
-  std::deque<RequestPtr> receives_;  // its receive pieces in flight, oldest first
-  size_t receive_pieces_ = 0;        // how many pieces its receive goes as
-  size_t posted_pieces_ = 0;         // how many of them are posted
-  size_t combined_pieces_ = 0;       // how many of them are combined
+  const uint8_t* send_source_ = nullptr;
+  Kernels::Ticket send_ready_ = 0;            // the copy the current step's send waits for
+  Kernels::Ticket last_kernel_ = 0;           // the last kernel of the current step (or the final copy)
+  Kernels::Ticket slot_readers_[2] = {0, 0};  // windowed: the last kernel reading each scratch slot
+  bool received_in_buffer_ = false;           // out of place: this step receives into buffer_, not scratch
+  bool combine_after_send_ = false;           // this step's reductions write what its send reads
+  bool windowed_ = false;                     // its receive pieces go two at a time, into two scratch slots
+  RequestSet sends_;                          // the current step's send pieces
+  std::deque<RequestPtr> receives_;           // its receive pieces in flight, oldest first
+  size_t receive_pieces_ = 0;                 // how many pieces its receive goes as
+  size_t posted_pieces_ = 0;                  // how many of them are posted
+  size_t combined_pieces_ = 0;                // how many of them are combined
   FinalRanges final_;
 };
 
@@ -180,6 +204,10 @@ class ScheduledReduction : public Interface {
   /// `scratch` persists across calls.
   ScheduledReduction(Communicator& comm, ScratchBuffer& scratch, int tag, size_t chunk_bytes = 0)
       : comm_(comm), schedule_(comm, scratch, tag, chunk_bytes) {}
+  /// The same on the memory `kernels` work on, over `comm`, which must take pointers of
+  /// that memory; `kernels` must outlive this object.
+  ScheduledReduction(Communicator& comm, Kernels& kernels, int tag, size_t chunk_bytes = 0)
+      : comm_(comm), schedule_(comm, kernels, tag, chunk_bytes) {}
 
  private:
   Communicator& comm_;
@@ -191,5 +219,12 @@ class ScheduledReduction : public Interface {
 /// ExchangeSchedule::pieces(bytes, chunk_bytes) messages.
 void tally_traffic(Cost& cost, int ranks, const std::function<std::vector<ExchangeStep>(int)>& steps_of,
                    size_t chunk_bytes = 0);
+
+/// The DeviceSteps of a schedule: kernels = the most reduce kernels any rank of 0..ranks-1
+/// launches (one per received piece of a reducing step, ExchangeSchedule::pieces(bytes,
+/// chunk_bytes)), messages = `message_rounds` (the algorithm's cost().rounds, which already
+/// counts its pieces). Zero for one rank.
+DeviceSteps schedule_device_steps(int ranks, const std::function<std::vector<ExchangeStep>(int)>& steps_of,
+                                  size_t chunk_bytes, double message_rounds);
 
 }  // namespace concord

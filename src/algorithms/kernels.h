@@ -1,7 +1,10 @@
 // Kernels: how an algorithm reduces, copies and scales its buffers' bytes without knowing
 // where they live (UCC's executor: an algorithm posts reductions through ucc_dt_reduce on
-// the ucc_ee_executor of its team, never asking the memory type). The algorithm gets its
-// Kernels from its context (AlgorithmContext::kernels, algorithms/registry.h):
+// the ucc_ee_executor of its team, never asking the memory type). The ring, the pipelined
+// trees (TreePipeline) and the exchange schedules (halving-doubling, recursive doubling)
+// get theirs at construction: HostKernels on the context's ScratchBuffer for the host rows
+// of the registry (algorithms/registry.h), the DeviceKernels a device row owns for the
+// device rows (OnDevice, algorithms/allreduce_device.h):
 //   HostKernels (below)        the CPU kernels of common/reduce.h, run at once;
 //   DeviceKernels              the device's kernels on one stream, each followed by an
 //   (algorithms/device_kernels.h)  event; work completes later, in posting order.
@@ -13,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "algorithms/algorithm.h"
@@ -70,6 +74,39 @@ class HostKernels : public Kernels {
 
  private:
   ScratchBuffer& scratch_;
+};
+
+/// Work an algorithm may start only once a kernel is done -- the send of a chunk a kernel
+/// reduced, a range to report final -- kept in posting order (the order the peer posts its
+/// receives in). Shared by the algorithms that reduce through Kernels (AllreduceRing,
+/// TreePipeline). Not thread-safe.
+template <typename Item>
+class TicketQueue {
+ public:
+  /// Forgets every item (a new operation).
+  void clear() { items_.clear(); }
+  bool empty() const { return items_.empty(); }
+  /// Queues `item`, to run once the work `ready` names is done (0: at the next run_ready()).
+  void push(const Item& item, Kernels::Ticket ready) { items_.push_back({item, ready}); }
+  /// Calls run(item) for the items at the front whose tickets `kernels` reports done, in
+  /// order, stopping at the first that is not; true when none is left. Never blocks.
+  template <typename Run>
+  bool run_ready(Kernels& kernels, Run&& run) {
+    while (!items_.empty()) {
+      if (!kernels.done(items_.front().ready)) return false;
+      const Item item = items_.front().item;
+      items_.pop_front();
+      run(item);
+    }
+    return true;
+  }
+
+ private:
+  struct Entry {
+    Item item;
+    Kernels::Ticket ready;
+  };
+  std::deque<Entry> items_;
 };
 
 }  // namespace concord

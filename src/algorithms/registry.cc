@@ -7,6 +7,7 @@
 #include "algorithms/allgather_recursive_doubling.h"
 #include "algorithms/allgather_ring.h"
 #include "algorithms/allreduce_adasum.h"
+#include "algorithms/allreduce_device.h"
 #include "algorithms/allreduce_double_tree.h"
 #include "algorithms/allreduce_halving_doubling.h"
 #include "algorithms/allreduce_hierarchical.h"
@@ -15,7 +16,6 @@
 #include "algorithms/allreduce_overlapped_tree.h"
 #include "algorithms/allreduce_recursive_doubling.h"
 #include "algorithms/allreduce_ring.h"
-#include "algorithms/allreduce_ring_device.h"
 #include "algorithms/allreduce_staged.h"
 #include "algorithms/allreduce_tree.h"
 #include "algorithms/alltoall_pairwise.h"
@@ -70,6 +70,14 @@ AllreduceEntry on_device() {
   });
 }
 
+// The rows of host algorithm H on device memory: staged_gpu first, then cuda_aware (the
+// ring's order since they were its own classes).
+template <typename H>
+void append_device_rows(std::vector<AllreduceEntry>& rows) {
+  rows.push_back(on_device<OnDevice<H, DeviceTransport::kStagedGpu>>());
+  rows.push_back(on_device<OnDevice<H, DeviceTransport::kCudaAware>>());
+}
+
 // describe() for an algorithm constructed from (comm, scratch, chunk_bytes).
 template <typename A, typename Base>
 RegistryEntry<Base> chunked() {
@@ -111,37 +119,48 @@ Problem make_problem(const AlgorithmContext& ctx, size_t count, DataType dtype, 
 
 const std::vector<AllreduceEntry>& allreduce_algorithms() {
   using Base = AllreduceAlgorithm;
-  static const std::vector<AllreduceEntry> entries = {
-      chunked<AllreduceRing, Base>(),
-      chunked<AllreducePipelinedTree, Base>(),
-      chunked<AllreduceDoubleTree, Base>(),
-      chunked<AllreduceOverlappedTree, Base>(),
-      chunked<AllreduceOverlappedDoubleTree, Base>(),
-      chunked<AllreduceHalvingDoubling, Base>(),
-      with_scratch<AllreduceRecursiveDoubling, Base>(),
-      describe<AllreduceHierarchical, Base>(
-          [](const AlgorithmContext& ctx) { return std::make_unique<AllreduceHierarchical>(ctx); }),
-      describe<AllreduceMpi, Base>([](const AlgorithmContext& ctx) {
-        NativeCollectives* native = ctx.comm.native();
-        CONCORD_ENFORCE(native != nullptr, InvalidArgument, "algorithm 'mpi': the transport has no native allreduce");
-        return std::make_unique<AllreduceMpi>(*native);
-      }),
-      plain<AllreduceAdasum, Base>(),
-      // Device buffers (docs/algorithms.md, "Device buffers").
-      describe<AllreduceStaged, Base>([](const AlgorithmContext& ctx) -> std::unique_ptr<Base> {
-        CONCORD_ENFORCE(ctx.device != nullptr, InvalidArgument, "algorithm 'staged' runs on device buffers: no device");
-        return std::make_unique<AllreduceStaged>(ctx);
-      }),
-      on_device<AllreduceStagedGpu>(),
-      on_device<AllreduceCudaAware>(),
-      describe<AllreduceNccl, Base>([](const AlgorithmContext& ctx) -> std::unique_ptr<Base> {
-        CONCORD_ENFORCE(ctx.device != nullptr, InvalidArgument, "algorithm 'nccl' runs on device buffers: no device");
-        nccl::Status status;
-        nccl::Api* api = nccl::library(&status);
-        CONCORD_ENFORCE(api != nullptr, InvalidArgument, "nccl allreduce: ", status.summary());
-        return std::make_unique<AllreduceNccl>(ctx.comm, *ctx.device, *api);
-      }),
-  };
+  static const std::vector<AllreduceEntry> entries = [] {
+    std::vector<AllreduceEntry> rows = {
+        chunked<AllreduceRing, Base>(),
+        chunked<AllreducePipelinedTree, Base>(),
+        chunked<AllreduceDoubleTree, Base>(),
+        chunked<AllreduceOverlappedTree, Base>(),
+        chunked<AllreduceOverlappedDoubleTree, Base>(),
+        chunked<AllreduceHalvingDoubling, Base>(),
+        with_scratch<AllreduceRecursiveDoubling, Base>(),
+        describe<AllreduceHierarchical, Base>(
+            [](const AlgorithmContext& ctx) { return std::make_unique<AllreduceHierarchical>(ctx); }),
+        describe<AllreduceMpi, Base>([](const AlgorithmContext& ctx) {
+          NativeCollectives* native = ctx.comm.native();
+          CONCORD_ENFORCE(native != nullptr, InvalidArgument, "algorithm 'mpi': the transport has no native allreduce");
+          return std::make_unique<AllreduceMpi>(*native);
+        }),
+        plain<AllreduceAdasum, Base>(),
+        // Device buffers (docs/algorithms.md, "Device buffers").
+        describe<AllreduceStaged, Base>([](const AlgorithmContext& ctx) -> std::unique_ptr<Base> {
+          CONCORD_ENFORCE(ctx.device != nullptr, InvalidArgument,
+                          "algorithm 'staged' runs on device buffers: no device");
+          return std::make_unique<AllreduceStaged>(ctx);
+        }),
+    };
+    // Every host algorithm that reduces through the Kernels of its context, on device
+    // memory over both transports (algorithms/allreduce_device.h).
+    append_device_rows<AllreduceRing>(rows);
+    append_device_rows<AllreducePipelinedTree>(rows);
+    append_device_rows<AllreduceDoubleTree>(rows);
+    append_device_rows<AllreduceOverlappedTree>(rows);
+    append_device_rows<AllreduceOverlappedDoubleTree>(rows);
+    append_device_rows<AllreduceHalvingDoubling>(rows);
+    append_device_rows<AllreduceRecursiveDoubling>(rows);
+    rows.push_back(describe<AllreduceNccl, Base>([](const AlgorithmContext& ctx) -> std::unique_ptr<Base> {
+      CONCORD_ENFORCE(ctx.device != nullptr, InvalidArgument, "algorithm 'nccl' runs on device buffers: no device");
+      nccl::Status status;
+      nccl::Api* api = nccl::library(&status);
+      CONCORD_ENFORCE(api != nullptr, InvalidArgument, "nccl allreduce: ", status.summary());
+      return std::make_unique<AllreduceNccl>(ctx.comm, *ctx.device, *api);
+    }));
+    return rows;
+  }();
   return entries;
 }
 

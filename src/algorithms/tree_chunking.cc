@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/allreduce_device.h"
 #include "algorithms/allreduce_overlapped_tree.h"
 #include "common/config.h"
 #include "common/enforce.h"
@@ -10,13 +11,15 @@
 namespace concord {
 
 int tree_count(const std::string& algorithm) {
-  if (algorithm == "tree" || algorithm == "overlapped_tree") return 1;
-  if (algorithm == "double_tree" || algorithm == "overlapped_double_tree") return 2;
+  const std::string host = host_algorithm_of(algorithm);  // the device rows run the host trees
+  if (host == "tree" || host == "overlapped_tree") return 1;
+  if (host == "double_tree" || host == "overlapped_double_tree") return 2;
   return 0;
 }
 
 bool tree_overlapped(const std::string& algorithm) {
-  return algorithm == "overlapped_tree" || algorithm == "overlapped_double_tree";
+  const std::string host = host_algorithm_of(algorithm);
+  return host == "overlapped_tree" || host == "overlapped_double_tree";
 }
 
 Problem tree_chunked_problem(const std::string& algorithm, const Problem& problem, int64_t tree_chunks,

@@ -32,11 +32,13 @@
 namespace concord {
 
 /// Trees the allreduce registered as `algorithm` pipelines over: 1 for "tree" and
-/// "overlapped_tree", 2 for "double_tree" and "overlapped_double_tree", 0 for every other
-/// algorithm (not affected by CONCORD_TREE_CHUNKS).
+/// "overlapped_tree", 2 for "double_tree" and "overlapped_double_tree", the same for their
+/// device rows ("cuda_aware_tree", "staged_gpu_double_tree", ...: host_algorithm_of()),
+/// 0 for every other algorithm (not affected by CONCORD_TREE_CHUNKS).
 int tree_count(const std::string& algorithm);
 
-/// True for "overlapped_tree" and "overlapped_double_tree" (C-Cube's schedules).
+/// True for "overlapped_tree" and "overlapped_double_tree" (C-Cube's schedules) and their
+/// device rows.
 bool tree_overlapped(const std::string& algorithm);
 
 /// The Problem `algorithm` runs `problem` with: chunk_bytes replaced per `tree_chunks`

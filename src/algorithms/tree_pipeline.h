@@ -18,6 +18,11 @@
 // children as soon as it arrives. Both directions of every tree edge are then busy at once. Same messages, same
 // bytes and same reduction order as the baseline: only the moment the broadcast starts moves.
 // Each element is reduced along one tree in one order and then copied: bit-identical results.
+// Reductions go through the Kernels of the allreduce's context (algorithms/kernels.h), as
+// AllreduceRing's do: a chunk is sent up (or, at the root, reported final and sent down)
+// only once the kernel that reduced it is done, and a child's receive slot is received into
+// again only once the kernel reading it is done (at once with the CPU kernels; on device
+// memory the kernels run on the device's stream and the tickets complete later).
 //
 // Bytes on the wire per rank with n bytes and k children: (k + 1) n sent (k n at the root),
 // in (k + 1) K messages of at most n/K bytes (K = ChunkPlan chunks).
@@ -27,10 +32,12 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "algorithms/algorithm.h"
 #include "algorithms/cost_model.h"
+#include "algorithms/kernels.h"
 #include "concord/types.h"
 #include "patterns/binary_tree.h"
 #include "patterns/chunking.h"
@@ -51,12 +58,15 @@ class TreePipeline {
   /// Scratch bytes start() needs for `plan` (2 children x kWindow largest chunks).
   static size_t scratch_bytes(const patterns::ChunkPlan& plan) { return 2 * kWindow * plan.largest_bytes(); }
 
-  /// Starts the allreduce of the `plan.count` elements of `dtype` at `data` with `op`;
-  /// `scratch` holds scratch_bytes(plan) bytes. Both stay valid until progress() is kDone.
-  /// Chunk c is added to `final` (at `final_offset` + its offset, in bytes) once it is final
-  /// on this rank: reduced, at the root; received from the parent, elsewhere.
+  /// Starts the allreduce of the `plan.count` elements of `dtype` at `data` with `op`,
+  /// reducing with `kernels` (on the memory `data` and `scratch` are in); `scratch` holds
+  /// scratch_bytes(plan) bytes. All stay valid until progress() is kDone. `data_ready`
+  /// names the kernel that wrote `data` (0: none): nothing is sent from it before that is
+  /// done. Chunk c is added to `final` (at `final_offset` + its offset, in bytes) once it is
+  /// final on this rank: reduced (its kernel done), at the root; received from the parent,
+  /// elsewhere.
   void start(uint8_t* data, const patterns::ChunkPlan& plan, DataType dtype, ReduceOp op, uint8_t* scratch,
-             FinalRanges& final, size_t final_offset);
+             FinalRanges& final, size_t final_offset, Kernels& kernels, Kernels::Ticket data_ready = 0);
   /// Advances as far as completed messages allow; never blocks. Overlapped: at most one
   /// chunk step (one chunk reduced and sent on) per call, the parent link served before
   /// and after it, so chunk 0 goes down the tree while later chunks still come up.
@@ -66,8 +76,11 @@ class TreePipeline {
   enum class Phase { kReduce, kAwaitSendsUp, kBroadcast, kOverlapped, kDone };
   uint8_t* slot(int child, int chunk) const;
   void post_child_receives(int chunk);
-  bool reduce_next_chunk();    // reduces chunk next_ if its children's parts are here; false otherwise
-  bool reduce_ready_chunks();  // reduces every chunk ready; true when every chunk is reduced
+  void post_free_child_receives();  // receives of the chunks up to next_ + kWindow whose slots are free
+  bool reduce_next_chunk();         // reduces chunk next_ if its children's parts are here; false otherwise
+  bool pass_on_reduced();           // sends up (root: marks final, overlapped sends down) the chunks whose
+                                    // kernels are done; true when none is left
+  bool reduce_ready_chunks();       // reduces every chunk ready; true when every chunk is reduced
   void start_broadcast();
   bool forward_ready_chunks();  // true when every chunk has been received and forwarded
   void send_down(int chunk);
@@ -76,6 +89,7 @@ class TreePipeline {
   bool progress_overlapped();  // one chunk step of the overlapped schedule; true when done
 
   Communicator& comm_;
+  Kernels* kernels_ = nullptr;
   patterns::TreeNode node_;
   int up_tag_;
   int down_tag_;
@@ -88,13 +102,19 @@ class TreePipeline {
   DataType dtype_ = DataType::kFloat32;
   ReduceOp op_ = ReduceOp::kSum;
   Phase phase_ = Phase::kDone;
-  int next_ = 0;  // next chunk to reduce (reduce phase) or to forward (broadcast phase)
+  int next_ = 0;          // next chunk to reduce (reduce phase) or to forward (broadcast phase)
+  int next_receive_ = 0;  // first chunk whose receives from the children are not posted
+  Kernels::Ticket data_ready_ = 0;
   std::array<std::array<RequestPtr, kWindow>, 2> child_receives_;  // by child, by slot
-  std::vector<RequestPtr> parent_receives_;                        // by chunk
+  std::array<Kernels::Ticket, kWindow> slot_readers_{};            // the last kernel reading each slot
+  TicketQueue<int> reduced_;                 // chunks reduced, not yet passed on, each behind its kernel
+  std::vector<RequestPtr> parent_receives_;  // by chunk
   RequestSet sends_;
-  // Overlapped schedule only: the send up of each chunk (by chunk), the chunks whose
-  // receive from the parent is posted, and the chunks received and forwarded down.
+  // Overlapped schedule only: the send up of each chunk (by chunk), the chunks whose send
+  // up is posted, the chunks whose receive from the parent is posted, and the chunks
+  // received and forwarded down.
   std::vector<RequestPtr> up_sends_;
+  int sent_up_ = 0;
   int posted_down_ = 0;
   int forwarded_ = 0;
 };
@@ -106,24 +126,43 @@ class TreeAllreduce : public AllreduceAlgorithm {
  public:
   /// Starts an in-place allreduce of `count` elements of `dtype` at `data` with `op`
   /// (kAverage reduces as kSum; the caller scales). Every rank must call it with the same
-  /// count, dtype and op. `data` must stay valid until progress() returns kDone.
+  /// count, dtype and op. `data` must stay valid until progress() returns kDone; it is in
+  /// the memory of the Kernels given at construction (host memory with a ScratchBuffer).
   void start(void* data, size_t count, DataType dtype, ReduceOp op) override;
+  /// Out of place: `input` copied to `output` by the Kernels (one pass, as the default),
+  /// then start(output); nothing is sent from `output` before the copy is done.
+  void start_out_of_place(const void* input, void* output, size_t count, DataType dtype, ReduceOp op) override;
   Progress progress() override;
   /// Per-range completion (AllreduceAlgorithm::take_final_ranges): chunk by chunk, in order
   /// per tree, as each becomes final on this rank (with overlap, long before kDone).
   void take_final_ranges(std::vector<ByteRange>& out) override { final_.take(out); }
 
  protected:
-  /// `scratch` persists across calls (T x 2 x TreePipeline::kWindow chunks); `chunk_bytes`
-  /// is the pipelining unit (at least one element per chunk); `trees` may be overlapped.
+  /// On host memory with the CPU kernels: `scratch` persists across calls (T x 2 x
+  /// TreePipeline::kWindow chunks); `chunk_bytes` is the pipelining unit (at least one
+  /// element per chunk); `trees` may be overlapped.
   TreeAllreduce(ScratchBuffer& scratch, size_t chunk_bytes, std::vector<TreePipeline> trees);
+  /// On the memory `kernels` work on (their scratch holds the receive slots); the trees'
+  /// communicator must take pointers of that memory. `kernels` must outlive this object.
+  TreeAllreduce(Kernels& kernels, size_t chunk_bytes, std::vector<TreePipeline> trees);
 
  private:
-  ScratchBuffer& scratch_;
+  void start_after(void* data, size_t count, DataType dtype, ReduceOp op, Kernels::Ticket data_ready);
+
+  std::unique_ptr<HostKernels> host_kernels_;  // the CPU kernels, when constructed with a ScratchBuffer
+  Kernels& kernels_;
   size_t chunk_bytes_;
+  Kernels::Ticket data_ready_ = 0;  // out of place: the copy of the input
   std::vector<TreePipeline> trees_;
   FinalRanges final_;
 };
+
+/// Kernel launches and message steps on the critical path of the tree allreduce over
+/// `trees` (overlapped: the C-Cube schedule) for `problem`, as tree_allreduce_cost() counts
+/// its pipeline steps: f (D + K - 1) reductions (f = the most children of a rank over all
+/// trees) and 2 (D + K - 1) message steps (2 D + K - 1 overlapped). Zero for P = 1 or no
+/// elements. Device rows price kernel and copy latencies with it (device_seconds()).
+DeviceSteps tree_allreduce_device_steps(const Problem& problem, int trees, bool overlapped = false);
 
 /// Cost of reduce-then-broadcast over `trees` (1: the binary tree on all elements; 2: the
 /// double binary tree, tree t on half t = patterns::segment(count, 2, t)). Exact counts

@@ -1,6 +1,7 @@
 #include "sim/models.h"
 
 #include "algorithms/allreduce_adasum.h"
+#include "algorithms/allreduce_device.h"
 #include "algorithms/allreduce_double_tree.h"
 #include "algorithms/allreduce_halving_doubling.h"
 #include "algorithms/allreduce_hierarchical.h"
@@ -9,12 +10,12 @@
 #include "algorithms/allreduce_overlapped_tree.h"
 #include "algorithms/allreduce_recursive_doubling.h"
 #include "algorithms/allreduce_ring.h"
-#include "algorithms/allreduce_ring_device.h"
 #include "algorithms/allreduce_staged.h"
 #include "algorithms/allreduce_tree.h"
 #include "algorithms/broadcast_binomial.h"
 #include "algorithms/broadcast_chain.h"
 #include "algorithms/reduce_binomial.h"
+#include "algorithms/registry.h"
 #include "common/enforce.h"
 #include "patterns/chunking.h"
 #include "patterns/recursive_doubling.h"
@@ -191,15 +192,25 @@ CostParams params_of(const Topology& topology, double gamma) {
 }
 
 const std::vector<std::pair<std::string, std::string>>& unmodelled_allreduces() {
-  static const std::vector<std::pair<std::string, std::string>> unmodelled = {
-      {AllreduceMpi::kName, "the MPI library's own allreduce: its schedule is not Concord's"},
-      {AllreduceAdasum::kName, "op adasum only; the simulator models element-wise sums"},
-      // Device buffers: the simulator models the network only, not PCIe copies or kernels.
-      {AllreduceStaged::kName, "device buffers: host copies and kernels are not modelled"},
-      {AllreduceStagedGpu::kName, "device buffers: host copies and kernels are not modelled"},
-      {AllreduceCudaAware::kName, "device buffers: kernels are not modelled"},
-      {AllreduceNccl::kName, "NCCL's own allreduce: its schedule is not Concord's"},
-  };
+  static const std::vector<std::pair<std::string, std::string>> unmodelled = [] {
+    std::vector<std::pair<std::string, std::string>> rows = {
+        {AllreduceMpi::kName, "the MPI library's own allreduce: its schedule is not Concord's"},
+        {AllreduceAdasum::kName, "op adasum only; the simulator models element-wise sums"},
+        // Device buffers: the simulator models the network only, not PCIe copies or kernels.
+        {AllreduceStaged::kName, "device buffers: host copies and kernels are not modelled"},
+        {AllreduceNccl::kName, "NCCL's own allreduce: its schedule is not Concord's"},
+    };
+    // The host algorithms on device memory (algorithms/allreduce_device.h), both transports.
+    for (const AllreduceEntry& entry : allreduce_algorithms()) {
+      const std::string host = host_algorithm_of(entry.name);
+      if (entry.memory != MemoryKind::kDevice || host == entry.name) continue;
+      rows.emplace_back(entry.name, device_transport_of(entry.name) == DeviceTransport::kStagedGpu
+                                        ? "device buffers: host copies and kernels are not modelled (the '" + host +
+                                              "' schedule staged)"
+                                        : "device buffers: kernels are not modelled (the '" + host + "' schedule)");
+    }
+    return rows;
+  }();
   return unmodelled;
 }
 

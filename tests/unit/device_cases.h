@@ -1,9 +1,10 @@
 // Shared by the device-buffer allreduce suites (test_allreduce_staged.cc,
-// test_allreduce_ring_device.cc, test_device_selection.cc, ...): the case list (P x size x
+// test_allreduce_device.cc, test_device_selection.cc, ...): the case list (P x size x
 // dtype x op), a driver that counts the final ranges an algorithm reports, and a problem on
 // device buffers with its capabilities for the registry's device rows.
 #pragma once
 
+#include <ostream>
 #include <stdexcept>
 #include <vector>
 
@@ -69,6 +70,9 @@ inline std::vector<DeviceCase> device_cases(size_t large, size_t large_many_rank
 inline std::string device_case_name(const DeviceCase& c) {
   return cat("P", c.P, "_n", c.n, "_", dtype_name(c.dtype), "_", reduce_op_name(c.op));
 }
+
+/// How gtest prints a DeviceCase (GetParam() in failure lines): its name, not its bytes.
+inline void PrintTo(const DeviceCase& c, std::ostream* out) { *out << device_case_name(c); }
 
 /// Drives `algorithm` (just started on a buffer of `bytes` bytes) to kDone with a Backoff
 /// between idle polls (ranks and stream threads share the cores); throws when another rank

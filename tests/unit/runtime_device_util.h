@@ -21,11 +21,12 @@ namespace concord::testdevice {
 using testing_util::request;
 using testing_util::test_config;
 
-/// A runtime whose device 0 is `device`, named "emulated:0".
-inline std::unique_ptr<Runtime> make_runtime(Communicator& world, std::shared_ptr<EmulatedDevice> device) {
+/// A runtime whose device 0 is `device`, named "emulated:0", with `config` (test_config()
+/// by default).
+inline std::unique_ptr<Runtime> make_runtime(Communicator& world, std::shared_ptr<EmulatedDevice> device,
+                                             const Config& config = test_config()) {
   auto devices = std::make_shared<DeviceSet>(std::vector<std::shared_ptr<Device>>{std::move(device)}, "emulated");
-  return std::make_unique<Runtime>(split_communicator_set(world), test_config(), std::vector<std::vector<int>>{},
-                                   devices);
+  return std::make_unique<Runtime>(split_communicator_set(world), config, std::vector<std::vector<int>>{}, devices);
 }
 
 /// Runs `body(runtime, device, rank)` on `P` in-process ranks, each with its own emulated

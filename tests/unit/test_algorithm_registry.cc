@@ -73,7 +73,7 @@ template <typename Entry>
 std::vector<std::string> names(const std::vector<Entry>& entries) {
   std::vector<std::string> result;
   // The rows on device buffers run on the strict emulated device in their own suites
-  // (test_device_selection.cc, test_allreduce_ring_device.cc, test_allreduce_staged.cc),
+  // (test_device_selection.cc, test_allreduce_device.cc, test_allreduce_staged.cc),
   // the adasum row (op adasum only, not element-wise) in test_allreduce_adasum.cc.
   for (const auto& entry : entries)
     if (entry.memory == MemoryKind::kHost && entry.name != AllreduceAdasum::kName) result.push_back(entry.name);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/allreduce_device.h"
 #include "algorithms/registry.h"
 #include "common/config.h"
 #include "common/enforce.h"
@@ -78,8 +79,9 @@ TEST(BuildInfo, CollectivesListEveryRegistryInOrder) {
   EXPECT_EQ(groups[0].at("setting"), "CONCORD_ALLREDUCE_ALGORITHM");
   // One allreduce registry for every memory kind: each row says which it runs on.
   for (const auto& entry : groups[0].at("algorithms")) {
-    const bool device = entry.at("name") == "staged" || entry.at("name") == "staged_gpu" ||
-                        entry.at("name") == "cuda_aware" || entry.at("name") == "nccl";
+    // staged and nccl, and the host algorithms' device rows (cuda_aware, staged_gpu_tree, ...).
+    const std::string name = entry.at("name");
+    const bool device = name == "staged" || name == "nccl" || host_algorithm_of(name) != name;
     EXPECT_EQ(entry.at("memory"), device ? "device" : "host") << entry.at("name");
   }
   EXPECT_TRUE(groups[3].at("setting").is_null());

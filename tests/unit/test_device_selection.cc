@@ -10,8 +10,8 @@
 #include <numeric>
 #include <vector>
 
+#include "algorithms/allreduce_device.h"
 #include "algorithms/allreduce_ring.h"
-#include "algorithms/allreduce_ring_device.h"
 #include "algorithms/allreduce_staged.h"
 #include "algorithms/device_capabilities.h"
 #include "allreduce_check.h"
@@ -39,6 +39,10 @@ using testing_util::DeviceProblem;
 using testing_util::select_device;
 
 const AllreduceEntry& entry(const std::string& name) { return allreduce_row(name); }
+
+// True for the rows over `transport`: the ring's ("cuda_aware") and every other host
+// algorithm's ("cuda_aware_tree", ...).
+bool over(DeviceTransport transport, const std::string& row) { return device_transport_of(row) == transport; }
 
 // Rank 0 sends five messages with one tag -- device, host, device, device, host, the
 // largest device one first so its copy finishes last -- rank 1 receives them into device
@@ -103,17 +107,27 @@ TEST(DeviceCapabilities, CudaAwareDeclinesOnAHostOnlyTransportAndIsChosenWhereDe
     EXPECT_FALSE(plain.caps.transport.supported);
     EXPECT_EQ(entry("cuda_aware").declines(plain.get()),
               "the transport does not take device pointers: this transport moves host memory only");
-    EXPECT_NE(select_device(plain, CostParams{}, StagingParams{}).name, "cuda_aware");
+    EXPECT_FALSE(over(DeviceTransport::kCudaAware, select_device(plain, CostParams{}, StagingParams{}).name));
     // Forcing it falls back to the cost model's choice.
-    EXPECT_NE(select_device(plain, CostParams{}, StagingParams{}, "cuda_aware").name, "cuda_aware");
+    EXPECT_FALSE(
+        over(DeviceTransport::kCudaAware, select_device(plain, CostParams{}, StagingParams{}, "cuda_aware").name));
+    EXPECT_NE(entry("cuda_aware_tree").declines(plain.get()), "");
 
     DeviceProblem aware{plain.problem, agree_device_capabilities(transport, device)};
     EXPECT_TRUE(aware.caps.transport.supported) << aware.caps.transport.reason;
     EXPECT_EQ(entry("cuda_aware").declines(aware.get()), "");
-    // No copies: cheaper than both staged variants at every size.
+    // Forcing (CONCORD_ALLREDUCE_ALGORITHM) reaches every device row of the host algorithms.
+    for (const AllreduceEntry& row : allreduce_algorithms()) {
+      if (!device_transport_of(row.name)) continue;
+      EXPECT_EQ(select_device(aware, CostParams{}, StagingParams{}, row.name).name, row.name);
+      if (over(DeviceTransport::kStagedGpu, row.name))
+        EXPECT_EQ(select_device(plain, CostParams{}, StagingParams{}, row.name).name, row.name);
+    }
+    // No copies: a cuda_aware row is cheaper than every staged one at every size.
     for (size_t bytes = 1024; bytes <= (size_t{256} << 20); bytes *= 4) {
       aware.problem.count = bytes / 4;
-      EXPECT_EQ(select_device(aware, CostParams{}, StagingParams{}).name, "cuda_aware") << bytes;
+      EXPECT_TRUE(over(DeviceTransport::kCudaAware, select_device(aware, CostParams{}, StagingParams{}).name))
+          << bytes << ": " << select_device(aware, CostParams{}, StagingParams{}).name;
     }
     // Ranks that disagree agree on "no": rank 1 offers a host-only transport.
     Communicator& mine = comm.rank() == 1 ? comm : static_cast<Communicator&>(transport);
@@ -164,9 +178,9 @@ TEST(DeviceRegistry, CostModelPicksBetweenCpuAndGpuReduction) {
     problem.problem.count = bytes / 4;
     CostParams with_staging = params;
     with_staging.staging = staging;
-    const double seconds = device_ring_seconds(problem.get(), with_staging, true);
+    const double seconds = AllreduceStagedGpu::seconds(problem.get(), with_staging);
     EXPECT_GE(seconds, previous) << bytes;
-    EXPECT_LE(device_ring_seconds(problem.get(), with_staging, false), seconds) << bytes;
+    EXPECT_LE(AllreduceCudaAware::seconds(problem.get(), with_staging), seconds) << bytes;
     previous = seconds;
   }
 }

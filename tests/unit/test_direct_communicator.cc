@@ -1,15 +1,15 @@
 // DirectCommunicator (src/transport/direct_communicator.h): the in-process CUDA-aware
-// transport. Ranks share one strict emulated device; "cuda_aware" from the registry runs
-// the device ring over it with every message copied device-to-device by the receiver's
-// stream from the sender's buffer (no host staging), and must equal AllreduceRing on host
-// memory bit for bit; a size mismatch is a CommError naming the peer. Both device-pointer
+// transport. Ranks share one strict emulated device; every cuda_aware row of the registry
+// (the ring, the trees, halving-doubling, recursive doubling on device memory) runs over
+// it with every message copied device-to-device by the receiver's stream from the sender's
+// buffer (no host staging), and must equal its host algorithm on host memory bit for bit; a size mismatch is a CommError naming the peer. Both device-pointer
 // decorators split like any communicator (transport/forwarding_communicator.h).
 #include <gtest/gtest.h>
 
 #include <thread>
 #include <vector>
 
-#include "algorithms/allreduce_ring.h"
+#include "algorithms/allreduce_device.h"
 #include "algorithms/device_capabilities.h"
 #include "allreduce_check.h"
 #include "device/emulated_device.h"
@@ -28,53 +28,64 @@ using testing_util::fill_input;
 using testing_util::first_difference;
 using testing_util::run_ranks;
 
-TEST(DirectCommunicator, CudaAwareRingEqualsHostRing) {
-  for (int P : {1, 2, 3, 5, 8}) {
-    for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kInt64}) {
-      for (size_t n : {size_t{0}, size_t{1}, size_t{4099}}) {
-        const size_t bytes = n * dtype_size(dtype), chunk = 600;
-        const std::string what = cat("cuda_aware over DirectCommunicator P=", P, " n=", n, " ", dtype_name(dtype));
-        std::vector<std::vector<uint8_t>> inputs(P), results(P, std::vector<uint8_t>(bytes)), host(P);
-        for (int r = 0; r < P; ++r) {
-          inputs[r].resize(bytes);
-          fill_input(inputs[r].data(), n, dtype, ReduceOp::kSum, r);
-          host[r] = inputs[r];
-        }
-        EmulatedDevice device;  // one device for every rank, as ranks on the GPUs of one process
-        const std::string error = run_ranks(P, [&](Communicator& comm, const AbortFlag& aborted) {
-          const int r = comm.rank();
-          DirectCommunicator direct(comm, device);
-          testing_util::DeviceProblem problem{Problem{}, agree_device_capabilities(direct, device)};
-          problem.problem.ranks = P;
-          problem.problem.count = n;
-          if (const std::string reason = problem.caps.transport.reason; !problem.caps.transport.supported) {
-            throw std::runtime_error("device pointers not supported: " + reason);
+// Every cuda_aware row (the ring's and each other host algorithm's) over the in-process
+// CUDA-aware transport equals its host algorithm bit for bit. Over DirectCommunicator a send
+// completes only once the peer's receive has progressed, so an algorithm that stopped
+// polling its receives while waiting for a send (recursive doubling's whole-vector
+// exchange) would hang here.
+TEST(DirectCommunicator, CudaAwareRowsEqualTheirHostAlgorithms) {
+  for (const char* host_name : {"ring", "tree", "double_tree", "overlapped_tree", "overlapped_double_tree",
+                                "halving_doubling", "recursive_doubling"}) {
+    const std::string row = device_row_name(host_name, DeviceTransport::kCudaAware);
+    for (int P : {1, 2, 3, 5, 8}) {
+      for (DataType dtype : {DataType::kFloat32, DataType::kFloat16, DataType::kInt64}) {
+        for (size_t n : {size_t{0}, size_t{1}, size_t{4099}}) {
+          const size_t bytes = n * dtype_size(dtype), chunk = 600;
+          const std::string what = cat(row, " over DirectCommunicator P=", P, " n=", n, " ", dtype_name(dtype));
+          std::vector<std::vector<uint8_t>> inputs(P), results(P, std::vector<uint8_t>(bytes)), host(P);
+          for (int r = 0; r < P; ++r) {
+            inputs[r].resize(bytes);
+            fill_input(inputs[r].data(), n, dtype, ReduceOp::kSum, r);
+            host[r] = inputs[r];
           }
-          ScratchBuffer scratch;
-          AlgorithmContext ctx{direct, scratch, chunk, {}};
-          ctx.device = &device;
-          const auto& entry = testing_util::select_device(problem, CostParams{}, StagingParams{}, "cuda_aware");
-          if (entry.name != "cuda_aware") throw std::runtime_error("selected " + entry.name);
-          auto algorithm = entry.create(ctx);
-          auto stream = device.create_stream();
-          DeviceBuffer buffer(device, bytes);
-          stream->copy(buffer.data(), inputs[r].data(), bytes, CopyKind::kHostToDevice);
-          stream->synchronize();
-          algorithm->start(buffer.data(), n, dtype, ReduceOp::kSum);
-          drive(*algorithm, aborted);
-          stream->copy(results[r].data(), buffer.data(), bytes, CopyKind::kDeviceToHost);
-          stream->synchronize();
-          comm.barrier();  // peers may still read this rank's buffer until their copies are done
-          AllreduceRing ring(comm, scratch, chunk);
-          ring.start(host[r].data(), n, dtype, ReduceOp::kSum);
-          drive(ring, aborted);
-        });
-        ASSERT_EQ(error, "") << what;
-        for (int r = 0; r < P; ++r) {
-          const long diff = first_difference(results[r], host[r], dtype_size(dtype));
-          EXPECT_EQ(diff, -1) << "rank " << r << " element " << diff << " differs from the host ring (" << what << ")";
+          EmulatedDevice device;  // one device for every rank, as ranks on the GPUs of one process
+          const std::string error = run_ranks(P, [&](Communicator& comm, const AbortFlag& aborted) {
+            const int r = comm.rank();
+            DirectCommunicator direct(comm, device);
+            testing_util::DeviceProblem problem{Problem{}, agree_device_capabilities(direct, device)};
+            problem.problem.ranks = P;
+            problem.problem.count = n;
+            if (const std::string reason = problem.caps.transport.reason; !problem.caps.transport.supported) {
+              throw std::runtime_error("device pointers not supported: " + reason);
+            }
+            ScratchBuffer scratch;
+            AlgorithmContext ctx{direct, scratch, chunk, {}};
+            ctx.device = &device;
+            const auto& entry = testing_util::select_device(problem, CostParams{}, StagingParams{}, row);
+            if (entry.name != row) throw std::runtime_error("selected " + entry.name);
+            auto algorithm = entry.create(ctx);
+            auto stream = device.create_stream();
+            DeviceBuffer buffer(device, bytes);
+            stream->copy(buffer.data(), inputs[r].data(), bytes, CopyKind::kHostToDevice);
+            stream->synchronize();
+            algorithm->start(buffer.data(), n, dtype, ReduceOp::kSum);
+            drive(*algorithm, aborted);
+            stream->copy(results[r].data(), buffer.data(), bytes, CopyKind::kDeviceToHost);
+            stream->synchronize();
+            comm.barrier();  // peers may still read this rank's buffer until their copies are done
+            AlgorithmContext host_ctx{comm, scratch, chunk, {}};
+            auto reference = testing_util::allreduce_row(host_name).create(host_ctx);
+            reference->start(host[r].data(), n, dtype, ReduceOp::kSum);
+            drive(*reference, aborted);
+          });
+          ASSERT_EQ(error, "") << what;
+          for (int r = 0; r < P; ++r) {
+            const long diff = first_difference(results[r], host[r], dtype_size(dtype));
+            EXPECT_EQ(diff, -1) << "rank " << r << " element " << diff << " differs from '" << host_name
+                                << "' on host memory (" << what << ")";
+          }
+          testing_util::expect_allreduce_results(inputs, results, n, dtype, ReduceOp::kSum, what);
         }
-        testing_util::expect_allreduce_results(inputs, results, n, dtype, ReduceOp::kSum, what);
       }
     }
   }

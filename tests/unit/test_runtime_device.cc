@@ -11,6 +11,13 @@
 // device tensor.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +44,17 @@ using testing_util::run_ranks;
 
 class RuntimeDevice : public ::testing::TestWithParam<int> {};
 
+// Submits compare_device_and_host()'s allreduces to `runtime` with each case's op and scale
+// factors.
+testdevice::SubmitAllreduce submit_allreduce(Runtime& runtime) {
+  return [&runtime](const std::string& name, const TensorView& in, const TensorView& out, const AllreduceCase& c) {
+    Request r = request(name, CollectiveType::kAllreduce, c.op);
+    r.prescale_factor = c.prescale;
+    r.postscale_factor = c.postscale;
+    return runtime.enqueue(r, in, out);
+  };
+}
+
 TEST_P(RuntimeDevice, AllreduceOfDeviceTensorsEqualsHostRunBitForBit) {
   const int P = GetParam();
   const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
@@ -44,19 +62,43 @@ TEST_P(RuntimeDevice, AllreduceOfDeviceTensorsEqualsHostRunBitForBit) {
     auto runtime = make_runtime(world, device);
     const int rank = runtime->rank();
     for (int round = 0; round < 2; ++round) {  // round 1 hits the response cache
-      const std::string problem = testdevice::compare_device_and_host(
-          *device, 0, rank, P, "r" + std::to_string(round),
-          [&](const std::string& name, const TensorView& in, const TensorView& out, const AllreduceCase& c) {
-            Request r = request(name, CollectiveType::kAllreduce, c.op);
-            r.prescale_factor = c.prescale;
-            r.postscale_factor = c.postscale;
-            return runtime->enqueue(r, in, out);
-          });
+      const std::string problem = testdevice::compare_device_and_host(*device, 0, rank, P, "r" + std::to_string(round),
+                                                                      submit_allreduce(*runtime));
       ASSERT_EQ(problem, "") << "round " << round;
     }
     runtime->shutdown();
   });
   EXPECT_EQ(failure, "") << "P=" << P;
+}
+
+// CONCORD_ALLREDUCE_ALGORITHM naming a device row of the trees or the doubling family
+// reaches it through the runtime (rank 0's timeline names the row's activity) and the
+// results equal the host run bit for bit.
+TEST(RuntimeDeviceForced, DeviceRowsOfTreesAndDoublingRunWhenForced) {
+  const int P = 3;
+  for (const std::string forced : {"staged_gpu_tree", "staged_gpu_overlapped_double_tree",
+                                   "staged_gpu_halving_doubling", "staged_gpu_recursive_doubling"}) {
+    const std::string timeline_path =
+        testing::TempDir() + "concord_forced_" + forced + "_" + std::to_string(::getpid()) + ".json";
+    const std::string failure = run_ranks(P, [&](Communicator& world, const testing_util::AbortFlag&) {
+      Config config = test_config();
+      config.allreduce_algorithm = forced;
+      if (world.rank() == 0) config.timeline_path = timeline_path;
+      auto device = std::make_shared<EmulatedDevice>();
+      auto runtime = make_runtime(world, device, config);
+      const std::string problem =
+          testdevice::compare_device_and_host(*device, 0, runtime->rank(), P, forced, submit_allreduce(*runtime));
+      runtime->shutdown();
+      if (!problem.empty()) throw std::runtime_error(problem);
+    });
+    EXPECT_EQ(failure, "") << forced << " P=" << P;
+    std::ifstream file(timeline_path);
+    const std::string timeline((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    std::string activity = "ALLREDUCE_" + forced;
+    std::transform(activity.begin(), activity.end(), activity.begin(), [](unsigned char c) { return std::toupper(c); });
+    EXPECT_NE(timeline.find(activity), std::string::npos) << forced << ": no " << activity << " in rank 0's timeline";
+    std::remove(timeline_path.c_str());
+  }
 }
 
 TEST_P(RuntimeDevice, GroupedAllreduceAndBroadcastOfDeviceTensors) {

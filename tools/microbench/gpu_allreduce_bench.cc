@@ -6,8 +6,8 @@
 // Ranks are threads on Concord's in-process transport, so no mpirun and no MPI job is
 // needed (the binary links libconcord, hence the MPI library, which gpu_check.sh checks
 // for). On the in-process transport:
-//   - "cuda_aware" declines (the in-process transport moves host memory only; it needs a
-//     CUDA-aware MPI under mpirun) -- printed as skipped with the registry's reason;
+//   - the "cuda_aware" rows (the ring's, "cuda_aware_tree", ...) run over DirectCommunicator,
+//     the in-process transport that takes device pointers;
 //   - "nccl" needs one GPU per rank: it runs for P <= the number of GPUs (rank r on GPU r);
 //   - the other variants put every rank on GPU r % G (on a 1-GPU machine all share it,
 //     so they measure the staging machinery, not a multi-GPU machine).
@@ -31,6 +31,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "algorithms/allreduce_device.h"
 #include "algorithms/allreduce_ring.h"
 #include "algorithms/device_capabilities.h"
 #include "algorithms/registry.h"
@@ -107,10 +108,10 @@ void bench_rank(Communicator& comm, const Options& options, int gpus, Device* sh
     if (r != 0) return;
     std::lock_guard<std::mutex> lock(print);
     if (!skipped.empty()) {
-      std::printf("%3d %12zu %-12s skipped: %s\n", P, bytes, name.c_str(), skipped.c_str());
+      std::printf("%3d %12zu %-34s skipped: %s\n", P, bytes, name.c_str(), skipped.c_str());
     } else {
       const double seconds = median(times);
-      std::printf("%3d %12zu %-12s %12.1f %10.3f\n", P, bytes, name.c_str(), seconds * 1e6, bytes / seconds / 1e9);
+      std::printf("%3d %12zu %-34s %12.1f %10.3f\n", P, bytes, name.c_str(), seconds * 1e6, bytes / seconds / 1e9);
     }
     std::fflush(stdout);
   };
@@ -132,7 +133,9 @@ void bench_rank(Communicator& comm, const Options& options, int gpus, Device* sh
     }
     for (const auto& entry : allreduce_algorithms()) {
       if (entry.memory != MemoryKind::kDevice) continue;
-      const bool over_direct = entry.name == "cuda_aware";
+      // The cuda_aware rows (the ring's and every other host algorithm's) need a transport
+      // that takes device pointers.
+      const bool over_direct = device_transport_of(entry.name) == DeviceTransport::kCudaAware;
       const AlgorithmContext& context = over_direct ? direct_device_ctx : device_ctx;
       Problem problem = make_problem(context, count, DataType::kFloat32, ReduceOp::kSum);
       problem.memory = MemoryKind::kDevice;
@@ -181,7 +184,7 @@ int main(int argc, char** argv) {
   if (status.devices == 0 && !options.emulated) return 0;
   std::printf("# device: %s; ranks are threads on the in-process transport\n",
               options.emulated ? "emulated (strict) -- NOT a GPU: these times say nothing about GPUs" : "CUDA");
-  std::printf("%3s %12s %-12s %12s %10s\n", "P", "bytes", "variant", "us", "GB/s");
+  std::printf("%3s %12s %-34s %12s %10s\n", "P", "bytes", "variant", "us", "GB/s");
   std::mutex print;
   try {
     std::unique_ptr<EmulatedDevice> emulated;
