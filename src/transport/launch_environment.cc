@@ -27,20 +27,23 @@ LaunchEnvironment read_launch_environment(const std::function<std::optional<std:
     return value ? std::optional<std::string>(value) : std::nullopt;
   };
   LaunchEnvironment env;
-  // (launcher, rank variable, size variable, local rank variable), first match wins: an
-  // MPI launcher's own variables before env:// ones that a user may have exported.
+  // (launcher, rank variable, size variable, local rank and local size variables), first
+  // match wins: an MPI launcher's own variables before env:// ones that a user may have
+  // exported. Slurm states its tasks per node only as a list over nodes ("2(x3),1").
   struct Source {
     const char* launcher;
     const char* rank;
     const char* size;
     const char* local_rank;
+    const char* local_size;
     bool mpi;
   };
   const Source sources[] = {
-      {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", true},
-      {"mpirun", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", true},
-      {"env", "RANK", "WORLD_SIZE", "LOCAL_RANK", false},
-      {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", false},
+      {"mpirun", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+       "OMPI_COMM_WORLD_LOCAL_SIZE", true},
+      {"mpirun", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", true},
+      {"env", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", false},
+      {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr, false},
   };
   for (const Source& source : sources) {
     const auto rank = lookup(source.rank);
@@ -53,6 +56,9 @@ LaunchEnvironment read_launch_environment(const std::function<std::optional<std:
     CONCORD_ENFORCE(env.size >= 1 && env.rank < env.size, InvalidArgument, source.rank, "=", env.rank,
                     " is not a rank of ", source.size, "=", env.size);
     if (const auto local = lookup(source.local_rank)) env.local_rank = parse_int(*local, source.local_rank);
+    if (source.local_size) {
+      if (const auto local = lookup(source.local_size)) env.local_size = parse_int(*local, source.local_size);
+    }
     break;
   }
   if (env.launcher == "env") {

@@ -20,6 +20,9 @@ struct LaunchEnvironment {
   int rank = 0;
   int size = 1;
   int local_rank = 0;
+  /// Processes of the job on this host as the launcher says (OMPI_COMM_WORLD_LOCAL_SIZE,
+  /// MPI_LOCALNRANKS, LOCAL_WORLD_SIZE); 0 when it does not say (Slurm, a bare RANK).
+  int local_size = 0;
   std::string master_addr;  ///< MASTER_ADDR, empty when unset
   int master_port = 0;      ///< MASTER_PORT, 0 when unset
   std::string run_id;       ///< TORCHELASTIC_RUN_ID, CONCORD_RUN_ID or SLURM_JOB_ID.SLURM_STEP_ID

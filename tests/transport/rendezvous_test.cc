@@ -182,6 +182,7 @@ TEST(LaunchEnvironment, ReadsTorchrunSlurmAndMpirun) {
   const auto torchrun = read_launch_environment(lookup({{"RANK", "2"},
                                                         {"WORLD_SIZE", "4"},
                                                         {"LOCAL_RANK", "2"},
+                                                        {"LOCAL_WORLD_SIZE", "3"},
                                                         {"MASTER_ADDR", "h"},
                                                         {"MASTER_PORT", "29500"},
                                                         {"TORCHELASTIC_RUN_ID", "none"}}));
@@ -189,16 +190,23 @@ TEST(LaunchEnvironment, ReadsTorchrunSlurmAndMpirun) {
   EXPECT_EQ(torchrun.rank, 2);
   EXPECT_EQ(torchrun.size, 4);
   EXPECT_EQ(torchrun.master_port, 29500);
+  EXPECT_EQ(torchrun.local_size, 3);
   EXPECT_FALSE(torchrun.mpi_launcher);
   const auto slurm = read_launch_environment(
       lookup({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}, {"SLURM_JOB_ID", "7"}}));
   EXPECT_EQ(slurm.launcher, "slurm");
   EXPECT_EQ(slurm.run_id, "7.0");
-  const auto mpi = read_launch_environment(
-      lookup({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "3"}, {"RANK", "5"}, {"WORLD_SIZE", "9"}}));
+  EXPECT_EQ(slurm.local_size, 0);  // Slurm does not say
+  const auto mpi = read_launch_environment(lookup({{"OMPI_COMM_WORLD_RANK", "0"},
+                                                   {"OMPI_COMM_WORLD_SIZE", "3"},
+                                                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "1"},
+                                                   {"RANK", "5"},
+                                                   {"WORLD_SIZE", "9"},
+                                                   {"LOCAL_WORLD_SIZE", "9"}}));
   EXPECT_EQ(mpi.launcher, "mpirun");
   EXPECT_TRUE(mpi.mpi_launcher);
   EXPECT_EQ(mpi.size, 3);
+  EXPECT_EQ(mpi.local_size, 1);
   const auto alone = read_launch_environment(lookup({}));
   EXPECT_FALSE(alone.several());
   EXPECT_NE(error_of([] {

@@ -15,9 +15,20 @@ void check_ucs(ucs_status_t status, const char* what) {
   CONCORD_ENFORCE(status == UCS_OK, CommError, what, " failed: ", ucs_status_string(status));
 }
 
-UcxWorker::UcxWorker() {
+UcxWorker::UcxWorker(int local_size) {
   ucp_config_t* config = nullptr;
   check_ucs(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
+  // Over TCP UCX sends a message above ~19 KB with a rendezvous; where a rank sends and
+  // receives large messages on the same links at once, the rendezvous replies queue behind
+  // the other direction's data: a 4 MiB ring allreduce over 4 emulated hosts at 1 Gbit/s
+  // took 69-74 ms against 53-56 ms for Open MPI's TCP transport, 53-56 ms with messages up
+  // to 1 MiB sent eagerly (docs/tuning.md).
+  if (local_size == 1 && std::getenv("UCX_RNDV_THRESH") == nullptr) {
+    const ucs_status_t status = ucp_config_modify(config, "RNDV_THRESH", kRemoteEagerLimit);
+    if (status != UCS_OK) ucp_config_release(config);
+    check_ucs(status, "ucp_config_modify(RNDV_THRESH)");
+    remote_eager_ = true;
+  }
   // UCX's CMA (the single-copy rendezvous between processes of one host) copies in 512 KiB
   // segments by default, one per progress call: at 2 ranks a 4 MiB recursive-doubling
   // allreduce took 1161 us instead of 531 with whole-message copies (MPI: 500), a 2 MiB

@@ -21,9 +21,20 @@ namespace concord {
 
 class UcxWorker {
  public:
-  /// ucp_init (tag matching, wakeup) and a worker in serialised thread mode. Throws
-  /// CommError naming the UCX call and its status.
-  UcxWorker();
+  /// ucp_init (tag matching, wakeup) and a worker in serialised thread mode. `local_size`:
+  /// processes of the job on this host as the launcher says (0: unknown). When it is 1,
+  /// every peer is on another host, reached over the network, and unless the user set
+  /// UCX_RNDV_THRESH messages up to kRemoteEagerLimit bytes go eagerly (UCP's
+  /// RNDV_THRESH; docs/tuning.md, "Transports: MPI or UCX"). Throws CommError naming the
+  /// UCX call and its status.
+  explicit UcxWorker(int local_size = 0);
+  /// The largest message sent eagerly when every peer is on another host: 1 MiB, as
+  /// concord-run lets Open MPI's TCP transport send eagerly (run.py's TCP_SETTINGS). UCX
+  /// 1.13 has one rendezvous threshold for every peer, so it is not set with peers on the
+  /// same host, whose shared memory would then copy every such message through its FIFO.
+  static constexpr const char* kRemoteEagerLimit = "1M";
+  /// True when the constructor raised UCX's rendezvous threshold (above).
+  bool remote_eager() const { return remote_eager_; }
   ~UcxWorker();
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
@@ -72,6 +83,7 @@ class UcxWorker {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int event_fd_ = -1;
+  bool remote_eager_ = false;
   std::vector<ucp_ep_h> endpoints_;
   std::vector<std::string> hosts_;
   std::vector<int64_t> pids_;

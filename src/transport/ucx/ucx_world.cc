@@ -42,7 +42,7 @@ std::string host_name() {
 class UcxWorld : public TransportWorld {
  public:
   UcxWorld(const LaunchEnvironment& env, rendezvous::OpenStore store, std::chrono::milliseconds timeout)
-      : store_(std::move(store)), worker_(std::make_shared<UcxWorker>()) {
+      : store_(std::move(store)), worker_(std::make_shared<UcxWorker>(env.size > 1 ? env.local_size : 0)) {
     origin_.transport = "ucx";
     origin_.launcher = env.launcher;
     std::vector<rendezvous::PeerAddress> peers;
