@@ -79,6 +79,30 @@ def test_collectives_median_of_runs_and_ratio_inside_each_run(data):
     assert "3 runs" in table and "load 0.5-1.5" in table
 
 
+def test_transport_fastest_per_run_alternating_runs(tmp_path):
+    """Per size: the algorithm fastest in most runs, the median of the runs' fastest times,
+    and MPI / UCX taken within each pair of runs (a slow phase in one pair shows only as the
+    smallest ratio)."""
+    root = tmp_path / "data"
+    # (mpi ring, mpi tree, ucx ring, ucx tree) in us at 256 KiB, per run; run 2 a slow phase for UCX
+    times = [(30.0, 40.0, 20.0, 25.0), (31.0, 41.0, 60.0, 50.0), (29.0, 45.0, 22.0, 24.0)]
+    names = []
+    for run, (mr, mt, ur, ut) in enumerate(times, 1):
+        for kind, ring, tree in (("mpi", mr, mt), ("ucx", ur, ut)):
+            rows = [{"algorithm": a, "size": 262144, "in_place": True, "time": t}
+                    for a, t in (("ring", ring), ("tree", tree), ("auto", 1.0))]
+            rows.append({"algorithm": "ring", "size": 262144, "in_place": False, "time": 1.0})
+            write(str(root / "transport" / f"{kind}_np2_r{run}.json"), {"results": rows})
+            names.append(f"{kind}_np2_r{run}")
+    write(str(root / "transport" / "meta.json"), meta("transport", names))
+    table = perf_tables.TABLES["transport_np2"](str(root))
+    row = next(line for line in table.splitlines() if line.startswith("| 256 KiB"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "ring, 30.0 us", row  # ring fastest in every MPI run; median of 30, 31, 29
+    assert cells[2] == "ring, 22.0 us", row  # ring fastest in 2 of 3 UCX runs; median of 20, 50, 22
+    assert cells[3] == "1.32 (0.62)", row  # per-pair ratios 1.50, 0.62, 1.32: "auto" and out of place left out
+
+
 def test_missing_topic_says_how_to_measure(tmp_path):
     text = perf_tables.TABLES["training"](str(tmp_path))
     assert "scripts/perf_report.sh training" in text

@@ -150,41 +150,45 @@ def run_collectives(r, a):
 
 
 def run_transport(r, a):
-    """Each allreduce algorithm alone over the MPI transport and over UCX (concord-bench)."""
+    """Each allreduce algorithm alone over the MPI transport and over UCX (concord-bench),
+    the two alternating run by run so that a change of the machine's speed hits both."""
     high = "64K" if a.quick else "64M"
+    bench = [os.path.join(a.bin, "concord-bench"), "-C", "allreduce", "-a", "all", "-b", "4", "-e", high, "-f", "16",
+             "-T", "0.05" if a.quick else "0.2"]
     for p in ((2,) if a.quick else (2, 4)):
-        bench = [os.path.join(a.bin, "concord-bench"), "-C", "allreduce", "-a", "all", "-b", "4", "-e", high, "-f",
-                 "16", "-T", "0.05" if a.quick else "0.2", "-R", str(a.repeats)]
-        name = f"mpi_np{p}"
-        r.run(name, r.mpirun(p, *bench, "-J", r.path(name + ".json")), env={"CONCORD_TRANSPORT": "mpi"})
-        name = f"ucx_np{p}"
-        r.run(name, [PYTHON, os.path.join(ROOT, "python", "concord", "local_launch.py"), "-np", str(p), *bench, "-J",
-                     r.path(name + ".json")], env={"CONCORD_TRANSPORT": "ucx"})
+        for run in range(1, a.repeats + 1):
+            name = f"mpi_np{p}_r{run}"
+            r.run(name, r.mpirun(p, *bench, "-J", r.path(name + ".json")), env={"CONCORD_TRANSPORT": "mpi"})
+            name = f"ucx_np{p}_r{run}"
+            r.run(name, [PYTHON, os.path.join(ROOT, "python", "concord", "local_launch.py"), "-np", str(p), *bench,
+                         "-J", r.path(name + ".json")], env={"CONCORD_TRANSPORT": "ucx"})
     r.finish("Every allreduce algorithm of the registry alone (`concord-bench -a all`, in place, times in us) "
              "over the MPI transport under mpirun (`mpi_np*`) and over UCX started by `concord-run "
-             "--launcher local` with a file store (`ucx_np*`), one after the other.")
+             "--launcher local` with a file store (`ucx_np*`), alternating run by run (`_r<run>`).")
 
 
 def run_cluster(r, a):
     """Each allreduce algorithm alone over MPI and over UCX on the emulated hosts of
-    scripts/cluster.sh (1 Gbit/s links), one launcher after the other per host count."""
+    scripts/cluster.sh (1 Gbit/s links), the two launchers alternating run by run."""
     high = "64K" if a.quick else "16M"
     bench = [os.path.join(a.bin, "concord-bench"), "-C", "allreduce", "-a", "all", "-b", "4", "-e", high, "-f", "16",
-             "-T", "0.05" if a.quick else "0.2", "-R", str(a.repeats)]
+             "-T", "0.05" if a.quick else "0.2"]
     for hosts in ((2,) if a.quick else (2, 4)):
-        for kind, launcher in (("mpi", "mpirun"), ("ucx", "store")):
-            name = f"{kind}_h{hosts}"
-            status, text = r.run(name, [os.path.join(ROOT, "scripts", "cluster.sh"), "-H", str(hosts), "--launcher",
-                                        launcher, "--", *bench, "-J", r.path(name + ".json")], check=False)
-            if status == 77:  # no network namespaces here: nothing to measure
-                print(f"perf_report: cluster: skipped ({text.strip().splitlines()[-1]})", flush=True)
-                return
-            if status != 0:
-                raise RuntimeError(f"cluster/{name} failed ({status}):\n{text[-3000:]}")
+        for run in range(1, a.repeats + 1):
+            for kind, launcher in (("mpi", "mpirun"), ("ucx", "store")):
+                name = f"{kind}_h{hosts}_r{run}"
+                status, text = r.run(name, [os.path.join(ROOT, "scripts", "cluster.sh"), "-H", str(hosts),
+                                            "--launcher", launcher, "--", *bench, "-J", r.path(name + ".json")],
+                                     check=False)
+                if status == 77:  # no network namespaces here: nothing to measure
+                    print(f"perf_report: cluster: skipped ({text.strip().splitlines()[-1]})", flush=True)
+                    return
+                if status != 0:
+                    raise RuntimeError(f"cluster/{name} failed ({status}):\n{text[-3000:]}")
     r.finish("Every allreduce algorithm of the registry alone (`concord-bench -a all`, in place, times in us) "
              "on H emulated hosts of one rank each (scripts/cluster.sh, every host's egress shaped to 1 Gbit/s "
              "with tbf), over the MPI transport under mpirun (`mpi_h*`) and over UCX started by `cluster.sh "
-             "--launcher store` with a TCP store (`ucx_h*`), one after the other.")
+             "--launcher store` with a TCP store (`ucx_h*`), alternating run by run (`_r<run>`).")
 
 
 def run_runtime(r, a):

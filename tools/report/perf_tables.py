@@ -180,27 +180,38 @@ def c10d(data):
         _caption(data, "collectives", "c10d_np")
 
 
+def _fastest(run):
+    """{size: (algorithm, us)} of the fastest of Concord's own algorithms, in place, in one
+    concord-bench run (MPI's allreduce, the runtime and the selection rows left out)."""
+    best = {}
+    for r in run["results"]:
+        if r["in_place"] and r.get("time", 0) > 0 and r["algorithm"] not in ("auto", "runtime", "mpi", "registry:mpi"):
+            if r["size"] not in best or r["time"] < best[r["size"]][1]:
+                best[r["size"]] = (r["algorithm"], r["time"])
+    return best
+
+
 def transport(world, topic="transport"):
     """The fastest algorithm alone over MPI and over UCX in the `world` runs (`np2`: 2 ranks
-    on one host, transport topic; `h2`: 2 emulated hosts, cluster topic)."""
+    on one host, transport topic; `h2`: 2 emulated hosts, cluster topic; `_r<run>`
+    alternating): per size the algorithm fastest in most runs (ties: by name), the median of each run's
+    fastest time, and the ratio's median (smallest) over the runs."""
     def render(data):
-        runs = {kind: _runs(data, topic, f"{kind}_{world}\\.json") for kind in ("mpi", "ucx")}
+        runs = {kind: [_fastest(run) for run in _runs(data, topic, f"{kind}_{world}_r\\d+\\.json")]
+                for kind in ("mpi", "ucx")}
         if not runs["mpi"] or not runs["ucx"]:
             return _missing(data, topic)
-        best = {}
-        for kind in ("mpi", "ucx"):
-            for r in runs[kind][0]["results"]:
-                if r["in_place"] and r.get("time", 0) > 0 and r["algorithm"] not in ("auto", "runtime", "mpi", "registry:mpi"):
-                    key = (kind, r["size"])
-                    if key not in best or r["time"] < best[key][1]:
-                        best[key] = (r["algorithm"], r["time"])
+        pairs = list(zip(runs["mpi"], runs["ucx"]))
         body = []
-        for size in sorted({size for _, size in best}):
-            m, u = best.get(("mpi", size)), best.get(("ucx", size))
-            if not m or not u:
-                continue
-            body.append([fmt_bytes(size), f"{m[0]}, {fmt_time(m[1] * 1e-6)}", f"{u[0]}, {fmt_time(u[1] * 1e-6)}",
-                         f"{m[1] / u[1]:.2f}"])
+        for size in sorted({size for m, u in pairs for size in m if size in u}):
+            cells = []
+            for kind in ("mpi", "ucx"):
+                found = [run[size] for run in runs[kind] if size in run]
+                names = [name for name, _ in found]
+                fastest = max(sorted(set(names)), key=names.count)
+                cells.append(f"{fastest}, {fmt_time(_median([t for _, t in found]) * 1e-6)}")
+            ratios = [_ratio(m[size][1], u[size][1]) for m, u in pairs if size in m and size in u]
+            body.append([fmt_bytes(size), *cells, fmt_ratio(ratios)])
         header = ["size", "over MPI: fastest, time", "over UCX: fastest, time", "MPI / UCX"]
         return _table(header, body) + "\n\n" + _caption(data, topic, "")
     return render
