@@ -199,6 +199,40 @@ def test_barrier_monitored_barrier_and_name(world):
     assert dist.distributed_c10d._get_default_group().name() == "concord"
 
 
+def test_synchronous_calls_wake_no_thread(world):
+    """A loop of synchronous calls is finished on the caller's thread: neither the group's
+    completer thread nor its watchdog is woken per call (each wake is a thread switch, about
+    as long as the 4-byte allreduce itself on 2 cores). The loop outlasts the completer's
+    IDLE_TICKS, after which it sleeps until a submission wakes it: at most one wake per
+    IDLE_TICKS * TICK_SECONDS (0.1 s) of calls."""
+    completer = dist.distributed_c10d._get_default_group()._completer
+    wakes = {"completer": 0, "watchdog": 0}
+    hurry, notify = completer.hurry, completer._watch.notify
+
+    def counting_hurry():
+        wakes["completer"] += 1
+        hurry()
+
+    def counting_notify(*args):
+        wakes["watchdog"] += 1
+        notify(*args)
+
+    completer.hurry, completer._watch.notify = counting_hurry, counting_notify
+    try:
+        tensor = torch.ones(1)
+        calls, end = 0, time.monotonic() + 0.5
+        while True:  # the same count on every rank: rank 0's clock decides
+            dist.all_reduce(tensor)
+            more = torch.tensor([float(time.monotonic() < end or calls < 299)])
+            dist.broadcast(more, 0)
+            calls += 1
+            if not more.item():
+                break
+    finally:
+        del completer.hurry, completer._watch.notify
+    assert wakes["completer"] <= 8 and wakes["watchdog"] <= 8, where(f"{calls} synchronous calls woke threads", **wakes)
+
+
 def test_async_overlap_and_futures(world):
     size = dist.get_world_size()
     tensors = [torch.full((1000,), float(i)) for i in range(16)]

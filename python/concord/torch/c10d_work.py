@@ -27,6 +27,7 @@ thread when every thread is busy in such a callback.
 
 import collections
 import datetime
+import math
 import queue
 import threading
 import time
@@ -285,6 +286,7 @@ class Completer:
         self._sleeping = False  # the thread waits without a timeout: submit() must wake it
         self._pending = collections.deque()  # (deadline, work), submission order
         self._watch = threading.Condition()
+        self._watch_until = math.inf  # the deadline the watchdog sleeps until (inf: no work pending)
         self._closed = False
         self._thread = threading.Thread(target=self._run, name=f"concord-c10d-{name}", daemon=True)
         self._thread.start()
@@ -298,9 +300,13 @@ class Completer:
         work._complete = complete
         work._completer = self
         work._submitted = time.monotonic()
+        deadline = work._submitted + work._timeout
         with self._watch:
-            self._pending.append((work._submitted + work._timeout, work))
-            if len(self._pending) == 1:
+            self._pending.append((deadline, work))
+            # Only a deadline earlier than the watchdog's wakes it: in a loop of calls each
+            # one's deadline is later than the last's, so the thread sleeps through them.
+            if deadline < self._watch_until:
+                self._watch_until = deadline
                 self._watch.notify()
         self._works.append(work)
         if self._sleeping:
@@ -336,12 +342,14 @@ class Completer:
         while True:
             with self._watch:
                 while not self._pending and not self._closed:
+                    self._watch_until = math.inf
                     self._watch.wait()
                 if self._closed:
                     return
                 deadline, work = self._pending[0]
                 remaining = deadline - time.monotonic()
                 if remaining > 0:
+                    self._watch_until = deadline
                     self._watch.wait(remaining)
                     continue
                 self._pending.popleft()
@@ -373,6 +381,7 @@ class Completer:
                     if not self._works:
                         self._wake.wait()
                     self._sleeping = False
+                    idle = 0  # woken by a submission: look every tick again, or every call would wake it
 
     def _run(self):
         while True:
