@@ -75,12 +75,14 @@ try:  # (an install from before the package was cut by concept keeps them in mpi
 except ImportError:
     from concord.torch.mpi_ops import _allreduce_into, synchronize as _synchronize  # noqa: E402
 import concord  # noqa: E402
-from torch_launch import init_gloo, slowest  # noqa: E402
+from torch_launch import init_gloo, launched_by_mpi, slowest  # noqa: E402
 
-try:
-    from mpi4py import MPI
-except ImportError:  # python3-mpi4py missing: its column says so
-    MPI = None
+MPI = None  # without an MPI launcher (UCX under concord-run --launcher local) or mpi4py: its column says so
+if launched_by_mpi():
+    try:
+        from mpi4py import MPI
+    except ImportError:  # python3-mpi4py missing
+        pass
 
 
 def parse_args(argv=None):

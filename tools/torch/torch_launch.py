@@ -7,9 +7,17 @@ import torch
 import torch.distributed as dist
 
 
+def launched_by_mpi():
+    """True under an MPI launcher (Open MPI's or a PMI one): mpi4py then joins the job's
+    world; elsewhere (torchrun, concord-run --launcher local) it would be a world of one."""
+    return "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ
+
+
 def launcher_rank_size():
-    """(rank, size) from the MPI launcher's environment (Open MPI, PMI), (0, 1) without one."""
-    for rank_var, size_var in (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE")):
+    """(rank, size) from the launcher's environment: an MPI launcher's (Open MPI, PMI) first,
+    then RANK/WORLD_SIZE (torchrun, concord-run --launcher local); (0, 1) without one."""
+    for rank_var, size_var in (("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"), ("PMI_RANK", "PMI_SIZE"),
+                               ("RANK", "WORLD_SIZE")):
         if rank_var in os.environ:
             return int(os.environ[rank_var]), int(os.environ[size_var])
     return 0, 1
