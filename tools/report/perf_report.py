@@ -334,13 +334,21 @@ def parse_args(argv):
     return args
 
 
-def main(argv=None):
-    args = parse_args(argv)
-    with open(args.page, encoding="utf-8") as f:
+def load_page(path):
+    """The page's text, or None (after saying why on stderr) when its markers are broken."""
+    with open(path, encoding="utf-8") as f:
         page = f.read()
     problems = check_markers(page)
     if problems:
-        print("perf_report: " + "\n  ".join([f"{args.page}: broken markers:"] + problems), file=sys.stderr)
+        print("perf_report: " + "\n  ".join([f"{path}: broken markers:"] + problems), file=sys.stderr)
+        return None
+    return page
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    page = load_page(args.page)
+    if page is None:
         return 1
     if args.check:
         rendered = render_page(page, args.data)
@@ -360,6 +368,9 @@ def main(argv=None):
         for topic in args.topics:
             runner = Runner(args, topic)
             RUNS[topic](runner, args)
+        page = load_page(args.page)  # as it is now: prose edited while the benchmarks ran is kept
+        if page is None:
+            return 1
     with open(args.page, "w", encoding="utf-8") as f:
         f.write(render_page(page, args.data))
     print(f"perf_report: tables rewritten in {args.page} from {args.data}")
