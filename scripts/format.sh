@@ -22,7 +22,14 @@ done
 [ -n "$format" ] || { echo "format.sh: no clang-format (Debian's clang-format-14; scripts/setup.sh installs it)" >&2; exit 77; }
 
 if (($#)); then
-  files=("$@")
+  files=()
+  for file in "$@"; do  # clang-format would rewrite any other file as if it were C++
+    case "$file" in
+      *.cc | *.h | *.cu | *.cuh) files+=("$file") ;;
+      *) echo "format.sh: $file left alone (not C++: .cc, .h, .cu, .cuh)" >&2 ;;
+    esac
+  done
+  ((${#files[@]})) || exit 0
 elif git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   mapfile -t files < <(git ls-files '*.cc' '*.h' '*.cu' '*.cuh')
 else
